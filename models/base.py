@@ -1,0 +1,177 @@
+"""The contract every learner of the numba core follows.
+
+A learner is a thin Python object around a set of named, fixed-dtype numpy arrays (its
+state, random-number state included) and the numba kernels that update them. The Python side
+
+* validates input (2-D, float64, C-contiguous, finite, the learner's feature count) and
+  raises :class:`ValueError` with a readable reason,
+* maps labels (ints or strings) to class indices (:class:`ClassIndex`),
+* grows array capacity by doubling when a kernel reports that it is full,
+* turns the state into plain values and arrays (:meth:`Learner.to_state`) and back.
+
+The surface is the same for every learner::
+
+    learn_many(X, y)          # y: labels, targets, or None for unsupervised parts
+    predict_many(X)           # labels or target vectors
+    predict_proba_many(X)     # classifiers: (n, n_classes) probabilities
+    importances()             # dict method -> array aligned to feature columns
+    to_state() / from_state(state)
+    n_seen                    # instances learned so far
+
+``learn_one`` and ``predict_one`` are conveniences over the batch methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
+    """Return ``X`` as a finite, C-contiguous float64 matrix or raise ``ValueError``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Feature rows.
+    n_features : int, optional
+        The learner's feature count; ``None`` accepts any width.
+    name : str
+        Name used in error messages.
+    """
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {arr.shape[1]} features but the learner was built for {n_features}"
+        )
+    if not np.isfinite(arr).all():
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(
+            f"{name} contains NaN or infinity at row {int(bad[0])}, column {int(bad[1])}"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def _plain_label(label):
+    """Labels are ints or strings (msgpack-friendly); numpy scalars become Python values."""
+    if isinstance(label, (bool, np.bool_)):
+        return int(label)
+    if isinstance(label, (int, np.integer)):
+        return int(label)
+    if isinstance(label, (float, np.floating)):
+        f = float(label)
+        if not np.isfinite(f) or f != int(f):
+            raise ValueError(f"class label {label!r} is not an integer or a string")
+        return int(f)
+    if isinstance(label, (str, np.str_)):
+        return str(label)
+    raise ValueError(f"class label {label!r} must be an int or a string")
+
+
+class ClassIndex:
+    """Maps class labels to indices ``0, 1, ...`` in order of first appearance.
+
+    Examples
+    --------
+    >>> idx = ClassIndex()
+    >>> idx.encode(["UP", "DOWN", "UP"]).tolist()
+    [0, 1, 0]
+    >>> idx.decode([1, 0])
+    ['DOWN', 'UP']
+    """
+
+    def __init__(self, classes=()):
+        self.classes: list = [_plain_label(c) for c in classes]
+        self._index = {c: i for i, c in enumerate(self.classes)}
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+    def encode(self, y, n_rows: int | None = None, grow: bool = True) -> np.ndarray:
+        """Class indices of ``y``; unseen labels are appended when ``grow`` is true."""
+        labels = list(np.asarray(y, dtype=object).ravel()) if not isinstance(y, list) else y
+        if n_rows is not None and len(labels) != n_rows:
+            raise ValueError(f"y has {len(labels)} labels but X has {n_rows} rows")
+        out = np.empty(len(labels), dtype=np.int64)
+        for i, raw in enumerate(labels):
+            label = _plain_label(raw)
+            k = self._index.get(label)
+            if k is None:
+                if not grow:
+                    raise ValueError(f"unknown class label {label!r}")
+                k = len(self.classes)
+                self.classes.append(label)
+                self._index[label] = k
+            out[i] = k
+        return out
+
+    def decode(self, indices) -> list:
+        """Labels of class indices."""
+        return [self.classes[int(k)] for k in indices]
+
+
+class Learner:
+    """Base class: state bookkeeping and the state round trip.
+
+    Subclasses set :attr:`kind`, keep hyperparameters in ``self.params`` (constructor keyword
+    arguments, plain values only) and their state in ``self._arrays`` (name -> ndarray).
+    Extra plain values (class labels, ...) go through :meth:`_extra_state` /
+    :meth:`_load_extra_state`.
+    """
+
+    kind: ClassVar[str] = "learner"
+
+    params: dict[str, Any]
+    _arrays: dict[str, np.ndarray]
+
+    @property
+    def n_seen(self) -> int:
+        """Number of instances learned so far."""
+        return int(self._arrays["n_seen"][0]) if "n_seen" in self._arrays else 0
+
+    def learn_one(self, x, y=None) -> None:
+        """Learn one instance (wraps :meth:`learn_many`)."""
+        X = np.asarray(x, dtype=np.float64).reshape(1, -1)
+        self.learn_many(X, None if y is None else [y])
+
+    def predict_one(self, x):
+        """Predict one instance (wraps :meth:`predict_many`)."""
+        X = np.asarray(x, dtype=np.float64).reshape(1, -1)
+        return self.predict_many(X)[0]
+
+    def to_state(self) -> dict:
+        """Plain-value snapshot: ``{"kind", "params", "extra", "arrays"}`` (arrays copied)."""
+        return {
+            "kind": self.kind,
+            "params": dict(self.params),
+            "extra": self._extra_state(),
+            "arrays": {k: np.array(v, copy=True) for k, v in self._arrays.items()},
+        }
+
+    @classmethod
+    def from_state(cls, state: dict):
+        """Rebuild a learner from :meth:`to_state` output (also after msgpack)."""
+        if state.get("kind") != cls.kind:
+            raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
+        obj = cls(**state["params"])
+        obj._arrays = {
+            k: np.ascontiguousarray(np.array(v, copy=True)) for k, v in state["arrays"].items()
+        }
+        obj._load_extra_state(state.get("extra") or {})
+        return obj
+
+    def _extra_state(self) -> dict:
+        return {}
+
+    def _load_extra_state(self, extra: dict) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,1 @@
+"""Message contracts of streamforest's topics and their wire codec."""
