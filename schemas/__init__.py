@@ -1,1 +1,83 @@
-"""Message contracts of streamforest's topics and their wire codec."""
+"""Message contracts of streamforest's topics and their wire codec.
+
+* :mod:`schemas.messages`: the versioned contracts (:class:`Instance`, :class:`FeatureArrival`,
+  :class:`Prediction`, :class:`DriftAlert`, :class:`Ranking`).
+* :mod:`schemas.checkpoint`: :class:`Checkpoint`, a learner state tagged with its input offset.
+* :mod:`schemas.deadletter`: headers of dead-lettered records.
+* :mod:`schemas.codec`: msgpack/JSON encoding and validating decoding.
+* :mod:`schemas.errors`: :class:`DecodeError`, the one error of decoding.
+"""
+
+from __future__ import annotations
+
+from .checkpoint import Checkpoint, state_equal
+from .codec import (
+    CONTENT_TYPE,
+    DEFAULT_MAX_BYTES,
+    JSON,
+    MSGPACK,
+    decode,
+    decode_instance,
+    decode_state,
+    encode,
+    encode_state,
+    instance_features,
+)
+from .deadletter import (
+    ERROR_CLASS,
+    ERROR_CODE,
+    REASON,
+    SOURCE_OFFSET,
+    SOURCE_PARTITION,
+    SOURCE_TOPIC,
+    WORKER_VERSION,
+    deadletter_headers,
+    deadletter_record,
+    parse_deadletter_headers,
+)
+from .errors import CODES, DecodeError
+from .messages import (
+    MESSAGE_TYPES,
+    SCHEMA_VERSIONS,
+    Contract,
+    DriftAlert,
+    FeatureArrival,
+    Instance,
+    Prediction,
+    Ranking,
+)
+
+__all__ = [
+    "CODES",
+    "CONTENT_TYPE",
+    "DEFAULT_MAX_BYTES",
+    "ERROR_CLASS",
+    "ERROR_CODE",
+    "JSON",
+    "MESSAGE_TYPES",
+    "MSGPACK",
+    "REASON",
+    "SCHEMA_VERSIONS",
+    "SOURCE_OFFSET",
+    "SOURCE_PARTITION",
+    "SOURCE_TOPIC",
+    "WORKER_VERSION",
+    "Checkpoint",
+    "Contract",
+    "DecodeError",
+    "DriftAlert",
+    "FeatureArrival",
+    "Instance",
+    "Prediction",
+    "Ranking",
+    "deadletter_headers",
+    "deadletter_record",
+    "decode",
+    "decode_instance",
+    "decode_state",
+    "encode",
+    "encode_state",
+    "instance_features",
+    "parse_deadletter_headers",
+    "state_equal",
+]

@@ -1,0 +1,78 @@
+"""The one error a message can fail with: :class:`DecodeError`.
+
+Every way an incoming message can be refused (bytes that are neither msgpack nor JSON, a
+schema version this worker does not read, a missing or mistyped field, NaN in the features,
+the wrong feature count, a message over the size limit) ends in a :class:`DecodeError` with a
+short machine ``code``, a human ``reason`` and the field path ``where``. The worker copies the
+code and the text into the dead-letter headers, so a producer can see at once what to fix.
+"""
+
+from __future__ import annotations
+
+# machine codes (stable: they travel in dead-letter headers and appear in metrics labels)
+NOT_DECODABLE = "not_decodable"  # neither msgpack nor JSON, or an unknown content-type
+NOT_AN_OBJECT = "not_an_object"  # the top level is not a map
+OVERSIZED = "oversized"  # more bytes than the configured limit
+UNKNOWN_VERSION = "unknown_version"  # field `v` names a schema version this code does not read
+MISSING_FIELD = "missing_field"  # a required field is absent
+INVALID_FIELD = "invalid_field"  # wrong type, out of range, unknown field, inconsistent fields
+NON_FINITE = "non_finite"  # NaN or infinity where a finite number is required
+FEATURE_COUNT = "feature_count"  # row width differs from the stream's feature count
+MISSING_FEATURE = "missing_feature"  # a mapping row lacks one of the stream's feature names
+UNKNOWN_FEATURE = "unknown_feature"  # a mapping row has a name the stream does not know
+
+CODES = frozenset(
+    {
+        NOT_DECODABLE,
+        NOT_AN_OBJECT,
+        OVERSIZED,
+        UNKNOWN_VERSION,
+        MISSING_FIELD,
+        INVALID_FIELD,
+        NON_FINITE,
+        FEATURE_COUNT,
+        MISSING_FEATURE,
+        UNKNOWN_FEATURE,
+    }
+)
+
+
+class DecodeError(ValueError):
+    """A message that cannot be turned into its contract.
+
+    Parameters
+    ----------
+    code : str
+        Short machine code, one of :data:`CODES`.
+    reason : str
+        What is wrong, for a person (values and limits included).
+    where : str, optional
+        Path of the offending field, e.g. ``"x[3]"``, ``"x['temp']"`` or ``"y"``; empty
+        when the message as a whole is at fault.
+
+    Examples
+    --------
+    >>> err = DecodeError("non_finite", "must be a finite number, got nan", "x[3]")
+    >>> str(err)
+    'non_finite at x[3]: must be a finite number, got nan'
+    >>> err.code, err.where
+    ('non_finite', 'x[3]')
+    """
+
+    def __init__(self, code: str, reason: str, where: str = "") -> None:
+        self.code = code
+        self.reason = reason
+        self.where = where
+        super().__init__(code, reason, where)
+
+    def __str__(self) -> str:
+        if self.where:
+            return f"{self.code} at {self.where}: {self.reason}"
+        return f"{self.code}: {self.reason}"
+
+    def __repr__(self) -> str:
+        return f"DecodeError({self.code!r}, {self.reason!r}, {self.where!r})"
+
+    def __reduce__(self):
+        # keep the three attributes through pickling (multiprocessing, pytest-xdist)
+        return (type(self), (self.code, self.reason, self.where))

@@ -1,0 +1,373 @@
+"""Versioned contracts of the messages on streamforest's topics.
+
+===================  ======================  =====================================================
+contract             topic (default)         written by
+===================  ======================  =====================================================
+:class:`Instance`    ``sf.instances``        producers: one feature row of a stream, maybe labelled
+:class:`FeatureArrival` ``sf.features``      producers: a new feature's values for known instances
+:class:`Prediction`  ``sf.predictions``      the worker: one per instance, in input order
+:class:`DriftAlert`  ``sf.drift``            the worker: a detector fired (warning or drift)
+:class:`Ranking`     ``sf.rankings``         the worker: feature importances, best first
+===================  ======================  =====================================================
+
+Every contract carries ``v``, the schema version (1). A reader refuses versions it does not
+know instead of guessing. Validation is strict: numbers are not parsed from strings, booleans
+are not integers, unknown fields are refused (a typo such as ``weigth`` must not be dropped
+silently), and every float must be finite. Integers are bounded to 64 bits, the range both
+msgpack and the JVM clients carry. The message key on Kafka is the stream id.
+
+A person can type an instance into a console producer as JSON::
+
+    {"v":1,"stream":"s1","id":1,"ts":0,"x":[0.1,0.2],"y":"UP"}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+MAX_NAME_LENGTH = 1024  # stream, feature, model and topic names
+SCHEMA_VERSIONS = frozenset({1})  # versions this code reads and writes
+
+# --------------------------------------------------------------------------- field types
+
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Timestamp = Annotated[int, Field(ge=0, le=INT64_MAX, description="milliseconds since the epoch")]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH)]
+
+
+def _kind(value: Any) -> str | None:
+    """Tag of a value for the tagged unions below (exact types: ``bool`` is not an int)."""
+    t = type(value)
+    if t is int:
+        return "int"
+    if t is str:
+        return "str"
+    if t is list:
+        return "list"
+    if t is dict:
+        return "dict"
+    return None
+
+
+def _one_of(message: str, **branches: Any) -> Any:
+    """A union chosen by the value's type, so that a bad value yields one clear error.
+
+    A plain ``int | str`` union reports one error per branch; tagging by type keeps only the
+    branch the value was meant for (``x[3]`` is not a float, rather than also "x is not a
+    dict"). Values of no listed type get ``message``.
+    """
+    members = tuple(Annotated[tp, Tag(tag)] for tag, tp in branches.items())
+    return Annotated[
+        Union[members],  # noqa: UP007 (a runtime tuple of members needs Union[...])
+        Discriminator(_kind, custom_error_type="wrong_type", custom_error_message=message),
+    ]
+
+
+Label = _one_of("must be an integer or a string", int=Int64, str=str)
+"""A class label or an instance id: an int or a string."""
+
+Target = _one_of(
+    "must be a class label (integer or string) or a list of numbers (regression targets)",
+    int=Int64,
+    str=str,
+    list=Annotated[list[Finite], Field(min_length=1)],
+)
+"""A label, or a list of floats for multi-target regression."""
+
+Row = _one_of(
+    "must be a list of numbers or a map from feature name to number",
+    list=Annotated[list[Finite], Field(min_length=1)],
+    dict=Annotated[dict[str, Finite], Field(min_length=1)],
+)
+"""Feature values, positional (a list) or by name (a map)."""
+
+ColumnValues = _one_of(
+    "must be a map from instance id to number or a list of numbers aligned with 'ids'",
+    list=list[Finite],
+    dict=dict[str, Finite],
+)
+
+# Position, inside an error location, of the tag the unions above insert (loc[0] is the field).
+# Error paths drop it so that they read ``x[3]`` and not ``x.list[3]``.
+UNION_TAG_POSITION = {
+    "id": 1,
+    "x": 1,
+    "y": 1,
+    "values": 1,
+    "y_pred": 1,
+    "y_true": 1,
+    "ids": 2,
+    "classes": 2,
+}
+
+
+def _invalid(
+    where: str, message: str, code: str = "invalid_field", **ctx: Any
+) -> PydanticCustomError:
+    """An error on a field, raised from a model validator (which has no location itself).
+
+    ``where`` and ``code`` travel in the error context for :mod:`schemas.codec`.
+    """
+    return PydanticCustomError("cross_field", message, {"where": where, "code": code, **ctx})
+
+
+# --------------------------------------------------------------------------- base
+
+
+class Contract(BaseModel):
+    """Common configuration of every message: strict, closed, versioned."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+
+    versions: ClassVar[frozenset[int]] = SCHEMA_VERSIONS
+
+    v: int = 1
+
+    @field_validator("v")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        if v not in cls.versions:
+            raise PydanticCustomError(
+                "unknown_version",
+                "schema version {v} is not supported (this worker reads {known})",
+                {"v": v, "known": ", ".join(str(k) for k in sorted(cls.versions))},
+            )
+        return v
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+class Instance(Contract):
+    """One feature row of a stream, labelled or not.
+
+    Parameters
+    ----------
+    v : int
+        Schema version (1).
+    stream : str
+        Stream id; also the Kafka message key. Each stream gets its own learners.
+    id : int or str
+        Instance id, echoed in the prediction (and used to attach late feature values).
+    ts : int
+        Event time in milliseconds since the epoch.
+    x : list of float or dict of str to float
+        Feature values: a list in the stream's feature order, or a map from feature name to
+        value. A stream's first instance fixes its width (and, for maps, its names).
+    y : int, str, list of float or None
+        Class label, list of targets for multi-target regression, or None (predict only).
+    weight : float or None
+        Optional non-negative instance weight.
+
+    Examples
+    --------
+    >>> Instance(stream="s1", id=1, ts=0, x=[0.1, 0.2], y="UP")
+    Instance(v=1, stream='s1', id=1, ts=0, x=[0.1, 0.2], y='UP', weight=None)
+    """
+
+    stream: Name
+    id: Label
+    ts: Timestamp
+    x: Row
+    y: Target | None = None
+    weight: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] | None = None
+
+
+class FeatureArrival(Contract):
+    """Values of one feature that arrives after the instances it describes.
+
+    Parameters
+    ----------
+    stream : str
+        Stream id (Kafka key).
+    feature : str
+        Name of the arriving feature.
+    values : dict of str to float, or list of float
+        Either a map from instance id (in its string form: id ``7`` is ``"7"``) to value, or
+        a list aligned with ``ids``.
+    ids : list of int or str, or None
+        The instance ids of a list ``values``, in order; required with a list, refused with
+        a map (the map already names its ids). Ids must be distinct.
+    ts : int
+        Event time in milliseconds.
+
+    Examples
+    --------
+    >>> FeatureArrival(stream="s1", feature="f9", values=[0.5, 0.7], ids=[1, 2], ts=5).ids
+    [1, 2]
+    """
+
+    stream: Name
+    feature: Name
+    values: ColumnValues
+    ids: list[Label] | None = None
+    ts: Timestamp
+
+    @model_validator(mode="after")
+    def _aligned(self) -> FeatureArrival:
+        if type(self.values) is list:
+            if self.ids is None:
+                raise _invalid(
+                    "ids",
+                    "required when 'values' is a list (the ids of the values)",
+                    "missing_field",
+                )
+            if len(self.ids) != len(self.values):
+                raise _invalid(
+                    "ids",
+                    "has {n_ids} ids but 'values' has {n_values} values",
+                    n_ids=len(self.ids),
+                    n_values=len(self.values),
+                )
+        elif self.ids is not None:
+            raise _invalid("ids", "must be omitted when 'values' is a map (its keys are the ids)")
+        if self.ids is not None and len(set(map(repr, self.ids))) != len(self.ids):
+            raise _invalid("ids", "contains duplicate ids")
+        return self
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+class Prediction(Contract):
+    """The worker's prediction for one instance (made before the instance is learned).
+
+    Parameters
+    ----------
+    stream, id : str, int or str
+        Stream and instance id of the input.
+    model : str
+        Name of the predictor (e.g. ``forgetful_forest``).
+    y_pred : int, str, list of float or None
+        Predicted label (or targets); None before the learner has seen a label.
+    classes : list of int or str, or None
+        Known class labels, in the order of ``proba``.
+    proba : list of float or None
+        Class probabilities aligned with ``classes``.
+    y_true : int, str, list of float or None
+        The instance's label when it had one (prequential evaluation downstream).
+    topic, partition, offset : str, int, int
+        Where the input instance was read (traceability, exactly-once checks).
+    ts : int
+        The input's event time in milliseconds.
+    """
+
+    stream: Name
+    id: Label
+    model: Name
+    y_pred: Target | None
+    classes: list[Label] | None = None
+    proba: list[Finite] | None = None
+    y_true: Target | None = None
+    topic: Name
+    partition: Annotated[int, Field(ge=0, le=2**31 - 1)]
+    offset: Count
+    ts: Timestamp
+
+    @model_validator(mode="after")
+    def _aligned(self) -> Prediction:
+        if self.proba is not None:
+            if self.classes is None:
+                raise _invalid("classes", "required when 'proba' is given", "missing_field")
+            if len(self.proba) != len(self.classes):
+                raise _invalid(
+                    "proba",
+                    "has {n_proba} values but 'classes' has {n_classes}",
+                    n_proba=len(self.proba),
+                    n_classes=len(self.classes),
+                )
+        return self
+
+
+class DriftAlert(Contract):
+    """A drift detector fired on a stream.
+
+    Parameters
+    ----------
+    stream : str
+        Stream id.
+    source : str
+        What was monitored, e.g. ``adwin:error`` or ``forgetful_forest:collapse``.
+    level : {"warning", "drift"}
+        Warning zone or confirmed drift.
+    position : int
+        Number of the stream's instances seen when the detector fired.
+    feature : str or None
+        The feature concerned, for per-feature detectors.
+    detail : str
+        Free text (detector statistics).
+    ts : int
+        Event time (ms) of the instance that triggered the alert.
+    """
+
+    stream: Name
+    source: Name
+    level: Literal["warning", "drift"]
+    position: Count
+    feature: Name | None = None
+    detail: str = ""
+    ts: Timestamp
+
+
+class Ranking(Contract):
+    """Feature importances of one stream by one method, best first.
+
+    Parameters
+    ----------
+    stream : str
+        Stream id.
+    method : str
+        ``orf_mda``, ``orf_mdg``, ``symrf``, ``abfs`` or ``feature_stream``.
+    features : list of str
+        Feature names in rank order (distinct).
+    scores : list of float
+        Importance of each feature, same length and order as ``features``.
+    n_seen : int
+        Instances the ranking is based on.
+    ts : int
+        Event time (ms) of the last instance seen.
+    """
+
+    stream: Name
+    method: Name
+    features: list[str]
+    scores: list[Finite]
+    n_seen: Count
+    ts: Timestamp
+
+    @model_validator(mode="after")
+    def _aligned(self) -> Ranking:
+        if len(self.scores) != len(self.features):
+            raise _invalid(
+                "scores",
+                "has {n_scores} values but 'features' has {n_features}",
+                n_scores=len(self.scores),
+                n_features=len(self.features),
+            )
+        if len(set(self.features)) != len(self.features):
+            raise _invalid("features", "contains duplicate names")
+        return self
+
+
+MESSAGE_TYPES: tuple[type[Contract], ...] = (
+    Instance,
+    FeatureArrival,
+    Prediction,
+    DriftAlert,
+    Ranking,
+)

@@ -1,0 +1,534 @@
+"""Worker configuration: one :class:`Settings` object read from ``STREAMFOREST_*`` variables.
+
+Every field maps to an environment variable ``STREAMFOREST_<SECTION>__<FIELD>`` (case does
+not matter), e.g. ``STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS=broker:9092`` or
+``STREAMFOREST_LEARNERS__N_TREES=10``. Maps take JSON (``STREAMFOREST_KAFKA__EXTRA=
+'{"fetch.wait.max.ms":"50"}'``), and ``kafka.extra`` also takes one key per variable
+(``STREAMFOREST_KAFKA__EXTRA__FETCH.WAIT.MAX.MS=50``). A whole section can be given as one
+JSON object (``STREAMFOREST_TOPICS='{"partitions": 8}'``).
+
+Read the environment once, at start, with :func:`load_settings`; everything else takes the
+:class:`Settings` object. It refuses unknown keys and bad values with a :class:`ConfigError`
+that names each offending variable and says what to fix. pydantic-settings on its own ignores
+unknown variables under the prefix (and reports nested mistakes by field path, not by
+variable), so :func:`load_settings` scans the environment itself.
+
+``streamforest config`` prints the effective configuration as JSON, secrets masked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import socket
+import sys
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
+
+ENV_PREFIX = "STREAMFOREST_"
+NESTED_DELIMITER = "__"
+MASK = "**********"
+
+# Variables under the prefix that belong to other tools (the local broker, the test fixtures,
+# the numba cache switch), not to the worker's settings: the scan leaves them alone.
+OTHER_ENV_VARS = frozenset({"STREAMFOREST_HOME", "STREAMFOREST_NUMBA_CACHE"})
+OTHER_ENV_PREFIXES = ("STREAMFOREST_TEST_", "STREAMFOREST_BROKER_", "STREAMFOREST_LOCAL_KAFKA_")
+
+# kafka.extra keys that would silently override a typed setting
+_TYPED_LIBRDKAFKA_KEYS = {
+    "bootstrap.servers": "bootstrap_servers",
+    "group.id": "group_id",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_username",
+    "sasl.password": "sasl_password",
+    "ssl.ca.location": "ssl_ca_location",
+    "ssl.certificate.location": "ssl_certificate_location",
+    "ssl.key.location": "ssl_key_location",
+    "ssl.key.password": "ssl_key_password",
+    "client.id": "client_id",
+}
+_SECRET_KEY = re.compile(r"password|secret|token|jaas|credential|private", re.IGNORECASE)
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+def _field_error(field: str, message: str) -> PydanticCustomError:
+    """An error on ``field`` raised from a section's model validator."""
+    return PydanticCustomError("setting", "{message}", {"field": field, "message": message})
+
+
+def _librdkafka_value(value: Any) -> Any:
+    """librdkafka takes strings; accept JSON numbers and booleans too."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+class Section(BaseModel):
+    """A settings section: closed (unknown keys are errors)."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+Positive = Annotated[int, Field(ge=1)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class KafkaSettings(Section):
+    """Connection to the cluster (``STREAMFOREST_KAFKA__*``).
+
+    Examples: ``STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS=b1:9092,b2:9092``,
+    ``STREAMFOREST_KAFKA__SECURITY_PROTOCOL=SASL_SSL``,
+    ``STREAMFOREST_KAFKA__SASL_MECHANISM=SCRAM-SHA-512``,
+    ``STREAMFOREST_KAFKA__SASL_PASSWORD=...``,
+    ``STREAMFOREST_KAFKA__EXTRA='{"fetch.wait.max.ms":"50"}'``.
+    """
+
+    bootstrap_servers: str = Field("127.0.0.1:9092", min_length=1, description="host:port list")
+    group_id: str = Field("streamforest", min_length=1, description="consumer group")
+    security_protocol: Annotated[
+        Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], BeforeValidator(_upper)
+    ] = "PLAINTEXT"
+    sasl_mechanism: (
+        Annotated[
+            Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"],
+            BeforeValidator(_upper),
+        ]
+        | None
+    ) = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: SecretStr | None = None
+    client_id: str = Field("streamforest", min_length=1)
+    extra: dict[str, Annotated[str, BeforeValidator(_librdkafka_value)]] = Field(
+        default_factory=dict, description="other librdkafka properties, passed through"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KafkaSettings:
+        for key in self.extra:
+            if key in _TYPED_LIBRDKAFKA_KEYS:
+                raise _field_error(
+                    "extra",
+                    f"'{key}' has its own setting: use kafka.{_TYPED_LIBRDKAFKA_KEYS[key]} "
+                    f"(STREAMFOREST_KAFKA__{_TYPED_LIBRDKAFKA_KEYS[key].upper()})",
+                )
+        sasl = self.security_protocol.startswith("SASL")
+        if sasl and self.sasl_mechanism is None:
+            raise _field_error(
+                "sasl_mechanism", f"required with security_protocol {self.security_protocol}"
+            )
+        if not sasl and self.sasl_mechanism is not None:
+            raise _field_error(
+                "sasl_mechanism",
+                f"needs security_protocol SASL_PLAINTEXT or SASL_SSL, not {self.security_protocol}",
+            )
+        if self.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            for name in ("sasl_username", "sasl_password"):
+                if getattr(self, name) is None:
+                    raise _field_error(name, f"required with sasl_mechanism {self.sasl_mechanism}")
+        return self
+
+    def as_librdkafka_dict(self) -> dict[str, str]:
+        """librdkafka properties for confluent-kafka clients (secrets revealed here only).
+
+        Contains the connection properties, ``group.id``, ``client.id`` and ``extra``;
+        producers drop the consumer-only ``group.id``.
+        """
+        conf = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": self.group_id,
+            "client.id": self.client_id,
+            "security.protocol": self.security_protocol.lower(),
+        }
+        optional = {
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password,
+            "ssl.ca.location": self.ssl_ca_location,
+            "ssl.certificate.location": self.ssl_certificate_location,
+            "ssl.key.location": self.ssl_key_location,
+            "ssl.key.password": self.ssl_key_password,
+        }
+        for key, value in optional.items():
+            if value is not None:
+                conf[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
+        conf.update(self.extra)
+        return conf
+
+
+class TopicSettings(Section):
+    """Topic names and the layout ``streamforest topics create`` uses (``STREAMFOREST_TOPICS__*``)."""
+
+    instances: str = "sf.instances"
+    features: str = "sf.features"
+    predictions: str = "sf.predictions"
+    drift: str = "sf.drift"
+    rankings: str = "sf.rankings"
+    deadletter: str = "sf.deadletter"
+    checkpoints: str = "sf.checkpoints"
+    partitions: Positive = 4
+    replication_factor: Positive = 1
+
+    @field_validator(
+        "instances", "features", "predictions", "drift", "rankings", "deadletter", "checkpoints"
+    )
+    @classmethod
+    def _legal_name(cls, name: str) -> str:
+        if not _TOPIC_NAME.match(name) or name in (".", ".."):
+            raise ValueError(
+                "a topic name is 1 to 249 characters among letters, digits, '.', '_' and '-'"
+            )
+        return name
+
+    @model_validator(mode="after")
+    def _distinct(self) -> TopicSettings:
+        seen: dict[str, str] = {}
+        for field in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
+                      "checkpoints"):
+            name = getattr(self, field)
+            if name in seen:
+                raise _field_error(field, f"topic {name!r} is already used for {seen[name]}")
+            seen[name] = field
+        return self
+
+
+class LearnerSettings(Section):
+    """What each stream learns (``STREAMFOREST_LEARNERS__*``).
+
+    ``params`` passes extra keyword arguments per learner kind, as JSON:
+    ``STREAMFOREST_LEARNERS__PARAMS='{"online_random_forest": {"n_tests": 5}}'``.
+    """
+
+    task: Literal["classification"] = "classification"
+    predictor: Literal["forgetful_forest", "forgetful_tree", "online_random_forest"] = (
+        "forgetful_forest"
+    )
+    importance: bool = Field(True, description="online random forest MDA/MDG tracker")
+    drift_detector: Literal["adwin", "ddm", "none"] = "adwin"
+    batch_size: Positive = Field(100, description="forgetful learners' mini-batch")
+    n_trees: Positive = Field(20, description="trees of the forgetful forest")
+    orf_trees: Positive = Field(10, description="trees of the online random forest")
+    ranking_every: Positive = Field(1000, description="instances between rankings")
+    top_k: Positive = 5
+    max_streams: Positive = Field(1000, description="streams one worker holds at most")
+    seed: int = Field(1, ge=0, le=2**63 - 1)
+    params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class CheckpointSettings(Section):
+    """When and how learner states are written (``STREAMFOREST_CHECKPOINT__*``)."""
+
+    every_instances: Positive = 10_000
+    interval_s: PositiveFloat = 30.0
+    max_message_bytes: int = Field(
+        1_000_000, ge=1024, description="chunk size: larger states are split into chunks"
+    )
+    topic_max_message_bytes: int = Field(8_388_608, ge=1024)
+
+    @model_validator(mode="after")
+    def _chunk_fits(self) -> CheckpointSettings:
+        if self.max_message_bytes > self.topic_max_message_bytes:
+            raise _field_error(
+                "max_message_bytes",
+                f"a chunk of {self.max_message_bytes} bytes does not fit the checkpoint topic's "
+                f"limit topic_max_message_bytes={self.topic_max_message_bytes}",
+            )
+        return self
+
+
+class WorkerSettings(Section):
+    """The consume loop and operations (``STREAMFOREST_WORKER__*``)."""
+
+    consume_batch: Positive = 2000
+    consume_timeout_s: PositiveFloat = 0.2
+    max_poll_interval_ms: int = Field(300_000, ge=1, le=86_400_000)
+    queued_max_messages_kbytes: int = Field(65_536, ge=1, le=2_097_151)
+    metrics_port: int = Field(9464, ge=0, le=65_535, description="0 disables the endpoint")
+    max_message_bytes: Positive = Field(1_048_576, description="larger instances are dead-lettered")
+    log_level: Annotated[
+        Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], BeforeValidator(_upper)
+    ] = "INFO"
+    exactly_once: bool = True
+    transactional_id: str | None = Field(
+        None, min_length=1, description="default: <group_id>-<member_name>"
+    )
+    member_name: str | None = Field(None, min_length=1, description="default: <hostname>-<pid>")
+
+
+# Set by load_settings for the duration of one construction: the mapping to read instead of
+# os.environ. A context variable keeps concurrent loads (threads, tests) apart.
+_ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("streamforest_environ", default=None)
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source, reading a given mapping."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k.lower(): v for k, v in self._environ.items()}
+
+
+class Settings(BaseSettings):
+    """Everything the worker is configured with.
+
+    Built from ``STREAMFOREST_<SECTION>__<FIELD>`` environment variables over the defaults;
+    use :func:`load_settings` for the checked, readable errors.
+
+    Examples
+    --------
+    >>> s = load_settings({"STREAMFOREST_LEARNERS__N_TREES": "5"})
+    >>> s.learners.n_trees, s.topics.instances
+    (5, 'sf.instances')
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=NESTED_DELIMITER,
+        extra="forbid",
+        case_sensitive=False,
+        validate_default=True,
+    )
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    topics: TopicSettings = Field(default_factory=TopicSettings)
+    learners: LearnerSettings = Field(default_factory=LearnerSettings)
+    checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls, init_settings, env_settings, dotenv_settings, file_secret_settings
+    ):
+        environ = _ENVIRON.get()
+        if environ is not None:
+            env_settings = _MappingEnvSource(settings_cls, environ)
+        # no .env files or secret directories: the environment is the one source
+        return init_settings, env_settings
+
+    @property
+    def member_name(self) -> str:
+        """This worker's member name: ``worker.member_name`` or ``<hostname>-<pid>``."""
+        return self.worker.member_name or f"{socket.gethostname()}-{os.getpid()}"
+
+    @property
+    def transactional_id(self) -> str:
+        """``worker.transactional_id`` or ``<group_id>-<member_name>``."""
+        return self.worker.transactional_id or f"{self.kafka.group_id}-{self.member_name}"
+
+    def masked_dict(self) -> dict[str, Any]:
+        """The settings as JSON-ready values, secrets replaced by ``**********``."""
+        data = self.model_dump(mode="json")
+        data["kafka"]["extra"] = {
+            k: MASK if _SECRET_KEY.search(k) else v for k, v in data["kafka"]["extra"].items()
+        }
+        return data
+
+
+# =========================================================================== loading
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; ``problems`` lists (key, what to fix) pairs.
+
+    ``str()`` is a readable multi-line message naming each key, e.g.::
+
+        invalid streamforest settings (1 problem):
+          STREAMFOREST_KAFKA__BOOTSTRP: unknown setting; did you mean
+          STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS?
+    """
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        n = len(problems)
+        lines = [f"invalid streamforest settings ({n} problem{'s' if n != 1 else ''}):"]
+        lines += [f"  {key}: {text}" for key, text in problems]
+        super().__init__("\n".join(lines))
+
+
+def _env_name(*parts: str) -> str:
+    return ENV_PREFIX + NESTED_DELIMITER.join(p.upper() for p in parts)
+
+
+def _sections() -> dict[str, type[BaseModel]]:
+    return {name: f.annotation for name, f in Settings.model_fields.items()}
+
+
+def _known_env_names() -> list[str]:
+    names = []
+    for section, model in _sections().items():
+        names.append(_env_name(section))
+        names += [_env_name(section, field) for field in model.model_fields]
+    return names
+
+
+def _scan_environ(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Unknown ``STREAMFOREST_*`` variables and unparsable JSON values, with what to fix."""
+    problems = []
+    sections = _sections()
+    known = _known_env_names()
+    for key, value in environ.items():
+        name = key.upper()
+        if not name.startswith(ENV_PREFIX) or name in OTHER_ENV_VARS:
+            continue
+        if name.startswith(OTHER_ENV_PREFIXES):
+            continue
+        parts = name[len(ENV_PREFIX):].lower().split(NESTED_DELIMITER)
+        model = sections.get(parts[0])
+        field = model.model_fields.get(parts[1]) if model is not None and len(parts) > 1 else None
+        if model is None or (len(parts) > 1 and field is None) or "" in parts:
+            hint = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            fix = f"did you mean {hint[0]}?" if hint else "see `streamforest config` for the keys"
+            problems.append((key, f"unknown setting; {fix}"))
+            continue
+        if len(parts) > 2:
+            if (parts[0], parts[1]) != ("kafka", "extra"):
+                problems.append(
+                    (key, f"{parts[0]}.{parts[1]} cannot be nested further; set "
+                          f"{_env_name(*parts[:2])} (as JSON if it is a map)")
+                )
+            continue
+        if len(parts) == 1 or _is_map(field.annotation):
+            try:
+                json.loads(value)
+            except ValueError as exc:
+                problems.append((key, f"is not valid JSON ({exc}); expected a JSON object"))
+    return problems
+
+
+def _is_map(annotation: Any) -> bool:
+    return getattr(annotation, "__origin__", None) is dict or annotation is dict
+
+
+def _locate(loc: tuple, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> str:
+    """The variable (or argument) a validation error location came from."""
+    path = [p for p in loc if isinstance(p, str)]
+    node: Any = overrides
+    for i, part in enumerate(path):
+        if not isinstance(node, Mapping) or part not in node:
+            break
+        node = node[part]
+        if i == len(path) - 1 or not isinstance(node, Mapping):
+            return ".".join(path) + " (argument)"
+    by_upper = {k.upper(): k for k in environ}
+    for depth in range(len(path), 0, -1):
+        found = by_upper.get(_env_name(*path[:depth]))
+        if found is not None:
+            inner = ".".join(path[depth:])
+            return found + (f" (field {inner})" if inner else "")
+    # nothing was set: name the variable that would fix it
+    return _env_name(*path) if path else "settings"
+
+
+def _describe(err: dict, secret: bool) -> str:
+    msg = err["msg"]
+    if err["type"] == "setting":
+        return err["ctx"]["message"]
+    if err["type"] == "extra_forbidden":
+        return "unknown setting"
+    text = msg[0].lower() + msg[1:]
+    if err["type"] != "missing" and not secret and "input" in err:
+        value = err["input"]
+        if isinstance(value, str | int | float | bool) or value is None:
+            text = f"{text} (got {value!r})"
+    return text
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Read and check the settings.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        Environment to read (``os.environ`` by default).
+    **overrides
+        Section values that take precedence over the environment, e.g.
+        ``load_settings(kafka={"bootstrap_servers": "b:9092"})``.
+
+    Raises
+    ------
+    ConfigError
+        Listing every unknown ``STREAMFOREST_*`` variable (with the closest known name) and
+        every bad value (with the variable it came from and the expected form).
+
+    Examples
+    --------
+    >>> load_settings({"STREAMFOREST_KAFKA__BOOTSTRP": "b:9092"})
+    Traceback (most recent call last):
+    ...
+    worker.settings.ConfigError: invalid streamforest settings (1 problem):
+      STREAMFOREST_KAFKA__BOOTSTRP: unknown setting; did you mean STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS?
+    """
+    environ = os.environ if environ is None else environ
+    problems = _scan_environ(environ)
+    if problems:
+        raise ConfigError(problems)
+    token = _ENVIRON.set(environ)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            loc = tuple(err["loc"])
+            if err["type"] == "setting":
+                loc = (*loc, err["ctx"]["field"])
+            secret = any(isinstance(p, str) and _SECRET_KEY.search(p) for p in loc)
+            problems.append((_locate(loc, environ, overrides), _describe(err, secret)))
+        raise ConfigError(problems) from None
+    except SettingsError as exc:  # a value pydantic-settings could not parse
+        raise ConfigError([("environment", str(exc))]) from None
+    finally:
+        _ENVIRON.reset(token)
+
+
+# =========================================================================== CLI
+
+
+def _config_command(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(json.dumps(settings.masked_dict(), indent=2))
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Register ``streamforest config``."""
+    p = subparsers.add_parser(
+        "config",
+        help="print the effective configuration (from STREAMFOREST_* variables) as JSON",
+        description="Print the effective configuration as JSON, secrets masked. "
+        "Exit code 2 with the list of problems when the configuration is invalid.",
+    )
+    p.set_defaults(func=_config_command)
