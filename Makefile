@@ -1,0 +1,66 @@
+# streamforest developer entry points. Needs Python 3.11, a Java 17+ runtime and Maven (for the local broker).
+#
+#   make setup          .venv with the project (editable) and its test extra, broker jars in the cache
+#   make test           the whole test suite (integration tests start a local Kafka broker on free ports)
+#   make demo           the demo
+#   make broker-start   a local Kafka broker on BROKER_PORT (default 9092) in the background; make broker-stop
+#   make bench          the benchmark scripts tests/benchmarks/bench_*.py
+#
+# Variables: PYTHON (interpreter for the venv), VENV, PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not kafka"'),
+# BROKER_PORT, CONTROLLER_PORT, BENCH (benchmark scripts to run).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+BROKER_PORT ?= 9092
+CONTROLLER_PORT ?= 9093
+BROKER_ARGS := --port $(BROKER_PORT) --controller-port $(CONTROLLER_PORT)
+BENCH ?= $(wildcard tests/benchmarks/bench_*.py)
+
+# stamps: reinstall only when pyproject.toml changes, fetch the jars again only when the pom changes
+INSTALLED := $(VENV)/.installed
+FETCHED := $(VENV)/.kafka-fetched
+
+.PHONY: setup test demo broker-start broker-stop bench
+
+setup: $(INSTALLED) $(FETCHED)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(FETCHED): deploy/local-kafka/pom.xml $(INSTALLED)
+	$(BIN)/streamforest broker fetch
+	touch $@
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Until `streamforest demo` exists, the demo is a broker round trip: start, produce and consume, stop.
+demo: setup
+	@if $(BIN)/streamforest demo --help >/dev/null 2>&1; then \
+		$(BIN)/streamforest demo; \
+	else \
+		echo "streamforest demo is not available: checking a broker round trip instead"; \
+		$(BIN)/streamforest broker start $(BROKER_ARGS) || exit 1; \
+		$(BIN)/streamforest broker check $(BROKER_ARGS); rc=$$?; \
+		$(BIN)/streamforest broker stop $(BROKER_ARGS); \
+		exit $$rc; \
+	fi
+
+broker-start: setup
+	$(BIN)/streamforest broker start $(BROKER_ARGS)
+
+broker-stop:
+	$(BIN)/streamforest broker stop $(BROKER_ARGS)
+
+bench: setup
+	@set -e; for script in $(BENCH); do \
+		echo "== $$script"; \
+		$(BIN)/python $$script; \
+	done

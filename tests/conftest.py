@@ -1,0 +1,244 @@
+"""Shared fixtures: a real Apache Kafka broker for the tests marked ``kafka``.
+
+The broker is started lazily, once per session, by the first test that asks for ``kafka_bootstrap``, so unit
+tests never need one. It comes from, in this order:
+
+1. ``STREAMFOREST_TEST_BOOTSTRAP`` (``host:port``): a broker you run yourself; nothing is started or stopped.
+2. A Docker daemon that answers within two seconds: a KRaft broker container through testcontainers.
+3. The local jar broker of ``worker.broker`` (Java 17 + Maven, no Docker) on free loopback ports with a
+   temporary data directory, stopped at the end of the session. This is what the project's machines and CI use.
+
+If none can be started, the kafka tests are skipped with the reasons, except under ``CI=true``: there the
+fixture fails, and any skipped kafka test is turned into a failure, so that integration tests cannot silently
+stop running. The terminal summary reports which broker was used and how long it took to start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+BOOTSTRAP_ENV = "STREAMFOREST_TEST_BOOTSTRAP"
+IMAGE_ENV = "STREAMFOREST_TEST_KAFKA_IMAGE"
+# the testcontainers Kafka module drives Confluent's images (a KRaft-capable Apache Kafka distribution)
+DEFAULT_IMAGE = "confluentinc/cp-kafka:7.9.0"
+TOPIC_TIMEOUT_S = 30.0
+
+
+def _under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass
+class _BrokerInfo:
+    source: str
+    bootstrap: str
+    start_s: float
+
+
+_broker_info: list[_BrokerInfo] = []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# broker sources
+
+
+def _docker_answers(timeout: float = 2.0) -> bool:
+    try:
+        import docker
+    except ImportError:
+        return False
+    try:
+        client = docker.from_env(timeout=timeout)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # noqa: BLE001 - any failure means "no usable daemon"
+        return False
+
+
+def _start_container() -> tuple[str, Callable[[], None]]:
+    from testcontainers.community.kafka import KafkaContainer
+
+    container = KafkaContainer(os.environ.get(IMAGE_ENV, DEFAULT_IMAGE)).with_kraft()
+    # the same single-node settings as the local broker: transactions need RF 1 for their state topic
+    for key, value in {
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS": "1",
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+        "KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS": "1000",
+    }.items():
+        container.with_env(key, value)
+    container.start(timeout=180)
+    return container.get_bootstrap_server(), container.stop
+
+
+def _start_local(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Callable[[], None]]:
+    from worker.broker import DEFAULT_JVM_OPTS, QUICK_JVM_OPTS, BrokerError, LocalBroker, free_port
+
+    for attempt in range(3):
+        port = free_port()
+        broker = LocalBroker(
+            port=port,
+            controller_port=free_port(exclude=[port]),
+            data_dir=tmp_path_factory.mktemp("kafka"),
+            jvm_opts=DEFAULT_JVM_OPTS + QUICK_JVM_OPTS,
+            detach=False,  # Ctrl-C on the test run stops the broker as well
+        )
+        try:
+            broker.start(timeout=240)
+        except BrokerError as exc:
+            # another process took one of the free ports while the JVM was starting: try other ports
+            if "Address already in use" in str(exc) and attempt < 2:
+                continue
+            raise
+        return broker.bootstrap, broker.stop
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``bootstrap.servers`` of a real Kafka broker for this test session (see the module docstring)."""
+    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
+    if external:
+        _broker_info.append(_BrokerInfo(f"external ({BOOTSTRAP_ENV})", external, 0.0))
+        yield external
+        return
+    reasons: list[str] = []
+    sources: list[tuple[str, Callable[[], tuple[str, Callable[[], None]]]]] = []
+    if _docker_answers():
+        sources.append(("testcontainers", _start_container))
+    else:
+        reasons.append("testcontainers: no Docker daemon answers")
+    sources.append(("local jar broker", lambda: _start_local(tmp_path_factory)))
+    for name, start in sources:
+        began = time.monotonic()
+        try:
+            bootstrap, stop = start()
+        except Exception as exc:  # noqa: BLE001 - reported below with the source that failed
+            reasons.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        _broker_info.append(_BrokerInfo(name, bootstrap, time.monotonic() - began))
+        try:
+            yield bootstrap
+        finally:
+            stop()
+        return
+    message = "no Kafka broker for the kafka tests:\n" + "\n".join(reasons)
+    if _under_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# factories
+
+
+def _slug(text: str, limit: int = 60) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:limit] or "t"
+
+
+@pytest.fixture(scope="session")
+def admin(kafka_bootstrap: str):  # -> confluent_kafka.admin.AdminClient
+    """A session-wide AdminClient on the test broker."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
+def _wait_visible(admin, topic: str, partitions: int, timeout: float = TOPIC_TIMEOUT_S) -> None:
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            meta = admin.list_topics(topic=topic, timeout=5).topics.get(topic)
+        except KafkaException:
+            meta = None
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"topic {topic} with {partitions} partitions not visible after {timeout:.0f} s")
+
+
+@pytest.fixture
+def make_topic(admin, request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
+    """Factory ``make_topic(partitions=1, config=None) -> name``: a new topic unique to this test.
+
+    The topic is created with the AdminClient, returned once every partition has a leader, and deleted when
+    the test ends.
+    """
+    from confluent_kafka.admin import NewTopic
+
+    created: list[str] = []
+
+    def make(partitions: int = 1, config: dict[str, str] | None = None) -> str:
+        name = f"sf-{_slug(request.node.name)}-{uuid.uuid4().hex[:10]}"
+        future = admin.create_topics([NewTopic(name, partitions, config=dict(config or {}))])[name]
+        future.result(timeout=TOPIC_TIMEOUT_S)
+        created.append(name)
+        _wait_visible(admin, name, partitions)
+        return name
+
+    yield make
+    if created:
+        for future in admin.delete_topics(created, operation_timeout=10).values():
+            try:
+                future.result(timeout=TOPIC_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - cleanup only; the test's outcome is already decided
+                pass
+
+
+@pytest.fixture
+def unique_group(request: pytest.FixtureRequest) -> Callable[[], str]:
+    """Factory ``unique_group() -> group id``, a new consumer group id at each call."""
+
+    def make() -> str:
+        return f"sf-{_slug(request.node.name, 40)}-{uuid.uuid4().hex[:10]}"
+
+    return make
+
+
+# ---------------------------------------------------------------------------------------------------------
+# hooks
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that use the broker carry the ``kafka`` marker even if they forgot it (``-m "not kafka"`` works)."""
+    for item in items:
+        if "kafka_bootstrap" in getattr(item, "fixturenames", ()) and item.get_closest_marker("kafka") is None:
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Under ``CI=true`` a skipped kafka test is a failure: integration tests must run in CI."""
+    outcome = yield
+    report = outcome.get_result()
+    if not (_under_ci() and report.skipped and item.get_closest_marker("kafka") is not None):
+        return
+    if hasattr(report, "wasxfail"):
+        return
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"kafka test skipped under CI=true (integration tests must run in CI): {reason}"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    for info in _broker_info:
+        started = f", started in {info.start_s:.1f} s" if info.start_s else ""
+        terminalreporter.write_line(f"kafka broker: {info.source} at {info.bootstrap}{started}")
