@@ -15,7 +15,10 @@ import sys
 from . import __version__
 
 # subcommand modules, in the order they appear in --help
-_COMMAND_MODULES = ("worker.settings", "worker.broker")
+_COMMAND_MODULES = (
+    "worker.settings", "worker.broker", "worker.topics", "worker.app", "worker.produce",
+    "worker.demo",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

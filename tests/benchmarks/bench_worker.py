@@ -1,0 +1,270 @@
+"""Worker benchmark: end-to-end throughput beside in-process throughput, and restore times.
+
+Run: ``python tests/benchmarks/bench_worker.py [--bootstrap HOST:PORT] [--quick]``
+(without ``--bootstrap`` it starts the local broker). Prints three tables:
+
+1. instances/s of one worker end to end (produced input -> committed predictions, exactly-once
+   on, drift tracking on, rankings on where the pipeline has an importance tracker) beside
+   the same pipelines' in-process prequential throughput on the same streams, and the ratio
+   (target >= 0.7); target >= 100,000 instances/s for the lightest pipeline (one forgetful
+   tree + ADWIN);
+2. time to recover a partition after a crash (checkpoint read + replay up to the committed
+   offset) as a function of the checkpoint interval;
+3. time to restore a partition holding about 100 MB of state (target < 2 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from worker.app import Worker  # noqa: E402
+from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from worker.produce import instance_values, make_producer, produce_values  # noqa: E402
+from worker.settings import load_settings  # noqa: E402
+from worker.topics import create_topics  # noqa: E402
+
+PIPELINES = {
+    "forgetful_tree + ADWIN (lightest)": dict(LEARNERS__PREDICTOR="forgetful_tree",
+                                               LEARNERS__IMPORTANCE="false"),
+    "forgetful_tree + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_tree"),
+    "forgetful_forest(20) + ADWIN + ORF(10) ranking": dict(
+        LEARNERS__PREDICTOR="forgetful_forest"),
+}
+
+
+def env_for(bootstrap: str, prefix: str, **over) -> dict:
+    env = {
+        "KAFKA__BOOTSTRAP_SERVERS": bootstrap, "KAFKA__GROUP_ID": f"{prefix}-g",
+        "TOPICS__PARTITIONS": "2", "WORKER__METRICS_PORT": "0", "WORKER__CONSUME_BATCH": "5000",
+        "WORKER__CONSUME_TIMEOUT_S": "0.05", "WORKER__MEMBER_NAME": f"{prefix}-m",
+        "WORKER__LOG_LEVEL": "WARNING", "LEARNERS__RANKING_EVERY": "5000",
+        "CHECKPOINT__EVERY_INSTANCES": "50000",
+    }
+    for t in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
+              "checkpoints"):
+        env[f"TOPICS__{t.upper()}"] = f"{prefix}.{t}"
+    env.update(over)
+    return {"STREAMFOREST_" + k: v for k, v in env.items()}
+
+
+def make_streams(n_streams: int, n_rows: int, d: int = 10):
+    from models.hyperplane import RotatingHyperplane
+
+    out = {}
+    for k in range(n_streams):
+        X, y, _ = RotatingHyperplane(n_features=d, n_drift_features=2, mag_change=0.001,
+                                     seed=k).take(n_rows)
+        out[f"s{k}"] = (X, [int(v) for v in y])
+    return out
+
+
+def produce(bootstrap: str, topic: str, streams: dict, chunk: int = 1000) -> int:
+    p = make_producer(bootstrap)
+    n = 0
+    rows = max(len(y) for _, y in streams.values())
+    for a in range(0, rows, chunk):
+        for s, (X, y) in streams.items():
+            n += produce_values(p, topic, s, instance_values(s, X[a:a + chunk], y[a:a + chunk],
+                                                             start_id=a, ts0=a))
+    p.flush(120)
+    return n
+
+
+def in_process(settings, streams: dict, chunk: int, warm: int) -> float:
+    """Prequential instances/s of the same pipelines, on arrays (no Kafka, no codec)."""
+    cfg = PipelineConfig.from_settings(settings.learners)
+    ps = {s: Pipeline(s, cfg, X.shape[1]) for s, (X, _) in streams.items()}
+    for s, (X, y) in streams.items():
+        ps[s].process(X[:warm], y[:warm])
+    n = 0
+    t0 = time.perf_counter()
+    rows = max(len(y) for _, y in streams.values())
+    for a in range(warm, rows, chunk):
+        for s, (X, y) in streams.items():
+            ps[s].process(np.ascontiguousarray(X[a:a + chunk]), y[a:a + chunk])
+            n += len(y[a:a + chunk])
+    return n / (time.perf_counter() - t0)
+
+
+def end_to_end(settings, n: int, warm_fraction: float = 0.1) -> float:
+    """One in-process worker: instances/s from the end of warm-up to the last commit."""
+    w = Worker(settings)
+    w.start()
+    try:
+        def done():
+            return w.metrics.instances_in._values.get((), 0)
+
+        while done() < warm_fraction * n:
+            w.step()
+        c0, t0 = done(), time.perf_counter()
+        while done() < n:
+            w.step()
+        if n - c0 < 0.5 * n:
+            return float("nan")  # the timed part is too short to mean anything
+        return (n - c0) / (time.perf_counter() - t0)
+    finally:
+        w.shutdown()
+
+
+def table_throughput(bootstrap: str, rows: int) -> list[dict]:
+    out = []
+    for name, over in PIPELINES.items():
+        n_rows = rows if "lightest" in name else rows // (2 if "tree" in name else 10)
+        prefix = f"bw-{uuid.uuid4().hex[:6]}"
+        settings = load_settings(env_for(bootstrap, prefix, **over))
+        create_topics(settings)
+        streams = make_streams(4, n_rows)
+        n = produce(bootstrap, settings.topics.instances, streams)
+        # warm-up: enough rows for several mini-batches (kernels compiled before timing)
+        warm = max(n_rows // 10, 5 * settings.learners.batch_size)
+        ip = in_process(settings, streams, chunk=1250, warm=warm)
+        e2e = end_to_end(settings, n, warm_fraction=warm / n_rows)
+        out.append({"pipeline": name, "instances": n, "in_process": ip, "end_to_end": e2e,
+                    "ratio": e2e / ip})
+        print(f"  {name}: {n} instances, in-process {ip:,.0f}/s, end-to-end {e2e:,.0f}/s "
+              f"(ratio {e2e / ip:.2f})", flush=True)
+    return out
+
+
+def table_recovery(bootstrap: str, rows: int, intervals=(2000, 10000, 50000)) -> list[dict]:
+    """Crash after processing everything, recover with a new member: read + replay time."""
+    out = []
+    for every in intervals:
+        prefix = f"br-{uuid.uuid4().hex[:6]}"
+        env = env_for(bootstrap, prefix, LEARNERS__PREDICTOR="forgetful_tree",
+                      CHECKPOINT__EVERY_INSTANCES=str(every), TOPICS__PARTITIONS="1",
+                      CHECKPOINT__INTERVAL_S="3600", WORKER__CONSUME_BATCH="1000")
+        settings = load_settings(env)
+        create_topics(settings)
+        # a length that is no multiple of the intervals: the crash leaves input to replay
+        streams = make_streams(2, rows // 2 - 250)
+        n = produce(bootstrap, settings.topics.instances, streams)
+        a = Worker(settings)
+        a.start()
+        while a.metrics.instances_in._values.get((), 0) < n:
+            a.step()
+        # crash: leave without the final checkpoint (state is dropped, nothing is written)
+        a.tasks.clear()
+        a.consumer.close()
+        a.producer.raw.flush(30)
+        a.reader.close()
+        b = Worker(load_settings({**env, "STREAMFOREST_WORKER__MEMBER_NAME": prefix + "-b"}))
+        b.start()
+        t0 = time.perf_counter()
+        while not (b.tasks and all(t.ready and t.restore_t0 is None for t in b.tasks.values())):
+            b.step()
+            if time.perf_counter() - t0 > 300:
+                raise TimeoutError("recovery did not finish")
+        task = next(iter(b.tasks.values()))
+        read = b.metrics.restore_seconds._values[()][-1]
+        total = b.metrics.recovery_seconds._values[()][-1]
+        replayed = int(b.metrics.replayed._values.get((), 0))
+        b.shutdown()
+        out.append({"checkpoint_every": every, "replayed": replayed,
+                    "checkpoint_offset": task.manifest.offset, "read_s": read,
+                    "recovery_s": total})
+        print(f"  every {every}: replayed {replayed}, checkpoint read {read:.3f}s, "
+              f"recovery {total:.3f}s", flush=True)
+    return out
+
+
+def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
+    """Restore of a partition whose checkpoint holds ~target_mb of real pipeline states."""
+    from worker import checkpoint as ckpt
+    from worker.kafka_io import TransactionalProducer, make_consumer, make_reader
+    from worker.recovery import restore_partition
+
+    prefix = f"bb-{uuid.uuid4().hex[:6]}"
+    settings = load_settings(env_for(bootstrap, prefix, TOPICS__PARTITIONS="1"))
+    create_topics(settings)
+    cfg = PipelineConfig(predictor="forgetful_forest", n_trees=20, orf_trees=10)
+    X, y = make_streams(1, 20000)["s0"]
+    p = Pipeline("big", cfg, X.shape[1])
+    p.process(X, y)
+    state = p.to_state()
+    blob = ckpt.encode_blob("big", settings.topics.instances, 0, 0, state)
+    k = max(1, math.ceil(target_mb * 1e6 / len(blob)))
+    prod = TransactionalProducer(settings, f"{prefix}-writer")
+    writer = ckpt.CheckpointWriter(prod, settings.topics.checkpoints,
+                                   settings.checkpoint.max_message_bytes)
+    prod.begin()
+    blobs = {f"big-{i}": ckpt.encode_blob(f"big-{i}", settings.topics.instances, 0, 0,
+                                           {**state, "stream": f"big-{i}"}) for i in range(k)}
+    writer.write(ckpt.Manifest(settings.topics.instances, 0, 0), blobs)
+    prod.commit()
+    total = sum(len(b) for b in blobs.values())
+    consumer, reader = make_consumer(settings), make_reader(settings)
+    times = []
+    for _ in range(3):
+        r = restore_partition(consumer, reader, settings.topics.instances, 0,
+                              settings.topics.checkpoints)
+        assert len(r.pipelines) == k
+        times.append(r.seconds)
+    consumer.close()
+    reader.close()
+    res = {"streams": k, "state_mb": total / 1e6, "blob_mb": len(blob) / 1e6,
+           "restore_s": min(times), "restore_s_all": times}
+    print(f"  {k} streams x {len(blob) / 1e6:.2f} MB = {total / 1e6:.1f} MB: restore "
+          f"{min(times):.2f}s (runs: {', '.join(f'{t:.2f}' for t in times)})", flush=True)
+    return res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap", default=None)
+    ap.add_argument("--rows", type=int, default=100_000, help="rows per stream (4 streams)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    ap.add_argument("--json", default=None, help="write the results to this file")
+    args = ap.parse_args(argv)
+    rows = 5000 if args.quick else args.rows
+    broker = None
+    bootstrap = args.bootstrap
+    if bootstrap is None:
+        from worker.broker import LocalBroker, free_port
+
+        port = free_port()
+        broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))
+        broker.fetch()
+        bootstrap = broker.start()
+    try:
+        print("1. throughput per worker (4 hyperplane streams, d=10, 2 partitions)")
+        thr = table_throughput(bootstrap, rows)
+        print("2. recovery after a crash vs checkpoint interval (one partition, forgetful tree)")
+        rec = table_recovery(bootstrap, 20_000 if args.quick else 200_000,
+                             (1500, 7000) if args.quick else (1500, 7000, 35000, 150000))
+        print("3. restore of a partition with ~100 MB of state")
+        big = table_big_state(bootstrap, 10.0 if args.quick else 100.0)
+    finally:
+        if broker is not None:
+            broker.stop()
+    print("\n| pipeline | instances | in-process inst/s | end-to-end inst/s | ratio |")
+    print("|---|---|---|---|---|")
+    for r in thr:
+        print(f"| {r['pipeline']} | {r['instances']:,} | {r['in_process']:,.0f} | "
+              f"{r['end_to_end']:,.0f} | {r['ratio']:.2f} |")
+    print("\n| checkpoint every | replayed | checkpoint read s | recovery s |")
+    print("|---|---|---|---|")
+    for r in rec:
+        print(f"| {r['checkpoint_every']:,} | {r['replayed']:,} | {r['read_s']:.3f} | "
+              f"{r['recovery_s']:.3f} |")
+    print(f"\n100 MB restore: {big['streams']} streams, {big['state_mb']:.1f} MB, "
+          f"{big['restore_s']:.2f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"throughput": thr, "recovery": rec,
+                                               "big_state": big}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""1,000 malformed messages interleaved with valid ones: each malformed one is in the
+dead-letter topic with its reason and source coordinates, every valid one gets its
+prediction (the same as without the malformed ones), and the worker stays up."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import msgpack
+import pytest
+
+from schemas.deadletter import parse_deadletter_headers
+from worker.produce import instance_values, make_producer
+from worker.topics import create_topics
+
+from worker_support import (
+    WorkerProc,
+    assert_exact,
+    make_streams,
+    new_prefix,
+    read_topic,
+    reference_outputs,
+    settings_from,
+    worker_env,
+)
+
+pytestmark = pytest.mark.kafka
+
+MAX_BYTES = 4096
+
+
+def _malformed(kind: str, stream: str, i: int, d: int, rng: random.Random) -> bytes:
+    if kind == "random":
+        # 0xc1 is never valid msgpack, so the bytes cannot parse by chance
+        return b"\xc1" + bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 40)))
+    if kind == "schema":
+        return msgpack.packb({"v": 1, "stream": stream, "id": f"bad{i}", "ts": 0,
+                              "features": [0.1] * d})
+    if kind == "nan":
+        x = [0.5] * d
+        x[i % d] = math.nan
+        return msgpack.packb({"v": 1, "stream": stream, "id": f"nan{i}", "ts": 0, "x": x})
+    if kind == "count":
+        return msgpack.packb({"v": 1, "stream": stream, "id": f"cnt{i}", "ts": 0,
+                              "x": [0.5] * (d + 1 + i % 3)})
+    if kind == "oversized":
+        return msgpack.packb({"v": 1, "stream": stream, "id": f"big{i}", "ts": 0,
+                              "x": [0.5] * d, "y": "z" * (MAX_BYTES + 10)})
+    raise ValueError(kind)
+
+
+EXPECTED_CODE = {"random": "not_decodable", "schema": "missing_field", "nan": "non_finite",
+                 "count": "feature_count", "oversized": "oversized"}
+
+
+def test_malformed_messages_are_dead_lettered_and_processing_continues(kafka_bootstrap,
+                                                                       tmp_path):
+    prefix = new_prefix("dlq")
+    env = worker_env(kafka_bootstrap, prefix, "w1",
+                     WORKER__MAX_MESSAGE_BYTES=str(MAX_BYTES))
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(2, 1500, seed=4)
+    d = 5
+    rng = random.Random(7)
+    kinds = [k for k in EXPECTED_CODE for _ in range(200)]
+    rng.shuffle(kinds)
+    sent: dict[tuple[int, int], str] = {}  # (partition, offset) -> malformed kind
+    errors = []
+
+    def on_bad(kind):
+        def cb(err, msg):
+            if err is not None:
+                errors.append(err)
+            else:
+                sent[(msg.partition(), msg.offset())] = kind
+        return cb
+
+    p = make_producer(kafka_bootstrap)
+    topic = settings.topics.instances
+    names = list(streams)
+    valid = {s: instance_values(s, X, y, ts0=5_000) for s, (X, y) in streams.items()}
+    k = 0
+    for i in range(1500):
+        for s in names:
+            p.produce(topic, valid[s][i], s.encode())
+            # malformed ones only after each stream's first (valid) instance fixed its width
+            if i >= 1 and k < len(kinds) and rng.random() < 0.35:
+                kind = kinds[k]
+                p.produce(topic, _malformed(kind, s, k, d, rng), s.encode(),
+                          on_delivery=on_bad(kind))
+                k += 1
+        p.poll(0)
+    while k < len(kinds):  # the rest at the end
+        kind = kinds[k]
+        p.produce(topic, _malformed(kind, names[k % 2], k, d, rng), names[k % 2].encode(),
+                  on_delivery=on_bad(kind))
+        k += 1
+    p.flush(60)
+    assert not errors and len(sent) == 1000
+
+    ref = reference_outputs(settings, streams)
+    w = WorkerProc(env, tmp_path, "w1")
+    try:
+        preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=3000,
+                           timeout_s=180)
+        dead = read_topic(kafka_bootstrap, settings.topics.deadletter, expected=1000,
+                          timeout_s=60)
+        assert w.alive(), w.log()[-3000:]
+    finally:
+        rc = w.terminate()
+    assert rc == 0
+    assert len(preds) == 3000
+    assert_exact(ref, preds, streams)
+    assert len(dead) == 1000
+    seen = set()
+    for m in dead:
+        h = parse_deadletter_headers(m.headers())
+        where = (h["partition"], h["offset"])
+        assert where in sent, where
+        assert h["topic"] == topic and h["version"]
+        assert h["code"] == EXPECTED_CODE[sent[where]], (sent[where], h)
+        assert h["reason"]
+        seen.add(where)
+        # the original record is kept whole
+        assert m.key().decode() in names
+    assert len(seen) == 1000

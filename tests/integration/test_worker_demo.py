@@ -1,0 +1,28 @@
+"""``streamforest demo`` end to end on the test broker (small streams)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from worker_support import REPO
+
+pytestmark = pytest.mark.kafka
+
+
+def test_demo_consumes_both_streams_and_stops_its_workers(kafka_bootstrap):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker", "demo", "--bootstrap", kafka_bootstrap,
+         "--rows", "1500", "--electricity-rows", "1000", "--timeout", "240"],
+        cwd=str(REPO), env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    assert "all streams consumed" in out
+    final = out.split("final view:")[1]
+    assert "1500/1500" in final and "1000/1000" in final
+    # the live view shows the importance ranking beside the true weights
+    assert "hyperplane" in final and "x" in final.split("hyperplane")[1]

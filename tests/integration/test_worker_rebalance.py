@@ -1,0 +1,67 @@
+"""Two workers share four partitions; a third joins and one leaves while input flows: every
+prediction is committed exactly once and equals the uninterrupted reference run."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.topics import create_topics
+
+from worker_support import (
+    WorkerProc,
+    assert_exact,
+    count_committed,
+    make_streams,
+    new_prefix,
+    produce_streams,
+    read_topic,
+    reference_outputs,
+    settings_from,
+    wait_for,
+    worker_env,
+)
+
+pytestmark = pytest.mark.kafka
+
+FAST_GROUP = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
+
+
+def test_join_and_leave_mid_stream_keep_outputs_exact(kafka_bootstrap, tmp_path):
+    prefix = new_prefix("rebal")
+    base = dict(KAFKA__EXTRA=FAST_GROUP, TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="200",
+                CHECKPOINT__EVERY_INSTANCES="500")
+    envs = {m: worker_env(kafka_bootstrap, prefix, m, **base) for m in ("w1", "w2", "w3")}
+    settings = settings_from(envs["w1"])
+    create_topics(settings)
+    streams = make_streams(8, 1500, seed=5)
+    n = sum(len(y) for _, y in streams.values())
+    ref = reference_outputs(settings, streams)
+    topic, pred = settings.topics.instances, settings.topics.predictions
+
+    produce_streams(kafka_bootstrap, topic, streams, 0, 500)
+    workers = {m: WorkerProc(envs[m], tmp_path, m) for m in ("w1", "w2")}
+    try:
+        wait_for(lambda: count_committed(kafka_bootstrap, pred) >= 8 * 300, 180, "phase 1")
+        produce_streams(kafka_bootstrap, topic, streams, 500, 1000)
+        workers["w3"] = WorkerProc(envs["w3"], tmp_path, "w3")  # joins while input flows
+        wait_for(lambda: count_committed(kafka_bootstrap, pred) >= 8 * 800, 180, "phase 2")
+        produce_streams(kafka_bootstrap, topic, streams, 1000, 1500)
+        assert workers["w1"].terminate() == 0, workers["w1"].log()[-3000:]  # leaves
+        preds = read_topic(kafka_bootstrap, pred, expected=n, timeout_s=240)
+    finally:
+        for w in workers.values():
+            w.terminate()
+    assert len(preds) == n
+    assert_exact(ref, preds, streams)
+
+    def assigned(m):
+        return [e for e in workers[m].log_events() if e.get("msg") == "partitions assigned"
+                and e.get("partitions")]
+
+    assert assigned("w3"), "the joining worker never got a partition"
+    revoked = [e for e in workers["w1"].log_events() if e.get("msg") == "partitions revoked"]
+    assert revoked
+    # partitions handed over were restored from checkpoints written at revoke time
+    restores = [e for m in ("w2", "w3") for e in workers[m].log_events()
+                if e.get("msg") == "partition restored" and e.get("checkpoint_offset")]
+    assert restores

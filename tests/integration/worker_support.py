@@ -1,0 +1,249 @@
+"""Helpers of the worker integration tests: settings env, subprocess workers, readers,
+reference outputs computed in-process with the same pipeline code and seeds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import msgpack
+import numpy as np
+from confluent_kafka import Consumer, TopicPartition
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def new_prefix(tag: str) -> str:
+    return f"it-{tag}-{uuid.uuid4().hex[:8]}"
+
+
+def worker_env(bootstrap: str, prefix: str, member: str, **over) -> dict[str, str]:
+    """Environment of a worker subprocess: topics named after ``prefix``, small learners.
+
+    ``over`` maps ``SECTION__FIELD`` to a value (dicts become JSON).
+    """
+    env = {
+        "KAFKA__BOOTSTRAP_SERVERS": bootstrap,
+        "KAFKA__GROUP_ID": f"{prefix}-group",
+        "TOPICS__INSTANCES": f"{prefix}.instances",
+        "TOPICS__FEATURES": f"{prefix}.features",
+        "TOPICS__PREDICTIONS": f"{prefix}.predictions",
+        "TOPICS__DRIFT": f"{prefix}.drift",
+        "TOPICS__RANKINGS": f"{prefix}.rankings",
+        "TOPICS__DEADLETTER": f"{prefix}.deadletter",
+        "TOPICS__CHECKPOINTS": f"{prefix}.checkpoints",
+        "TOPICS__PARTITIONS": "2",
+        "LEARNERS__PREDICTOR": "forgetful_tree",
+        "LEARNERS__DRIFT_DETECTOR": "adwin",
+        "LEARNERS__BATCH_SIZE": "50",
+        "LEARNERS__ORF_TREES": "3",
+        "LEARNERS__RANKING_EVERY": "400",
+        "LEARNERS__TOP_K": "3",
+        "LEARNERS__PARAMS": {"online_random_forest": {"min_samples": 20, "n_tests": 5}},
+        "CHECKPOINT__EVERY_INSTANCES": "400",
+        "CHECKPOINT__MAX_MESSAGE_BYTES": "20000",
+        "WORKER__CONSUME_BATCH": "300",
+        "WORKER__CONSUME_TIMEOUT_S": "0.1",
+        "WORKER__METRICS_PORT": "0",
+        "WORKER__MEMBER_NAME": member,
+    }
+    env.update(over)
+    out = {}
+    for k, v in env.items():
+        out["STREAMFOREST_" + k] = json.dumps(v) if isinstance(v, dict) else str(v)
+    return out
+
+
+def settings_from(env: dict[str, str]):
+    from worker.settings import load_settings
+
+    return load_settings(env)
+
+
+class WorkerProc:
+    """``python -m worker run`` as a subprocess with its own log file."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path, name: str, fault: str | None = None):
+        self.name = name
+        self.log_path = Path(log_dir) / f"{name}-{uuid.uuid4().hex[:6]}.log"
+        full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
+        full.update(env)
+        full["PYTHONUNBUFFERED"] = "1"
+        cmd = [sys.executable, "-m", "worker", "run"]
+        if fault:
+            cmd += ["--test-fault", fault]
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, cwd=str(REPO), env=full, stdout=self._log,
+                                     stderr=subprocess.STDOUT)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout)
+        self._log.close()
+        return rc
+
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout)
+
+    def log(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def log_events(self) -> list[dict]:
+        out = []
+        for line in self.log().splitlines():
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+        return out
+
+
+def read_topic(bootstrap: str, topic: str, *, expected: int | None = None,
+               timeout_s: float = 120.0, idle_s: float = 3.0, committed: bool = True):
+    """All messages of a topic (every partition), ``read_committed`` by default.
+
+    Stops when ``expected`` messages were read (then waits ``idle_s`` more to catch
+    extras) or, without ``expected``, after ``idle_s`` seconds without a message.
+    """
+    c = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed" if committed else "read_uncommitted",
+    })
+    md = c.list_topics(topic, timeout=30).topics[topic]
+    c.assign([TopicPartition(topic, p, 0) for p in md.partitions])
+    out = []
+    deadline = time.monotonic() + timeout_s
+    last = time.monotonic()
+    while time.monotonic() < deadline:
+        msgs = c.consume(2000, 0.5)
+        for m in msgs:
+            if m.error() is None:
+                out.append(m)
+        if msgs:
+            last = time.monotonic()
+        if expected is not None and len(out) >= expected:
+            if time.monotonic() - last > idle_s:
+                break
+        elif expected is None and time.monotonic() - last > idle_s:
+            break
+    c.close()
+    return out
+
+
+def wait_for(pred, timeout_s: float, what: str, interval: float = 0.5):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def count_committed(bootstrap: str, topic: str) -> int:
+    """Messages a read_committed reader sees right now (quick, for progress waits)."""
+    return len(read_topic(bootstrap, topic, timeout_s=30, idle_s=0.6))
+
+
+def unpack(m) -> dict:
+    return msgpack.unpackb(m.value(), raw=False)
+
+
+def make_streams(n_streams: int, n_rows: int, seed: int = 0, d: int = 5):
+    """Hyperplane streams with some unlabelled rows: {stream: (X, y)}."""
+    from models.hyperplane import RotatingHyperplane
+
+    out = {}
+    for k in range(n_streams):
+        X, y, _ = RotatingHyperplane(n_features=d, n_drift_features=2, mag_change=0.005,
+                                     seed=seed * 100 + k).take(n_rows)
+        ys = [int(v) for v in y]
+        for i in range(3, n_rows, 11):
+            ys[i] = None
+        out[f"stream-{k}"] = (X, ys)
+    return out
+
+
+def produce_streams(bootstrap: str, topic: str, streams: dict, start: int = 0,
+                    stop: int | None = None, interleave: int = 50) -> int:
+    """Produce rows ``start:stop`` of every stream, interleaving the streams by chunks."""
+    from worker.produce import instance_values, make_producer, produce_values
+
+    p = make_producer(bootstrap)
+    n = 0
+    longest = max(len(y) for _, y in streams.values())
+    stop = longest if stop is None else stop
+    for a in range(start, stop, interleave):
+        for s, (X, y) in streams.items():
+            b = min(a + interleave, stop, len(y))
+            if a < b:
+                vals = instance_values(s, X[a:b], y[a:b], start_id=a, ts0=1_000_000 + a)
+                n += produce_values(p, topic, s, vals)
+    p.flush(60)
+    return n
+
+
+def reference_outputs(settings, streams: dict) -> dict:
+    """Uninterrupted in-process run of every stream: {stream: [prediction tuples]}.
+
+    Also returns drift alerts and rankings per stream, keyed "drift:<s>" / "rank:<s>".
+    """
+    from worker.pipeline import Pipeline, PipelineConfig
+
+    cfg = PipelineConfig.from_settings(settings.learners)
+    ref = {}
+    for s, (X, y) in streams.items():
+        p = Pipeline(s, cfg, X.shape[1])
+        res = p.process(np.ascontiguousarray(X), list(y))
+        preds = []
+        for b in res.blocks:
+            for r in range(b.start, b.stop):
+                preds.append((r, b.y_pred[r - b.start],
+                              b.proba[r - b.start].tolist() if b.classes else []))
+        ref[s] = preds
+        ref["drift:" + s] = [(a.level, a.position) for a in res.alerts]
+        ref["rank:" + s] = [(k.method, k.features, k.scores, k.n_seen) for k in res.rankings]
+    return ref
+
+
+def predictions_by_stream(msgs) -> dict:
+    out: dict[str, list] = {}
+    for m in msgs:
+        d = unpack(m)
+        out.setdefault(d["stream"], []).append((d["id"], d["y_pred"], d["proba"]))
+    return out
+
+
+def assert_exact(ref: dict, msgs, streams: dict) -> None:
+    """Committed predictions equal the reference run: no gap, no duplicate, same values."""
+    got = predictions_by_stream(msgs)
+    assert set(got) == set(streams), f"streams {sorted(got)} != {sorted(streams)}"
+    for s in streams:
+        ids = [g[0] for g in got[s]]
+        n = len(streams[s][1])
+        dup = len(ids) - len(set(ids))
+        assert dup == 0, f"{s}: {dup} duplicated predictions"
+        assert ids == list(range(n)), f"{s}: ids out of order or missing " \
+            f"(first bad index {next((i for i, v in enumerate(ids) if v != i), len(ids))})"
+        mism = [i for i, (g, r) in enumerate(zip(got[s], ref[s])) if (g[1], g[2]) != (r[1], r[2])]
+        assert not mism, f"{s}: {len(mism)} predictions differ from the reference run, " \
+            f"first at {mism[0]}: {got[s][mism[0]]} vs {ref[s][mism[0]]}"

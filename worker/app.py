@@ -1,0 +1,672 @@
+"""The worker: composition root, the consume -> decode -> learn -> produce loop, rebalances.
+
+One :class:`Worker` is one member of the consumer group. Per consumed batch (numbers match
+the comments in :meth:`Worker._process_batch`):
+
+1. group the messages by partition, drop what belongs to partitions that are not restored
+   yet (they are re-read after the restore seeks them);
+2. decode every message; invalid ones become dead letters; the rest are grouped by stream
+   (the message key) in partition order;
+3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`);
+   rows below a partition's replay mark only update state;
+4. in one transaction: produce predictions, alerts, rankings and dead letters, the due
+   checkpoints, send the consumed offsets (KIP-447 group metadata) and commit.
+
+Abortable errors abort the transaction and rewind: every assigned partition is restored again
+from its last checkpoint and replayed up to the committed offsets, so in-memory state never
+runs ahead of what was committed. Fatal producer errors do the same after making a new
+producer. Rebalances (cooperative-sticky): new partitions are paused in the callback and
+restored by the loop; revoked ones get a bounded final checkpoint and are dropped; lost ones
+are dropped without committing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+
+import msgpack
+import numpy as np
+from confluent_kafka import KafkaError, TopicPartition
+
+from . import __version__
+from . import checkpoint as ckpt
+from .kafka_io import (
+    AbortableError,
+    AtLeastOnceProducer,
+    FatalProducerError,
+    TransactionalProducer,
+    make_consumer,
+    make_reader,
+)
+from .logs import event
+from .metrics import MetricsServer, WorkerMetrics
+from .pipeline import Pipeline, PipelineConfig, PipelineError
+from .recovery import restore_partition
+from .wire import decode_fast, encode_predictions
+
+log = logging.getLogger("streamforest.worker")
+
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
+class Faults:
+    """Test-only fault injection (``streamforest run --test-fault NAME=N``).
+
+    ``crash_after_chunks=N``: SIGKILL after writing N checkpoint chunks;
+    ``crash_before_commit=N``: SIGKILL in the N-th transaction, outputs produced and flushed
+    but not committed; ``crash_after_commit=N``: SIGKILL right after the N-th commit.
+    """
+
+    NAMES = ("crash_after_chunks", "crash_before_commit", "crash_after_commit")
+
+    def __init__(self, spec: str | None = None):
+        self.values: dict[str, int] = {}
+        for part in filter(None, (spec or "").split(",")):
+            name, _, n = part.partition("=")
+            if name not in self.NAMES:
+                raise ValueError(f"unknown fault {name!r}; choose from {self.NAMES}")
+            self.values[name] = int(n)
+
+    def get(self, name: str) -> int | None:
+        return self.values.get(name)
+
+    @staticmethod
+    def crash() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class PartitionTask:
+    """What the worker holds for one assigned input partition."""
+
+    def __init__(self, topic: str, partition: int):
+        self.topic = topic
+        self.partition = partition
+        self.ready = False
+        self.pipelines: dict[str, Pipeline] = {}
+        self.dirty: set[str] = set()
+        self.position = 0  # next offset to process
+        self.committed = 0  # offsets below it were committed (and are replayed silently)
+        self.manifest = ckpt.Manifest(topic, partition, 0)
+        self.since_ckpt = 0
+        self.last_ckpt = time.monotonic()
+        self.restore_t0: float | None = None  # set while replaying after a restore
+
+
+class _StreamRows:
+    """Decoded rows of one stream within one batch."""
+
+    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live")
+
+    def __init__(self):
+        self.rows, self.ys, self.offsets, self.ids, self.ts = [], [], [], [], []
+        self.live = 0  # index of the first live row (rows before it are replayed)
+
+
+def member_name(settings) -> str:
+    """``worker.member_name`` or ``<hostname>-<pid>`` (stable names fence restarted members)."""
+    return settings.worker.member_name or f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Worker:
+    """A consumer-group member running one pipeline per stream (see module doc).
+
+    Parameters
+    ----------
+    settings : worker.settings.Settings
+        Validated settings.
+    faults : Faults, optional
+        Test-only fault injection.
+    """
+
+    def __init__(self, settings, faults: Faults | None = None):
+        self.settings = settings
+        self.topics = settings.topics
+        self.cfg = PipelineConfig.from_settings(settings.learners)
+        self.faults = faults or Faults()
+        self.metrics = WorkerMetrics()
+        self.tasks: dict[int, PartitionTask] = {}
+        self.to_restore: set[int] = set()
+        self.stopping = False
+        self.joined = False
+        self.n_transactions = 0
+        self.member = member_name(settings)
+        self.transactional_id = (settings.worker.transactional_id
+                                 or f"{settings.kafka.group_id}-{self.member}")
+        self._hdr_version = __version__
+        self.consumer = None
+        self.producer: TransactionalProducer | None = None
+        self.reader = None
+        self.server: MetricsServer | None = None
+        self.writer: ckpt.CheckpointWriter | None = None
+        self._last_lag = 0.0
+        self._keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        s = self.settings
+        if s.worker.metrics_port:
+            self.server = MetricsServer(self.metrics, s.worker.metrics_port).start()
+        self._new_producer()
+        self.reader = make_reader(s)
+        self.consumer = make_consumer(s)
+        self.consumer.subscribe([self.topics.instances], on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+        event(log, logging.INFO, "worker started", member=self.member,
+              transactional_id=self.transactional_id, group=s.kafka.group_id,
+              topic=self.topics.instances, version=__version__)
+
+    def _new_producer(self) -> None:
+        if self.producer is not None:
+            try:
+                self.producer.close()
+            except Exception:  # noqa: BLE001 (the old producer is being replaced anyway)
+                pass
+        if self.settings.worker.exactly_once:
+            self.producer = TransactionalProducer(self.settings, self.transactional_id)
+        else:
+            self.producer = AtLeastOnceProducer(self.settings, lambda: self.consumer)
+        self.writer = ckpt.CheckpointWriter(
+            self.producer, self.topics.checkpoints, self.settings.checkpoint.max_message_bytes,
+            crash_after_chunks=self.faults.get("crash_after_chunks"))
+
+    def request_stop(self, *_args) -> None:
+        """Signal handler: finish the current batch, then shut down."""
+        self.stopping = True
+
+    def run(self, until=None) -> None:
+        """Consume until :meth:`request_stop` (or ``until()`` returns true), then shut down."""
+        self.start()
+        try:
+            while not self.stopping and not (until is not None and until()):
+                self.step()
+        finally:
+            self.shutdown()
+
+    def step(self) -> int:
+        """One loop turn: restore, consume, process one batch. Returns messages consumed."""
+        w = self.settings.worker
+        self.metrics.beat()
+        if self.to_restore:
+            self._restore_pending()
+        msgs = self.consumer.consume(w.consume_batch, w.consume_timeout_s)
+        self.metrics.beat()
+        if self.to_restore:  # assigned during consume: restore before processing
+            self._restore_pending()
+        if msgs:
+            self._guarded(self._process_batch, msgs)
+        else:
+            self._guarded(self._idle_checkpoints)
+        now = time.monotonic()
+        if now - self._last_lag > 5.0:
+            self._last_lag = now
+            self._update_lag()
+        self.metrics.ready = self.joined and not self.to_restore
+        return len(msgs)
+
+    def shutdown(self) -> None:
+        """Final checkpoint and commit, leave the group, close the clients."""
+        event(log, logging.INFO, "worker stopping", member=self.member)
+        try:
+            if self.consumer is not None and self.producer is not None:
+                self._guarded(self._checkpoint_txn, list(self.tasks), True)
+        finally:
+            if self.consumer is not None:
+                try:
+                    self.consumer.close()  # revokes (checkpoint is then a no-op) and leaves
+                except Exception as exc:  # noqa: BLE001
+                    event(log, logging.WARNING, "consumer close failed", error=str(exc))
+            if self.producer is not None:
+                self.producer.close()
+            if self.reader is not None:
+                self.reader.close()
+            if self.server is not None:
+                self.server.stop()
+        event(log, logging.INFO, "worker stopped", member=self.member)
+
+    # -- error handling ---------------------------------------------------------------------
+
+    def _guarded(self, fn, *args):
+        """Run a transactional step; on failure abort (or recreate) and rewind."""
+        try:
+            return fn(*args)
+        except AbortableError as exc:
+            event(log, logging.WARNING, "transaction aborted, rewinding", error=str(exc))
+            self.metrics.aborts.inc()
+            try:
+                self.producer.abort()
+            except FatalProducerError:
+                self._new_producer()
+            self._rewind()
+        except FatalProducerError as exc:
+            event(log, logging.ERROR, "producer failed, recreating it", error=str(exc))
+            self.metrics.aborts.inc()
+            self._new_producer()
+            self._rewind()
+
+    def _rewind(self) -> None:
+        """Drop in-memory state of every partition and restore it from checkpoint + replay."""
+        for p, task in self.tasks.items():
+            task.ready = False
+            task.pipelines.clear()
+            task.dirty.clear()
+            self.to_restore.add(p)
+        tps = [TopicPartition(self.topics.instances, p) for p in self.tasks]
+        if tps:
+            self.consumer.pause(tps)
+
+    # -- rebalance callbacks (run inside consume) -------------------------------------------
+
+    def _on_assign(self, consumer, partitions) -> None:
+        self.joined = True
+        self.metrics.rebalances.inc(event="assign")
+        consumer.incremental_assign(partitions)
+        if partitions:
+            consumer.pause(partitions)  # restored by the loop, outside this callback
+        for tp in partitions:
+            self.tasks[tp.partition] = PartitionTask(tp.topic, tp.partition)
+            self.to_restore.add(tp.partition)
+        self.metrics.assigned.set(len(self.tasks))
+        event(log, logging.INFO, "partitions assigned",
+              partitions=[tp.partition for tp in partitions])
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self.metrics.rebalances.inc(event="revoke")
+        parts = [tp.partition for tp in partitions if tp.partition in self.tasks]
+        # the last batch is committed already; a final checkpoint saves the new owner a replay
+        if self.producer is not None and parts:
+            self._guarded(self._checkpoint_txn, parts, True)
+        self._drop(parts)
+        consumer.incremental_unassign(partitions)
+        event(log, logging.INFO, "partitions revoked", partitions=parts)
+
+    def _on_lost(self, consumer, partitions) -> None:
+        self.metrics.rebalances.inc(event="lost")
+        parts = [tp.partition for tp in partitions]
+        self._drop(parts)  # no commit: another member owns them now
+        consumer.incremental_unassign(partitions)
+        event(log, logging.WARNING, "partitions lost", partitions=parts)
+
+    def _drop(self, parts) -> None:
+        for p in parts:
+            task = self.tasks.pop(p, None)
+            self.to_restore.discard(p)
+            if task is not None:
+                self.metrics.lag.remove(partition=p)
+                self.metrics.ckpt_age.remove(partition=p)
+        self.metrics.assigned.set(len(self.tasks))
+        self.metrics.streams.set(self._n_streams())
+
+    def _n_streams(self) -> int:
+        return sum(len(t.pipelines) for t in self.tasks.values())
+
+    # -- restore ------------------------------------------------------------------------------
+
+    def _restore_pending(self) -> None:
+        for p in sorted(self.to_restore):
+            task = self.tasks.get(p)
+            if task is None:
+                self.to_restore.discard(p)
+                continue
+            try:
+                r = restore_partition(self.consumer, self.reader, task.topic, p,
+                                      self.topics.checkpoints)
+            except Exception as exc:  # noqa: BLE001 (stay paused; retried next turn)
+                event(log, logging.ERROR, "restore failed, will retry", partition=p,
+                      error=f"{type(exc).__name__}: {exc}")
+                time.sleep(1.0)
+                continue
+            task.pipelines = r.pipelines
+            task.dirty.clear()
+            task.position = r.start
+            task.committed = r.committed
+            task.manifest = r.manifest or ckpt.Manifest(task.topic, p, r.start)
+            task.since_ckpt = 0
+            task.last_ckpt = time.monotonic()
+            task.restore_t0 = time.monotonic() - r.seconds
+            tp = TopicPartition(task.topic, p, r.start)
+            self._seek(tp)
+            task.ready = True
+            if r.start >= r.committed:
+                self._replayed(task)
+            self.to_restore.discard(p)
+            self.metrics.restore_seconds.observe(r.seconds)
+            event(log, logging.INFO, "partition restored", partition=p, streams=len(r.pipelines),
+                  checkpoint_offset=r.manifest.offset if r.manifest else None,
+                  committed=r.committed, start=r.start, bytes=r.n_bytes,
+                  seconds=round(r.seconds, 3))
+        self.metrics.streams.set(self._n_streams())
+
+    def _seek(self, tp: TopicPartition) -> None:
+        """Position a (paused) assigned partition at ``tp.offset`` and resume it."""
+        try:
+            self.consumer.seek(tp)
+        except Exception:  # noqa: BLE001 (not fetching yet: re-assign at the offset instead)
+            self.consumer.incremental_unassign([TopicPartition(tp.topic, tp.partition)])
+            self.consumer.incremental_assign([tp])
+        self.consumer.resume([TopicPartition(tp.topic, tp.partition)])
+
+    # -- the batch ------------------------------------------------------------------------------
+
+    def _process_batch(self, msgs) -> None:
+        t0 = time.perf_counter()
+        w = self.settings.worker
+        tasks = self.tasks
+        # 1. group by partition, keep what follows each restored partition's position
+        per_part: dict[int, list] = {}
+        for m in msgs:
+            if m.error() is not None:
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    event(log, logging.WARNING, "consume error", error=str(m.error()))
+                continue
+            task = tasks.get(m.partition())
+            if task is None or not task.ready or m.offset() < task.position:
+                continue
+            per_part.setdefault(m.partition(), []).append(m)
+        if not per_part:
+            return
+        producer = self.producer
+        topics = self.topics
+        n_live = n_replay = 0
+        dead = []
+        outputs: list[tuple[str, bytes, list[bytes]]] = []  # (topic, key, values)
+        for p, pm in per_part.items():
+            task = tasks[p]
+            # 2. decode, group by stream
+            streams = self._decode(task, pm, dead, w.max_message_bytes)
+            # 3. learn
+            for stream, sr in streams.items():
+                pl = task.pipelines[stream]
+                X = np.array(sr.rows, dtype=np.float64).reshape(len(sr.rows), pl.n_features)
+                offs = np.array(sr.offsets, dtype=np.int64)
+                # replayed rows change the state too: the stream must be checkpointed again
+                task.dirty.add(stream)
+                if sr.live > 0:
+                    pl.process(X[:sr.live], sr.ys[:sr.live], offs[:sr.live], emit=False)
+                    n_replay += sr.live
+                if sr.live < len(sr.rows):
+                    lo = sr.live
+                    res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True)
+                    self._encode_outputs(task, stream, pl, res, sr, lo, outputs, dead)
+                    n_live += len(sr.rows) - lo
+            last = pm[-1].offset() + 1
+            if pm[0].offset() >= task.committed:  # offsets increase: all of them are live
+                task.since_ckpt += len(pm)
+            else:
+                task.since_ckpt += sum(1 for m in pm if m.offset() >= task.committed)
+            task.position = last
+            if task.restore_t0 is not None and last >= task.committed:
+                self._replayed(task)
+        self.metrics.replayed.inc(n_replay)
+        self.metrics.instances_in.inc(n_live)
+        # 4. one transaction: outputs, dead letters, checkpoints, offsets
+        offsets = [TopicPartition(topics.instances, p, tasks[p].position)
+                   for p in per_part if tasks[p].position > tasks[p].committed]
+        if not offsets and not outputs and not dead:
+            return  # pure replay: nothing to commit
+        producer.begin()
+        producer.produce_many(outputs)
+        for key, value, headers, reason in dead:
+            producer.produce(topics.deadletter, value, key, headers=headers)
+            self.metrics.deadletters.inc(reason=reason)
+        self._due_checkpoints(list(per_part))
+        n = self.n_transactions + 1
+        if self.faults.get("crash_before_commit") == n:
+            producer.flush()
+            Faults.crash()
+        producer.send_offsets(offsets, self.consumer.consumer_group_metadata())
+        producer.commit()
+        self.n_transactions = n
+        self.metrics.commits.inc()
+        for tp in offsets:
+            tasks[tp.partition].committed = tp.offset
+        if self.faults.get("crash_after_commit") == n:
+            Faults.crash()
+        self.metrics.batch_latency.observe(time.perf_counter() - t0)
+
+    def _replayed(self, task: PartitionTask) -> None:
+        """The partition caught up with its committed offset: restore and replay are done."""
+        seconds = time.monotonic() - task.restore_t0
+        task.restore_t0 = None
+        self.metrics.recovery_seconds.observe(seconds)
+        event(log, logging.INFO, "partition caught up", partition=task.partition,
+              committed=task.committed, seconds=round(seconds, 3))
+
+    def _decode(self, task: PartitionTask, pm, dead, max_bytes) -> dict[str, _StreamRows]:
+        """Decode one partition's messages into per-stream rows; failures go to ``dead``."""
+        from schemas.codec import decode_instance, instance_features
+        from schemas.errors import DecodeError
+
+        streams: dict[str, _StreamRows] = {}
+        pipelines = task.pipelines
+        replay_until = task.committed
+        cap = self.settings.learners.max_streams
+        keys = self._keys
+        for m in pm:
+            off = m.offset()
+            live = off >= replay_until
+            key = m.key()
+            stream = keys.get(key)
+            # fast path: a plain, well-formed instance of a known stream
+            fast = decode_fast(m.value(), max_bytes) if m.headers() is None else None
+            if fast is not None and stream is not None and fast[0] == stream:
+                pl = pipelines.get(stream)
+                if pl is not None and len(fast[3]) == pl.n_features:
+                    sr = streams.get(stream)
+                    if sr is None:
+                        sr = streams[stream] = _StreamRows()
+                    if not live:
+                        sr.live += 1
+                    sr.rows.append(fast[3])
+                    sr.ys.append(fast[4])
+                    sr.offsets.append(off)
+                    sr.ids.append(fast[1])
+                    sr.ts.append(fast[2])
+                    continue
+            # full validation: first message of a stream, anything unusual, and errors
+            try:
+                stream = key.decode() if key is not None else None
+                if key is not None and len(keys) < 100_000:
+                    keys[key] = stream
+            except UnicodeDecodeError:
+                if live:
+                    self._dead(dead, task, m, PipelineError(
+                        "invalid_key", "the message key is not UTF-8"), "invalid_key")
+                continue
+            pl = pipelines.get(stream) if stream is not None else None
+            try:
+                inst = decode_instance(
+                    m.value(), m.headers(), max_bytes=max_bytes,
+                    n_features=pl.n_features if pl is not None else None,
+                    feature_names=pl.feature_names if pl is not None else None)
+                if stream is None:
+                    stream = inst.stream
+                    pl = pipelines.get(stream)
+                elif inst.stream != stream:
+                    raise PipelineError("key_mismatch", f"message key {stream!r} differs from "
+                                        f"the instance's stream {inst.stream!r}")
+                y = inst.y
+                if isinstance(y, list):
+                    raise PipelineError("invalid_target", "the stream's task is classification:"
+                                        " y must be a class label, not a list of targets")
+                if pl is None:
+                    names = list(inst.x) if isinstance(inst.x, dict) else None
+                    row = instance_features(inst, names)
+                    if self._n_streams() >= cap:
+                        raise PipelineError(
+                            "stream_cap", f"this worker already holds {cap} streams "
+                            f"(learners.max_streams); stream {stream!r} is refused")
+                    pl = Pipeline(stream, self.cfg, len(row), names)
+                    pipelines[stream] = pl
+                    self.metrics.streams.set(self._n_streams())
+                else:
+                    row = instance_features(inst, pl.feature_names)
+                    if len(row) != pl.n_features:
+                        raise DecodeError("feature_count", f"expected {pl.n_features} features,"
+                                          f" got {len(row)}", "x")
+            except (DecodeError, PipelineError) as exc:
+                if live:
+                    self._dead(dead, task, m, exc, exc.code)
+                continue
+            sr = streams.get(stream)
+            if sr is None:
+                sr = streams[stream] = _StreamRows()
+            if not live:
+                sr.live += 1
+            sr.rows.append(row)
+            sr.ys.append(y)
+            sr.offsets.append(m.offset())
+            sr.ids.append(inst.id)
+            sr.ts.append(inst.ts)
+        return streams
+
+    def _dead(self, dead, task, m, exc: Exception, code: str) -> None:
+        """A refused record: original key, value and headers, then the explanation."""
+        from schemas.deadletter import deadletter_record
+
+        key, value, headers = deadletter_record(m.key(), m.value(), m.headers(), exc,
+                                                task.topic, task.partition, m.offset(),
+                                                self._hdr_version)
+        dead.append((key, value, headers, code))
+
+    def _encode_outputs(self, task, stream, pl, res, sr: _StreamRows, lo: int, outputs,
+                        dead) -> None:
+        """Messages for one stream's live rows: predictions, alerts, rankings."""
+        topics = self.topics
+        key = stream.encode()
+        ptopic = topics.predictions
+        ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
+        head = {"v": 1, "stream": stream}
+        model = pl.model_name
+        src_topic, src_part = task.topic, task.partition
+        const = {"v": 1, "stream": stream, "model": model, "classes": None,
+                 "topic": src_topic, "partition": src_part}
+        for b in res.blocks:
+            a, z = lo + b.start, lo + b.stop
+            const["classes"] = b.classes
+            values = encode_predictions(const, ids[a:z], b.y_pred, ys[a:z],
+                                        b.proba if b.classes else None, offs[a:z], ts[a:z])
+            outputs.append((ptopic, key, values))
+        self.metrics.outputs.inc(len(sr.rows) - lo, kind="prediction")
+        for a in res.alerts:
+            outputs.append((topics.drift, key, [_pack({
+                **head, "source": a.source, "level": a.level, "position": a.position,
+                "feature": a.feature, "detail": a.detail, "ts": ts[lo + a.row],
+            })]))
+            self.metrics.drift_alerts.inc(source=a.source, level=a.level)
+        if res.alerts:
+            self.metrics.outputs.inc(len(res.alerts), kind="drift")
+        for rk in res.rankings:
+            outputs.append((topics.rankings, key, [_pack({
+                **head, "method": rk.method, "features": rk.features, "scores": rk.scores,
+                "n_seen": rk.n_seen, "ts": ts[lo + rk.row],
+            })]))
+        if res.rankings:
+            self.metrics.outputs.inc(len(res.rankings), kind="ranking")
+        for offsets, err in res.rejected:
+            from schemas.deadletter import deadletter_headers
+
+            for off in offsets:
+                headers = deadletter_headers(type(err).__name__, err.reason, task.topic,
+                                             task.partition, int(off), self._hdr_version,
+                                             code=err.code)
+                dead.append((key, _pack({"stream": stream, "offset": int(off)}), headers,
+                             err.code))
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def _due_checkpoints(self, parts) -> None:
+        c = self.settings.checkpoint
+        now = time.monotonic()
+        for p in parts:
+            task = self.tasks[p]
+            if task.dirty and (task.since_ckpt >= c.every_instances
+                               or now - task.last_ckpt >= c.interval_s):
+                self._checkpoint(task)
+
+    def _checkpoint(self, task: PartitionTask) -> None:
+        """Write the changed streams of a partition (transaction open)."""
+        t0 = time.perf_counter()
+        blobs = {
+            s: ckpt.encode_blob(s, task.topic, task.partition, task.position,
+                                task.pipelines[s].to_state())
+            for s in sorted(task.dirty) if s in task.pipelines
+        }
+        base = ckpt.Manifest(task.topic, task.partition, task.position,
+                             int(time.time() * 1000), task.manifest.streams)
+        manifest, n_bytes = self.writer.write(base, blobs)
+        task.manifest = manifest
+        task.dirty.clear()
+        task.since_ckpt = 0
+        task.last_ckpt = time.monotonic()
+        self.metrics.ckpt_seconds.observe(time.perf_counter() - t0)
+        self.metrics.ckpt_bytes.set(n_bytes, partition=task.partition)
+        event(log, logging.DEBUG, "checkpoint written", partition=task.partition,
+              offset=task.position, streams=len(blobs), bytes=n_bytes)
+
+    def _checkpoint_txn(self, parts, force: bool) -> None:
+        """A transaction holding only checkpoints (idle interval, revoke, shutdown)."""
+        todo = [self.tasks[p] for p in parts
+                if p in self.tasks and self.tasks[p].ready and self.tasks[p].dirty]
+        if not todo:
+            return
+        self.producer.begin()
+        for task in todo:
+            self._checkpoint(task)
+        self.producer.commit()
+        self.metrics.commits.inc()
+
+    def _idle_checkpoints(self) -> None:
+        c = self.settings.checkpoint
+        now = time.monotonic()
+        due = [p for p, t in self.tasks.items()
+               if t.ready and t.dirty and now - t.last_ckpt >= c.interval_s]
+        if due:
+            self._checkpoint_txn(due, False)
+        for p, t in self.tasks.items():
+            self.metrics.ckpt_age.set(now - t.last_ckpt, partition=p)
+
+    def _update_lag(self) -> None:
+        for p, task in self.tasks.items():
+            if not task.ready:
+                continue
+            try:
+                _low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(task.topic, p), cached=True)
+            except Exception:  # noqa: BLE001 (no fetch response yet)
+                continue
+            if high is not None and high >= 0:
+                self.metrics.lag.set(max(0, high - task.position), partition=p)
+
+
+def run(settings, faults: Faults | None = None) -> int:
+    """Run a worker until SIGTERM/SIGINT."""
+    worker = Worker(settings, faults)
+    signal.signal(signal.SIGTERM, worker.request_stop)
+    signal.signal(signal.SIGINT, worker.request_stop)
+    worker.run()
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run a worker (configured by STREAMFOREST_* env)")
+    p.add_argument("--test-fault", default=None, metavar="NAME=N[,NAME=N]",
+                   help="test-only fault injection: " + ", ".join(Faults.NAMES))
+    p.set_defaults(func=_cmd_run)
+
+
+def _cmd_run(args) -> int:
+    from .logs import setup
+    from .settings import ConfigError, load_settings
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(str(exc))
+        return 2
+    setup(settings.worker.log_level)
+    return run(settings, Faults(args.test_fault))

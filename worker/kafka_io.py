@@ -1,0 +1,281 @@
+"""Kafka clients of the worker: the group consumer, the transactional producer, the reader.
+
+Thin construction helpers over confluent-kafka plus :class:`TransactionalProducer`, which
+wraps the transaction calls and turns librdkafka errors into three classes (KIP-98/KIP-447,
+confluent-kafka-python ``examples/eos_transactions.py``):
+
+* *retriable* (``KafkaError.retriable()``): the same call is retried a bounded number of times;
+* *abortable* (``txn_requires_abort()``): :class:`AbortableError`; the worker aborts the
+  transaction and rewinds its partitions to the last committed checkpoint and offsets;
+* *fatal* (``fatal()`` or anything else, e.g. the producer was fenced):
+  :class:`FatalProducerError`; the worker closes the producer, makes a new one and rewinds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+log = logging.getLogger("streamforest.kafka")
+
+
+class AbortableError(RuntimeError):
+    """The current transaction must be aborted (its outputs are discarded)."""
+
+
+class FatalProducerError(RuntimeError):
+    """The producer cannot continue (fenced, or an unrecoverable error): recreate it."""
+
+
+def classify(err: KafkaError | None) -> str:
+    """``"retriable"``, ``"abortable"`` or ``"fatal"`` for a librdkafka error."""
+    if err is None:
+        return "fatal"
+    if err.fatal():
+        return "fatal"
+    if err.txn_requires_abort():
+        return "abortable"
+    if err.retriable():
+        return "retriable"
+    return "fatal"
+
+
+def _base(settings) -> dict:
+    conf = dict(settings.kafka.as_librdkafka_dict())
+    return conf
+
+
+def consumer_config(settings, *, group: bool = True) -> dict:
+    """Group consumer (``group=True``) or a group-less reader, both ``read_committed``."""
+    w = settings.worker
+    conf = _base(settings)
+    ours = {
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "queued.max.messages.kbytes": w.queued_max_messages_kbytes,
+        "fetch.message.max.bytes": max(1_048_576, settings.checkpoint.topic_max_message_bytes),
+        "fetch.wait.max.ms": 100,
+    }
+    if group:
+        ours.update({
+            "partition.assignment.strategy": "cooperative-sticky",
+            "max.poll.interval.ms": w.max_poll_interval_ms,
+        })
+    else:
+        ours["enable.partition.eof"] = True
+        # restores read short ranges: do not let the broker hold an empty fetch for long
+        ours["fetch.wait.max.ms"] = 5
+        ours["fetch.error.backoff.ms"] = 5
+        ours["group.id"] = f"{settings.kafka.group_id}.reader"  # never joins nor commits
+    for k, v in ours.items():
+        conf.setdefault(k, v)  # explicit kafka.extra settings win
+    if not group:
+        for k in ("partition.assignment.strategy", "group.instance.id", "session.timeout.ms"):
+            conf.pop(k, None)
+        conf["group.id"] = ours["group.id"]
+    return conf
+
+
+def producer_config(settings, transactional_id: str | None) -> dict:
+    """Producer with a large linger/batch (never flushed per message)."""
+    conf = _base(settings)
+    ours = {
+        "linger.ms": 20,
+        "batch.num.messages": 10000,
+        "batch.size": 4_000_000,
+        "compression.type": "lz4",
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+        "message.max.bytes": settings.checkpoint.topic_max_message_bytes + 65536,
+        "enable.idempotence": True,
+        # a crashed member's open transaction blocks read_committed readers until it times
+        # out; keep it short like Kafka Streams under EOS (batches take well under a second)
+        "transaction.timeout.ms": 15000,
+    }
+    if transactional_id:
+        ours["transactional.id"] = transactional_id
+    else:
+        del ours["transaction.timeout.ms"]
+    for k, v in ours.items():
+        conf.setdefault(k, v)
+    for k in ("group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
+              "partition.assignment.strategy", "isolation.level", "auto.offset.reset",
+              "max.poll.interval.ms", "enable.auto.commit", "fetch.wait.max.ms"):
+        conf.pop(k, None)
+    return conf
+
+
+def make_consumer(settings, logger=None) -> Consumer:
+    conf = consumer_config(settings, group=True)
+    if logger is not None:
+        conf["logger"] = logger
+    return Consumer(conf)
+
+
+def make_reader(settings) -> Consumer:
+    """A group-less ``read_committed`` consumer for checkpoints and watermarks."""
+    return Consumer(consumer_config(settings, group=False))
+
+
+class TransactionalProducer:
+    """One transactional producer per worker (KIP-447: fenced through the group metadata).
+
+    Parameters
+    ----------
+    settings : Settings
+        Worker settings.
+    transactional_id : str
+        Stable per member, so a restarted member fences its predecessor at once.
+    timeout_s : float
+        Bound on each blocking transaction call.
+    """
+
+    def __init__(self, settings, transactional_id: str, timeout_s: float = 30.0):
+        self.settings = settings
+        self.transactional_id = transactional_id
+        self.timeout_s = timeout_s
+        self.in_transaction = False
+        self._p = Producer(producer_config(settings, transactional_id))
+        self._call(self._p.init_transactions, timeout_s)
+
+    @property
+    def raw(self) -> Producer:
+        return self._p
+
+    def _call(self, fn, *args, retries: int = 5):
+        """Run a transaction call, retrying retriable errors, raising classified errors."""
+        delay = 0.05
+        for attempt in range(retries + 1):
+            try:
+                return fn(*args)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                kind = classify(err if isinstance(err, KafkaError) else None)
+                if kind == "retriable" and attempt < retries:
+                    log.warning("retrying %s after %s", getattr(fn, "__name__", fn), err)
+                    time.sleep(delay)
+                    delay = min(1.0, delay * 2)
+                    continue
+                if kind == "abortable" or (kind == "retriable"):
+                    raise AbortableError(str(err)) from exc
+                raise FatalProducerError(str(err)) from exc
+        raise AssertionError("unreachable")
+
+    def begin(self) -> None:
+        if not self.in_transaction:
+            self._call(self._p.begin_transaction)
+            self.in_transaction = True
+
+    def produce(self, topic: str, value: bytes, key: bytes | None = None, headers=None,
+                partition: int = -1, on_delivery=None) -> None:
+        """Queue one message; waits for room (serving delivery reports) when the queue is full."""
+        p = self._p
+        while True:
+            try:
+                if headers is None and on_delivery is None:
+                    p.produce(topic, value, key, partition)
+                else:
+                    p.produce(topic, value, key, partition, on_delivery=on_delivery,
+                              headers=headers)
+                return
+            except BufferError:
+                p.poll(0.05)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                kind = classify(err if isinstance(err, KafkaError) else None)
+                if kind == "fatal":
+                    raise FatalProducerError(str(err)) from exc
+                raise AbortableError(str(err)) from exc
+
+    def produce_many(self, groups) -> None:
+        """Queue ``(topic, key, [values])`` groups (the hot path: one tight loop)."""
+        produce = self._p.produce
+        for topic, key, values in groups:
+            for value in values:
+                try:
+                    produce(topic, value, key)
+                except (BufferError, KafkaException):
+                    self.produce(topic, value, key)  # waits for room / classifies the error
+
+    def poll(self, timeout: float = 0.0) -> int:
+        return self._p.poll(timeout)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait for every queued message (inside a transaction: before reading offsets)."""
+        left = self._p.flush(self.timeout_s if timeout is None else timeout)
+        if left:
+            raise AbortableError(f"{left} messages not delivered within the flush timeout")
+
+    def send_offsets(self, offsets: list[TopicPartition], group_metadata) -> None:
+        if offsets:
+            self._call(self._p.send_offsets_to_transaction, offsets, group_metadata,
+                       self.timeout_s)
+
+    def commit(self) -> None:
+        if self.in_transaction:
+            self._call(self._p.commit_transaction, self.timeout_s)
+            self.in_transaction = False
+
+    def abort(self) -> None:
+        """Abort the open transaction (errors here are fatal for the producer)."""
+        if not self.in_transaction:
+            return
+        try:
+            self._p.abort_transaction(self.timeout_s)
+        except KafkaException as exc:
+            raise FatalProducerError(f"abort failed: {exc}") from exc
+        finally:
+            self.in_transaction = False
+
+    def close(self) -> None:
+        try:
+            if self.in_transaction:
+                self.abort()
+        except FatalProducerError:
+            pass
+        self._p.flush(0)
+
+
+class AtLeastOnceProducer(TransactionalProducer):
+    """``worker.exactly_once = false``: an idempotent producer and synchronous offset commits.
+
+    The same calls as :class:`TransactionalProducer`, so the worker's loop is unchanged:
+    ``begin`` does nothing, ``send_offsets`` remembers the offsets and ``commit`` flushes every
+    output (and checkpoint) before committing them. A crash between the flush and the offset
+    commit replays the batch: outputs may then appear twice (at-least-once), states never
+    run ahead of the committed checkpoint + offsets.
+    """
+
+    def __init__(self, settings, consumer_getter, timeout_s: float = 30.0):
+        self.settings = settings
+        self.transactional_id = None
+        self.timeout_s = timeout_s
+        self.in_transaction = False
+        self._consumer = consumer_getter
+        self._offsets: list[TopicPartition] = []
+        self._p = Producer(producer_config(settings, None))
+
+    def begin(self) -> None:
+        self.in_transaction = True
+
+    def send_offsets(self, offsets, group_metadata) -> None:
+        self._offsets = list(offsets)
+
+    def commit(self) -> None:
+        self.flush()
+        if self._offsets:
+            try:
+                self._consumer().commit(offsets=self._offsets, asynchronous=False)
+            except KafkaException as exc:
+                raise AbortableError(f"offset commit failed: {exc}") from exc
+        self._offsets = []
+        self.in_transaction = False
+
+    def abort(self) -> None:
+        # what was produced stays produced (at-least-once); offsets are not committed
+        self._offsets = []
+        self.in_transaction = False

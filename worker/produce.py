@@ -1,0 +1,160 @@
+"""Producing streams to the instances topic: a dataset, or a rotating hyperplane.
+
+Used by ``streamforest demo``, the integration tests and the benchmarks, and available as
+``streamforest produce dataset NAME`` / ``streamforest produce hyperplane``. Instances are
+msgpack maps of the :class:`schemas.Instance` contract, keyed by stream id; ``x`` is a list
+(the compact form) or, with ``names=True``, a map from feature name to value.
+"""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+import numpy as np
+from confluent_kafka import Producer
+
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+
+def instance_values(stream: str, X: np.ndarray, y=None, *, start_id: int = 0,
+                    ts0: int = 0, names: list[str] | None = None,
+                    labelled=None) -> list[bytes]:
+    """msgpack values of consecutive instances of one stream.
+
+    Parameters
+    ----------
+    stream : str
+        Stream id.
+    X : ndarray of shape (n, d)
+        Feature rows.
+    y : sequence of labels, optional
+        Class labels (``None`` entries, or ``y=None``, make unlabelled instances).
+    start_id : int
+        Id of the first instance (ids are consecutive integers).
+    ts0 : int
+        Timestamp (ms) of the first instance; one millisecond per instance after it.
+    names : list of str, optional
+        Send ``x`` as a map with these names.
+    labelled : array of bool, optional
+        Which instances carry their label.
+    """
+    rows = np.asarray(X, dtype=np.float64).tolist()
+    ys = [None] * len(rows) if y is None else [
+        (v.item() if hasattr(v, "item") else v) for v in y]
+    out = []
+    for i, row in enumerate(rows):
+        x = dict(zip(names, row)) if names else row
+        d = {"v": 1, "stream": stream, "id": start_id + i, "ts": ts0 + i, "x": x}
+        if ys[i] is not None and (labelled is None or labelled[i]):
+            d["y"] = ys[i]
+        out.append(_pack(d))
+    return out
+
+
+def make_producer(bootstrap_or_conf) -> Producer:
+    conf = ({"bootstrap.servers": bootstrap_or_conf} if isinstance(bootstrap_or_conf, str)
+            else dict(bootstrap_or_conf))
+    conf.setdefault("linger.ms", 20)
+    conf.setdefault("batch.num.messages", 10000)
+    conf.setdefault("compression.type", "lz4")
+    conf.setdefault("enable.idempotence", True)
+    conf.setdefault("queue.buffering.max.messages", 1_000_000)
+    return Producer(conf)
+
+
+def produce_values(producer: Producer, topic: str, stream: str, values,
+                   partition: int | None = None) -> int:
+    """Produce values keyed by ``stream``; returns the count. Does not flush."""
+    key = stream.encode()
+    n = 0
+    for v in values:
+        while True:
+            try:
+                if partition is None:
+                    producer.produce(topic, v, key)
+                else:
+                    producer.produce(topic, v, key, partition)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        n += 1
+        if n % 10000 == 0:
+            producer.poll(0)
+    return n
+
+
+def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=None,
+                   start_id: int = 0, chunk: int = 20000, partition: int | None = None,
+                   rate: float | None = None) -> int:
+    """Produce a whole stream in chunks (optionally paced at ``rate`` instances/s)."""
+    n = len(X)
+    t0 = time.monotonic()
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        vals = instance_values(stream, X[a:b], None if y is None else y[a:b],
+                               start_id=start_id + a, ts0=start_id + a, names=names)
+        produce_values(producer, topic, stream, vals, partition)
+        if rate:
+            wait = (b / rate) - (time.monotonic() - t0)
+            if wait > 0:
+                time.sleep(wait)
+    return n
+
+
+def hyperplane(n: int, n_features: int = 10, n_drift_features: int = 2, seed: int = 1,
+               mag_change: float = 0.001, sigma: float = 0.1, noise: float = 0.05):
+    """``X, y, W`` of a rotating hyperplane (W: the true ``|weight|`` of each feature)."""
+    from models.hyperplane import RotatingHyperplane
+
+    gen = RotatingHyperplane(n_features=n_features, n_drift_features=n_drift_features,
+                             mag_change=mag_change, sigma=sigma, noise=noise, seed=seed)
+    return gen.take(n)
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("produce", help="produce a dataset or a hyperplane stream")
+    sub = p.add_subparsers(dest="produce_command", metavar="SOURCE")
+    d = sub.add_parser("dataset", help="a dataset shipped with the package or in --data-dir")
+    d.add_argument("name")
+    d.add_argument("--data-dir", default=None)
+    h = sub.add_parser("hyperplane", help="a rotating hyperplane stream")
+    h.add_argument("--features", type=int, default=10)
+    h.add_argument("--drift-features", type=int, default=2)
+    h.add_argument("--mag-change", type=float, default=0.001)
+    h.add_argument("--seed", type=int, default=1)
+    for q in (d, h):
+        q.add_argument("--stream", default=None, help="stream id (default: the source name)")
+        q.add_argument("-n", "--rows", type=int, default=None, help="number of instances")
+        q.add_argument("--names", action="store_true", help="send x as a name -> value map")
+        q.set_defaults(func=_cmd_produce)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _cmd_produce(args) -> int:
+    from .settings import ConfigError, load_settings
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(str(exc))
+        return 2
+    if args.produce_command == "dataset":
+        from .datasets import load
+
+        ds = load(args.name, args.data_dir)
+        X, y, names = ds.X, ds.y, ds.feature_names
+        stream = args.stream or args.name
+    else:
+        X, y, _W = hyperplane(args.rows or 10000, args.features, args.drift_features,
+                              args.seed, args.mag_change)
+        names = [f"x{j}" for j in range(X.shape[1])]
+        stream = args.stream or "hyperplane"
+    if args.rows:
+        X, y = X[:args.rows], y[:args.rows]
+    producer = make_producer(settings.kafka.as_librdkafka_dict())
+    n = produce_stream(producer, settings.topics.instances, stream, X, y,
+                       names=names if args.names else None)
+    producer.flush(60)
+    print(f"produced {n} instances of stream {stream!r} to {settings.topics.instances}")
+    return 0

@@ -1,0 +1,100 @@
+"""``streamforest topics create``: every topic the worker uses, with the right settings.
+
+* instances, features, predictions, drift, rankings: ``topics.partitions`` partitions;
+* checkpoints: as many partitions as the instances topic (checkpoint partition = input
+  partition), ``cleanup.policy=compact`` (only the latest chunk of each stream and the latest
+  manifest matter) and ``max.message.bytes = checkpoint.topic_max_message_bytes``;
+* dead letters: the same larger ``max.message.bytes``, so an oversized instance can be kept
+  whole next to its reason.
+
+Creating topics that exist already is not an error; a checkpoints topic with fewer
+partitions than the instances topic is (recovery could not find a partition's state).
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def admin_config(settings) -> dict:
+    """Connection settings for an AdminClient (no consumer-only keys)."""
+    conf = dict(settings.kafka.as_librdkafka_dict())
+    for k in list(conf):
+        if k.startswith(("group.", "session.", "heartbeat.", "partition.assignment")):
+            conf.pop(k)
+    return conf
+
+
+def topic_specs(settings, partitions: int | None = None) -> list[NewTopic]:
+    t = settings.topics
+    n = partitions or t.partitions
+    rf = t.replication_factor
+    big = str(settings.checkpoint.topic_max_message_bytes)
+    plain = [t.instances, t.features, t.predictions, t.drift, t.rankings]
+    specs = [NewTopic(name, n, rf) for name in plain]
+    specs.append(NewTopic(t.deadletter, n, rf, config={"max.message.bytes": big}))
+    specs.append(NewTopic(t.checkpoints, n, rf, config={
+        "cleanup.policy": "compact",
+        "max.message.bytes": big,
+        # roll and clean often enough that restores read little superseded state
+        "segment.bytes": str(64 * 1024 * 1024),
+        "min.cleanable.dirty.ratio": "0.2",
+    }))
+    return specs
+
+
+def create_topics(settings, partitions: int | None = None, timeout_s: float = 30.0,
+                  admin: AdminClient | None = None) -> dict[str, str]:
+    """Create the worker's topics; returns ``{name: "created" | "exists"}``."""
+    admin = admin or AdminClient(admin_config(settings))
+    specs = topic_specs(settings, partitions)
+    result: dict[str, str] = {}
+    futures = admin.create_topics(specs, operation_timeout=timeout_s, request_timeout=timeout_s)
+    for name, fut in futures.items():
+        try:
+            fut.result()
+            result[name] = "created"
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                result[name] = "exists"
+            else:
+                raise
+    check_partitions(settings, admin, timeout_s)
+    return result
+
+
+def check_partitions(settings, admin: AdminClient, timeout_s: float = 30.0) -> None:
+    """Refuse a checkpoints topic with fewer partitions than the instances topic."""
+    t = settings.topics
+    md = admin.list_topics(timeout=timeout_s).topics
+    if t.instances in md and t.checkpoints in md:
+        n_in = len(md[t.instances].partitions)
+        n_ck = len(md[t.checkpoints].partitions)
+        if n_ck < n_in:
+            raise RuntimeError(
+                f"topic {t.checkpoints} has {n_ck} partitions but {t.instances} has {n_in}: "
+                f"the checkpoints topic needs at least as many (one per input partition)")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("topics", help="manage the worker's Kafka topics")
+    sub = p.add_subparsers(dest="topics_command", metavar="ACTION")
+    c = sub.add_parser("create", help="create every topic (checkpoints compacted)")
+    c.add_argument("--partitions", type=int, default=None,
+                   help="partitions per topic (default: topics.partitions)")
+    c.set_defaults(func=_cmd_create)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _cmd_create(args) -> int:
+    from .settings import ConfigError, load_settings
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(str(exc))
+        return 2
+    for name, status in create_topics(settings, args.partitions).items():
+        print(f"{name}: {status}")
+    return 0
