@@ -244,6 +244,21 @@ def _collapsed(learner) -> int:
     return int(value) if value is not None else 0
 
 
+def _zone_entries(warnings: np.ndarray, was_warning: bool) -> np.ndarray:
+    """Positions where a run of consecutive warning flags starts.
+
+    ``was_warning`` is the detector's flag before this run of values, so a zone that began in
+    an earlier batch is not announced again.
+    """
+    if warnings.shape[0] == 0:
+        return warnings
+    starts = np.ones(warnings.shape[0], dtype=bool)
+    starts[1:] = np.diff(warnings) > 1
+    if was_warning and warnings[0] == 0:
+        starts[0] = False
+    return warnings[starts]
+
+
 # --- the pipeline -----------------------------------------------------------------------------
 
 
@@ -393,8 +408,11 @@ class Pipeline:
         source = self.cfg.drift_detector
         new: list[Alert] = []
         if source == "ddm":
+            was_warning = bool(det.warning_detected)
             drifts, warnings = det.update_many(err, return_warnings=True)
-            for w in np.asarray(warnings, dtype=np.int64):
+            # DDM flags every position inside its warning zone; users want one alert when the
+            # stream enters the zone, not one per instance while it stays there.
+            for w in _zone_entries(np.asarray(warnings, dtype=np.int64), was_warning):
                 r = int(rows[w])
                 new.append(Alert(r, source, "warning", base + r,
                                  "prequential error above the warning level"))

@@ -293,3 +293,13 @@ def test_a_few_collapsed_trees_of_a_forest_are_a_warning_most_are_a_drift():
     res = p.process(np.zeros((4, 3)), [0, 1, 0, 1])
     assert [a.level for a in res.alerts] == ["warning", "drift"]
     assert "1 of 4" in res.alerts[0].detail and "3 of 4" in res.alerts[1].detail
+
+
+def test_ddm_warning_zone_is_announced_once_per_entry():
+    from worker.pipeline import _zone_entries
+
+    flags = np.array([0, 1, 2, 5, 6, 9], dtype=np.int64)
+    # a zone that continues from the previous batch is not announced again
+    assert _zone_entries(flags, was_warning=True).tolist() == [5, 9]
+    assert _zone_entries(flags, was_warning=False).tolist() == [0, 5, 9]
+    assert _zone_entries(np.zeros(0, dtype=np.int64), was_warning=False).tolist() == []
