@@ -53,7 +53,7 @@ from models.forgetful_forest import ForgetfulRandomForest  # noqa: E402
 from models.forgetful_tree import ForgetfulDecisionTree  # noqa: E402
 from worker.datasets import load  # noqa: E402
 
-DATA_DIR = Path(os.environ.get("STREAMFOREST_DATA", ROOT.parent / "shared" / "data"))
+DATA_DIR = Path(os.environ.get("STREAMFOREST_TEST_DATA", ROOT.parent / "shared" / "data"))
 PROTOCOL = {"electricity": (48, 1), "phishing": (100, 5), "powersupply": (100, 10),
             "mixed_abrupt": (100, 1), "mixed_gradual": (100, 1)}
 REFERENCE_CPP_FOREST_ROWS_S = {"electricity": 46207 / 16.0}

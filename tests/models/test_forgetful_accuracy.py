@@ -25,7 +25,7 @@ from models.forgetful_tree import ForgetfulDecisionTree
 from worker import datasets
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR = Path(os.environ.get("STREAMFOREST_DATA", ROOT.parent / "shared" / "data"))
+DATA_DIR = Path(os.environ.get("STREAMFOREST_TEST_DATA", ROOT.parent / "shared" / "data"))
 
 # dataset -> (batch size, warm-up batches excluded)
 PROTOCOL = {
