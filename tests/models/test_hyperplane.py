@@ -1,0 +1,86 @@
+"""Tests of models.hyperplane.RotatingHyperplane (MOA/river rotating hyperplane + ground truth)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.hyperplane import RotatingHyperplane
+
+
+def test_shapes_types_and_ranges():
+    X, y, W = RotatingHyperplane(n_features=6, n_drift_features=3, seed=2).take(500)
+    assert X.shape == (500, 6) and y.shape == (500,) and W.shape == (500, 6)
+    assert X.dtype == np.float64 and y.dtype == np.int64
+    assert ((X >= 0) & (X < 1)).all()
+    assert set(np.unique(y).tolist()) <= {0, 1}
+    assert (W >= 0).all()
+    empty = RotatingHyperplane(seed=2).take(0)
+    assert [a.shape[0] for a in empty] == [0, 0, 0]
+
+
+def test_same_seed_same_stream_and_chunking_does_not_matter():
+    a = RotatingHyperplane(seed=5).take(3000)
+    gen = RotatingHyperplane(seed=5)
+    parts = [gen.take(n) for n in (1, 999, 1000, 1000)]
+    for full, chunks in zip(a, zip(*parts)):
+        np.testing.assert_array_equal(full, np.concatenate(chunks))
+    other = RotatingHyperplane(seed=6).take(3000)
+    assert not np.array_equal(a[0], other[0])
+
+
+def test_only_the_first_k_weights_drift_by_T_per_instance():
+    T = 0.001
+    _, _, W = RotatingHyperplane(n_features=10, n_drift_features=2, mag_change=T, seed=3).take(400)
+    assert (W[:, 2:] == W[0, 2:]).all()
+    steps = np.diff(W[:, :2], axis=0)
+    assert W[:, :2].min() > 0.01  # no zero crossing on this seed, so |a_i| moves like a_i
+    np.testing.assert_allclose(np.abs(steps), T, rtol=1e-9)
+
+
+def test_direction_reverses_with_probability_S():
+    S = 0.1
+    _, _, W = RotatingHyperplane(n_features=3, n_drift_features=1, mag_change=1.0, sigma=S,
+                                 seed=4).take(5001)
+    # with T = 1 |a| moves by one unit per step except when it crosses zero, rarely here;
+    # a reversal shows as a sign change between consecutive steps of the signed weight
+    gen = RotatingHyperplane(n_features=3, n_drift_features=1, mag_change=1.0, sigma=S, seed=4)
+    signed = []
+    for _ in range(5001):
+        signed.append(gen.weights[0])
+        gen.take(1)
+    steps = np.sign(np.diff(signed))
+    reversals = np.mean(steps[1:] != steps[:-1])
+    assert abs(reversals - S) < 0.02  # 5,000 Bernoulli(0.1): sd 0.004
+    np.testing.assert_allclose(np.abs(signed), W[:, 0])
+
+
+def test_labels_follow_the_hyperplane_with_the_requested_noise():
+    clean = RotatingHyperplane(n_features=10, n_drift_features=2, mag_change=0.001, noise=0.0,
+                               seed=7)
+    noisy = RotatingHyperplane(n_features=10, n_drift_features=2, mag_change=0.001, noise=0.05,
+                               seed=7)
+    X, y0, W = clean.take(40000)
+    X1, y1, _ = noisy.take(40000)
+    np.testing.assert_array_equal(X, X1)  # the same draws, only the flips differ
+    assert abs(np.mean(y0 != y1) - 0.05) < 0.005  # sd of the rate: 0.001
+    assert abs(y0.mean() - 0.5) < 0.02  # a_0 = sum(a)/2 halves the unit cube
+    # the clean label is the side of the hyperplane (weights are still positive here, so
+    # |W| are the weights themselves)
+    head = 2000
+    assert W[:head].min() > 0
+    expected = (np.einsum("ij,ij->i", W[:head], X[:head]) >= 0.5 * W[:head].sum(axis=1))
+    np.testing.assert_array_equal(y0[:head], expected.astype(np.int64))
+
+
+def test_invalid_parameters():
+    with pytest.raises(ValueError):
+        RotatingHyperplane(n_features=0)
+    with pytest.raises(ValueError):
+        RotatingHyperplane(n_features=3, n_drift_features=4)
+    with pytest.raises(ValueError):
+        RotatingHyperplane(sigma=1.5)
+    with pytest.raises(ValueError):
+        RotatingHyperplane(noise=-0.1)
+    with pytest.raises(ValueError):
+        RotatingHyperplane(mag_change=-1.0)
