@@ -5,12 +5,16 @@ the comments in :meth:`Worker._process_batch`):
 
 1. group the messages by partition, drop what belongs to partitions that are not restored
    yet (they are re-read after the restore seeks them);
-2. decode every message; invalid ones become dead letters; the rest are grouped by stream
-   (the message key) in partition order;
+2. decode every message (in bulk, :func:`worker.wire.decode_bulk`); invalid ones become
+   dead letters; the rest are grouped by stream (the message key) in partition order;
 3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`);
    rows below a partition's replay mark only update state;
 4. in one transaction: produce predictions, alerts, rankings and dead letters, the due
-   checkpoints, send the consumed offsets (KIP-447 group metadata) and commit.
+   checkpoints, send the consumed offsets (KIP-447 group metadata) and commit. The two
+   round trips that end the transaction run on a commit thread while the next batch is
+   consumed and computed; every later use of the producer, restore, rebalance callback and
+   shutdown waits for them first, and a failed commit rewinds exactly as before (the state
+   computed meanwhile is dropped with the rest).
 
 Abortable errors abort the transaction and rewind: every assigned partition is restored again
 from its last checkpoint and replayed up to the committed offsets, so in-memory state never
@@ -30,7 +34,7 @@ import time
 
 import msgpack
 import numpy as np
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from . import __version__
 from . import checkpoint as ckpt
@@ -46,9 +50,13 @@ from .logs import event
 from .metrics import MetricsServer, WorkerMetrics
 from .pipeline import Pipeline, PipelineConfig, PipelineError
 from .recovery import restore_partition
-from .wire import decode_fast, encode_predictions
+from .wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
 
 log = logging.getLogger("streamforest.worker")
+
+# unbound accessors, for map() over a consumed batch
+_m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
+_m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 
@@ -97,13 +105,40 @@ class PartitionTask:
 
 
 class _StreamRows:
-    """Decoded rows of one stream within one batch."""
+    """Decoded rows of one stream within one batch.
 
-    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live")
+    Filled either message by message (``rows``, ``ys``, ``ids``, ``ts``, ``offsets`` lists,
+    see :meth:`finish`) or at once from bulk-decoded columns (:meth:`from_columns`).
+    """
+
+    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X")
 
     def __init__(self):
         self.rows, self.ys, self.offsets, self.ids, self.ts = [], [], [], [], []
         self.live = 0  # index of the first live row (rows before it are replayed)
+        self.X = None
+
+    @classmethod
+    def from_columns(cls, X, ys, offsets, ids, ts, live) -> _StreamRows:
+        sr = cls()
+        sr.X, sr.ys, sr.offsets, sr.ids, sr.ts, sr.live = X, ys, offsets, ids, ts, live
+        return sr
+
+    def finish(self, n_features: int) -> None:
+        """Rows appended one by one -> a feature matrix and an offsets array."""
+        if self.X is None:
+            self.X = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), n_features)
+            self.offsets = np.array(self.offsets, dtype=np.int64)
+            self.rows = None
+
+    def __len__(self) -> int:
+        return len(self.ys)
+
+
+def _send_and_commit(producer, offsets, metadata) -> None:
+    """End a batch's transaction (runs on the commit thread)."""
+    producer.send_offsets(offsets, metadata)
+    producer.commit()
 
 
 def member_name(settings) -> str:
@@ -144,6 +179,8 @@ class Worker:
         self.writer: ckpt.CheckpointWriter | None = None
         self._last_lag = 0.0
         self._keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
+        self._executor = None  # the commit thread (see _process_batch)
+        self._pending = None  # (future, offsets, t0) of the commit in flight
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -192,10 +229,12 @@ class Worker:
         w = self.settings.worker
         self.metrics.beat()
         if self.to_restore:
+            self.settle()  # restores read the committed offsets
             self._restore_pending()
         msgs = self.consumer.consume(w.consume_batch, w.consume_timeout_s)
         self.metrics.beat()
         if self.to_restore:  # assigned during consume: restore before processing
+            self.settle()
             self._restore_pending()
         if msgs:
             self._guarded(self._process_batch, msgs)
@@ -226,6 +265,9 @@ class Worker:
                 self.reader.close()
             if self.server is not None:
                 self.server.stop()
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
         event(log, logging.INFO, "worker stopped", member=self.member)
 
     # -- error handling ---------------------------------------------------------------------
@@ -235,6 +277,7 @@ class Worker:
         try:
             return fn(*args)
         except AbortableError as exc:
+            self._drain()
             event(log, logging.WARNING, "transaction aborted, rewinding", error=str(exc))
             self.metrics.aborts.inc()
             try:
@@ -243,10 +286,20 @@ class Worker:
                 self._new_producer()
             self._rewind()
         except FatalProducerError as exc:
+            self._drain()
             event(log, logging.ERROR, "producer failed, recreating it", error=str(exc))
             self.metrics.aborts.inc()
             self._new_producer()
             self._rewind()
+
+    def _drain(self) -> None:
+        """Before an abort: let a commit in flight end (its outcome no longer matters)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            try:
+                pending[0].result()
+            except Exception:  # noqa: BLE001 (everything is rewound anyway)
+                pass
 
     def _rewind(self) -> None:
         """Drop in-memory state of every partition and restore it from checkpoint + replay."""
@@ -277,7 +330,10 @@ class Worker:
     def _on_revoke(self, consumer, partitions) -> None:
         self.metrics.rebalances.inc(event="revoke")
         parts = [tp.partition for tp in partitions if tp.partition in self.tasks]
-        # the last batch is committed already; a final checkpoint saves the new owner a replay
+        # the last batch is committed (once the commit in flight ends); a final checkpoint
+        # saves the new owner a replay
+        if self.producer is not None:
+            self.settle()
         if self.producer is not None and parts:
             self._guarded(self._checkpoint_txn, parts, True)
         self._drop(parts)
@@ -287,6 +343,8 @@ class Worker:
     def _on_lost(self, consumer, partitions) -> None:
         self.metrics.rebalances.inc(event="lost")
         parts = [tp.partition for tp in partitions]
+        if self.producer is not None:
+            self.settle()  # the commit in flight ends (or fails and rewinds) first
         self._drop(parts)  # no commit: another member owns them now
         consumer.incremental_unassign(partitions)
         event(log, logging.WARNING, "partitions lost", partitions=parts)
@@ -357,16 +415,7 @@ class Worker:
         w = self.settings.worker
         tasks = self.tasks
         # 1. group by partition, keep what follows each restored partition's position
-        per_part: dict[int, list] = {}
-        for m in msgs:
-            if m.error() is not None:
-                if m.error().code() != KafkaError._PARTITION_EOF:
-                    event(log, logging.WARNING, "consume error", error=str(m.error()))
-                continue
-            task = tasks.get(m.partition())
-            if task is None or not task.ready or m.offset() < task.position:
-                continue
-            per_part.setdefault(m.partition(), []).append(m)
+        per_part = self._by_partition(msgs)
         if not per_part:
             return
         producer = self.producer
@@ -374,30 +423,30 @@ class Worker:
         n_live = n_replay = 0
         dead = []
         outputs: list[tuple[str, bytes, list[bytes]]] = []  # (topic, key, values)
-        for p, pm in per_part.items():
+        for p, (pm, pos) in per_part.items():
             task = tasks[p]
             # 2. decode, group by stream
-            streams = self._decode(task, pm, dead, w.max_message_bytes)
+            streams = self._decode(task, pm, pos, dead, w.max_message_bytes)
             # 3. learn
             for stream, sr in streams.items():
                 pl = task.pipelines[stream]
-                X = np.array(sr.rows, dtype=np.float64).reshape(len(sr.rows), pl.n_features)
-                offs = np.array(sr.offsets, dtype=np.int64)
+                sr.finish(pl.n_features)
+                X, offs, n_rows = sr.X, sr.offsets, len(sr)
                 # replayed rows change the state too: the stream must be checkpointed again
                 task.dirty.add(stream)
                 if sr.live > 0:
                     pl.process(X[:sr.live], sr.ys[:sr.live], offs[:sr.live], emit=False)
                     n_replay += sr.live
-                if sr.live < len(sr.rows):
+                if sr.live < n_rows:
                     lo = sr.live
                     res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True)
                     self._encode_outputs(task, stream, pl, res, sr, lo, outputs, dead)
-                    n_live += len(sr.rows) - lo
-            last = pm[-1].offset() + 1
-            if pm[0].offset() >= task.committed:  # offsets increase: all of them are live
+                    n_live += n_rows - lo
+            last = int(pos[-1]) + 1
+            if pos[0] >= task.committed:  # offsets increase: all of them are live
                 task.since_ckpt += len(pm)
             else:
-                task.since_ckpt += sum(1 for m in pm if m.offset() >= task.committed)
+                task.since_ckpt += int(np.count_nonzero(pos >= task.committed))
             task.position = last
             if task.restore_t0 is not None and last >= task.committed:
                 self._replayed(task)
@@ -408,6 +457,7 @@ class Worker:
                    for p in per_part if tasks[p].position > tasks[p].committed]
         if not offsets and not outputs and not dead:
             return  # pure replay: nothing to commit
+        self._settle()  # the previous batch's commit (it ran while this batch was computed)
         producer.begin()
         producer.produce_many(outputs)
         for key, value, headers, reason in dead:
@@ -418,15 +468,89 @@ class Worker:
         if self.faults.get("crash_before_commit") == n:
             producer.flush()
             Faults.crash()
-        producer.send_offsets(offsets, self.consumer.consumer_group_metadata())
-        producer.commit()
-        self.n_transactions = n
+        metadata = self.consumer.consumer_group_metadata()
+        if isinstance(producer, AtLeastOnceProducer):  # commits through the consumer: in line
+            producer.send_offsets(offsets, metadata)
+            producer.commit()
+            self._committed(offsets, t0)
+            return
+        # the commit round trips (offsets to the coordinator, then the commit itself) overlap
+        # the next consume and its computation; the next producer use waits for them
+        # (:meth:`_settle`), and a failed commit rewinds to the committed state as before
+        self._pending = (self._committer().submit(_send_and_commit, producer, offsets, metadata),
+                         offsets, t0)
+
+    def _committer(self):
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamforest-commit")
+        return self._executor
+
+    def _settle(self) -> None:
+        """Wait for the commit in flight; its errors surface here (inside :meth:`_guarded`)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            future, offsets, t0 = pending
+            future.result()
+            self._committed(offsets, t0)
+
+    def settle(self) -> None:
+        """Wait until every processed batch is committed (or rewound after a failed commit)."""
+        self._guarded(self._settle)
+
+    def _committed(self, offsets, t0: float) -> None:
+        self.n_transactions += 1
         self.metrics.commits.inc()
         for tp in offsets:
-            tasks[tp.partition].committed = tp.offset
-        if self.faults.get("crash_after_commit") == n:
+            task = self.tasks.get(tp.partition)
+            if task is not None:
+                task.committed = tp.offset
+        if self.faults.get("crash_after_commit") == self.n_transactions:
             Faults.crash()
         self.metrics.batch_latency.observe(time.perf_counter() - t0)
+
+    def _by_partition(self, msgs) -> dict[int, tuple[list, np.ndarray]]:
+        """``partition -> (messages, offsets)`` of what follows each ready partition's position.
+
+        Messages are read with the unbound accessors through ``map`` (no per-message Python
+        frame); consume errors are logged and skipped.
+        """
+        errors = list(map(_m_error, msgs))
+        if errors.count(None) != len(errors):
+            kept = []
+            for m, err in zip(msgs, errors):
+                if err is None:
+                    kept.append(m)
+                elif err.code() != KafkaError._PARTITION_EOF:
+                    event(log, logging.WARNING, "consume error", error=str(err))
+            msgs = kept
+        if not msgs:
+            return {}
+        parts = list(map(_m_partition, msgs))
+        offsets = np.fromiter(map(_m_offset, msgs), dtype=np.int64, count=len(msgs))
+        distinct = list(dict.fromkeys(parts))  # first-seen order
+        if len(distinct) == 1:
+            groups = [(distinct[0], msgs, offsets)]
+        else:
+            pa = np.fromiter(parts, dtype=np.int64, count=len(parts))
+            groups = []
+            for p in distinct:
+                idx = np.flatnonzero(pa == p)
+                groups.append((p, list(map(msgs.__getitem__, idx.tolist())), offsets[idx]))
+        per_part: dict[int, tuple[list, np.ndarray]] = {}
+        for p, pm, pos in groups:
+            task = self.tasks.get(p)
+            if task is None or not task.ready:
+                continue
+            keep = pos >= task.position
+            if not keep.all():
+                idx = np.flatnonzero(keep)
+                if not idx.shape[0]:
+                    continue
+                pm, pos = list(map(pm.__getitem__, idx.tolist())), pos[idx]
+            per_part[p] = (pm, pos)
+        return per_part
 
     def _replayed(self, task: PartitionTask) -> None:
         """The partition caught up with its committed offset: restore and replay are done."""
@@ -436,8 +560,69 @@ class Worker:
         event(log, logging.INFO, "partition caught up", partition=task.partition,
               committed=task.committed, seconds=round(seconds, 3))
 
-    def _decode(self, task: PartitionTask, pm, dead, max_bytes) -> dict[str, _StreamRows]:
-        """Decode one partition's messages into per-stream rows; failures go to ``dead``."""
+    def _decode(self, task: PartitionTask, pm, offsets, dead,
+                max_bytes) -> dict[str, _StreamRows]:
+        """Decode one partition's messages into per-stream rows; failures go to ``dead``.
+
+        The whole batch is parsed at once (:func:`worker.wire.decode_bulk`); when every
+        message is a plain instance of a known stream with the stream's width (the steady
+        state), rows are grouped by stream with array operations and no per-message Python
+        work beyond reading the messages. Otherwise messages are taken one by one, in order:
+        bulk-decoded ones as they are, the rest through :func:`decode_fast` or full
+        validation, which also creates pipelines and reports errors.
+        """
+        pipelines = task.pipelines
+        keys = self._keys
+        mkeys = list(map(_m_key, pm))
+        values = list(map(_m_value, pm))
+        headers = list(map(_m_headers, pm))
+        if headers.count(None) != len(headers):  # messages with headers go the long way
+            values = [v if h is None else None for v, h in zip(values, headers)]
+        D = decode_bulk(values, mkeys, max_bytes)
+        uniq = set(mkeys)
+        if len(uniq) == 1:
+            codes_of = {mkeys[0]: 0}
+            codes = np.zeros(len(mkeys), dtype=np.int64)
+        else:
+            codes_of = {k: c for c, k in enumerate(uniq)}
+            codes = np.fromiter(map(codes_of.__getitem__, mkeys), dtype=np.int64,
+                                count=len(mkeys))
+        # per distinct key: its stream's width (-1: unknown stream, decoded the long way)
+        width = np.full(len(codes_of), -1, dtype=np.int64)
+        names = [None] * len(codes_of)
+        for k, c in codes_of.items():
+            stream = keys.get(k)
+            pl = pipelines.get(stream) if stream is not None else None
+            if pl is not None:
+                width[c], names[c] = pl.n_features, stream
+        fast = D.ok & (D.nx == width[codes])
+        if fast.all():
+            return self._group_bulk(D, codes, names, width, offsets, task.committed)
+        return self._decode_each(task, pm, dead, max_bytes, D, fast)
+
+    @staticmethod
+    def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, _StreamRows]:
+        """Per-stream columns of a batch decoded in bulk (rows stay in partition order)."""
+        streams: dict[str, _StreamRows] = {}
+        if width.shape[0] == 1:
+            groups = [(0, np.arange(codes.shape[0]))]
+        else:
+            order = np.argsort(codes, kind="stable")
+            cuts = np.flatnonzero(np.diff(codes[order])) + 1
+            groups = [(int(codes[g[0]]), g) for g in np.split(order, cuts)]
+        for c, idx in groups:
+            offs = offsets[idx]
+            ys = D.y[idx].tolist()
+            unl = np.flatnonzero(~D.has_y[idx])
+            for r in unl.tolist():
+                ys[r] = None
+            streams[names[c]] = _StreamRows.from_columns(
+                D.rows(idx, int(width[c])), ys, offs, D.ids[idx], D.ts[idx],
+                int(np.searchsorted(offs, replay_until)))
+        return streams
+
+    def _decode_each(self, task, pm, dead, max_bytes, D, fast) -> dict[str, _StreamRows]:
+        """Message by message (a batch with new streams, unusual layouts or errors)."""
         from schemas.codec import decode_instance, instance_features
         from schemas.errors import DecodeError
 
@@ -446,11 +631,25 @@ class Worker:
         replay_until = task.committed
         cap = self.settings.learners.max_streams
         keys = self._keys
-        for m in pm:
+        fast_l = fast.tolist()
+        for i, m in enumerate(pm):
             off = m.offset()
             live = off >= replay_until
             key = m.key()
             stream = keys.get(key)
+            if fast_l[i]:  # decoded in bulk: a plain instance of this known stream
+                sr = streams.get(stream)
+                if sr is None:
+                    sr = streams[stream] = _StreamRows()
+                if not live:
+                    sr.live += 1
+                a = int(D.xstart[i])
+                sr.rows.append(D.xs[a:a + int(D.nx[i])])
+                sr.ys.append(int(D.y[i]) if D.has_y[i] else None)
+                sr.offsets.append(off)
+                sr.ids.append(int(D.ids[i]))
+                sr.ts.append(int(D.ts[i]))
+                continue
             # fast path: a plain, well-formed instance of a known stream
             fast = decode_fast(m.value(), max_bytes) if m.headers() is None else None
             if fast is not None and stream is not None and fast[0] == stream:
@@ -545,17 +744,17 @@ class Worker:
         src_topic, src_part = task.topic, task.partition
         const = {"v": 1, "stream": stream, "model": model, "classes": None,
                  "topic": src_topic, "partition": src_part}
-        for b in res.blocks:
-            a, z = lo + b.start, lo + b.stop
-            const["classes"] = b.classes
-            values = encode_predictions(const, ids[a:z], b.y_pred, ys[a:z],
-                                        b.proba if b.classes else None, offs[a:z], ts[a:z])
+        for start, stop, classes, y_pred, proba in merge_blocks(res.blocks):
+            a, z = lo + start, lo + stop
+            const["classes"] = classes
+            values = encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba, offs[a:z],
+                                        ts[a:z])
             outputs.append((ptopic, key, values))
-        self.metrics.outputs.inc(len(sr.rows) - lo, kind="prediction")
+        self.metrics.outputs.inc(len(sr) - lo, kind="prediction")
         for a in res.alerts:
             outputs.append((topics.drift, key, [_pack({
                 **head, "source": a.source, "level": a.level, "position": a.position,
-                "feature": a.feature, "detail": a.detail, "ts": ts[lo + a.row],
+                "feature": a.feature, "detail": a.detail, "ts": int(ts[lo + a.row]),
             })]))
             self.metrics.drift_alerts.inc(source=a.source, level=a.level)
         if res.alerts:
@@ -563,7 +762,7 @@ class Worker:
         for rk in res.rankings:
             outputs.append((topics.rankings, key, [_pack({
                 **head, "method": rk.method, "features": rk.features, "scores": rk.scores,
-                "n_seen": rk.n_seen, "ts": ts[lo + rk.row],
+                "n_seen": rk.n_seen, "ts": int(ts[lo + rk.row]),
             })]))
         if res.rankings:
             self.metrics.outputs.inc(len(res.rankings), kind="ranking")
@@ -610,6 +809,7 @@ class Worker:
 
     def _checkpoint_txn(self, parts, force: bool) -> None:
         """A transaction holding only checkpoints (idle interval, revoke, shutdown)."""
+        self._settle()
         todo = [self.tasks[p] for p in parts
                 if p in self.tasks and self.tasks[p].ready and self.tasks[p].dirty]
         if not todo:
@@ -621,6 +821,7 @@ class Worker:
         self.metrics.commits.inc()
 
     def _idle_checkpoints(self) -> None:
+        self._settle()  # nothing to overlap the commit in flight with
         c = self.settings.checkpoint
         now = time.monotonic()
         due = [p for p, t in self.tasks.items()

@@ -347,7 +347,10 @@ class Pipeline:
         if offsets is None:
             offsets = np.full(n, -1, dtype=np.int64)
         out = StreamResult()
-        labelled = np.fromiter((v is not None for v in y), dtype=bool, count=n)
+        if None in y:
+            labelled = np.fromiter((v is not None for v in y), dtype=bool, count=n)
+        else:  # all labelled (the common case): no per-row test
+            labelled = np.ones(n, dtype=bool)
         lab_idx = np.flatnonzero(labelled)
         B = self.cfg.batch_size
         every = self.cfg.ranking_every if self.importance_source() is not None else 0

@@ -9,6 +9,10 @@ goes through are done here in bulk:
   fully and raises the exact :class:`~schemas.errors.DecodeError`. The fast path never
   accepts a message the full validation would refuse, and yields the same values (tested
   against it).
+* :func:`decode_bulk` parses a whole consumed batch at once with a numba kernel, straight
+  from the msgpack bytes into columns (ids, timestamps, labels, one flat array of features),
+  for the plainest layout (integer ids and labels, ``x`` of float 64); it accepts only what
+  full validation accepts, with the same values, and marks the rest for the per-message way.
 * :func:`encode_predictions` writes :class:`~schemas.Prediction` maps with a fixed layout:
   the fields that are constant for a block (stream, model, classes, source topic and
   partition, and the predicted and true label of a group) are packed once, the varying
@@ -80,6 +84,278 @@ def decode_fast(value: bytes, max_bytes: int):
     return stream, ident, ts, x, y
 
 
+# --- bulk decoding (numba) -------------------------------------------------------------------
+#
+# The kernel parses the plain msgpack layout of an instance straight from the concatenated
+# message bytes into columns. It accepts what :func:`decode_fast` accepts, narrowed to
+# integer ids and labels, ``x`` of float 64 only, map keys as fixstr, no repeated key and the
+# message key equal to the stream, and yields the same values. One difference: ``x`` is checked
+# value by value for finiteness, where ``decode_fast`` checks the sum (a sum that overflows
+# sends it to full validation, which accepts such a row). So every accepted message is one
+# that full validation accepts, with the same values (tested against it); every other message
+# is marked so the caller takes it the per-message way (``decode_fast``, full validation).
+
+_F_STREAM, _F_ID, _F_TS, _F_X, _F_Y, _F_V = 1, 2, 4, 8, 16, 32
+
+
+def _be(buf, p, n):
+    """Unsigned big-endian integer of ``n`` bytes at ``p`` (n <= 8; caller checks the top bit)."""
+    v = np.uint64(0)
+    for k in range(n):
+        v = (v << np.uint64(8)) | np.uint64(buf[p + k])
+    return v
+
+
+def _read_int(buf, p, end):
+    """``(ok, value, next)`` of a msgpack integer at ``p`` that fits int 64."""
+    if p >= end:
+        return False, 0, p
+    b = buf[p]
+    if b <= 0x7F:
+        return True, np.int64(b), p + 1
+    if b >= 0xE0:
+        return True, np.int64(b) - 256, p + 1
+    if 0xCC <= b <= 0xCF:  # uint 8/16/32/64
+        n = 1 << (b - 0xCC)
+        if p + 1 + n > end or (n == 8 and buf[p + 1] >= 0x80):
+            return False, 0, p
+        return True, np.int64(_be(buf, p + 1, n)), p + 1 + n
+    if 0xD0 <= b <= 0xD3:  # int 8/16/32/64
+        n = 1 << (b - 0xD0)
+        if p + 1 + n > end:
+            return False, 0, p
+        u = _be(buf, p + 1, n)
+        v = np.int64(u)
+        if n < 8 and buf[p + 1] >= 0x80:
+            v -= np.int64(1) << np.int64(8 * n)
+        return True, v, p + 1 + n
+    return False, 0, p
+
+
+def _parse_instances(buf, bounds, kbuf, kbounds, max_bytes, max_name, ok, ids, ts, ys,
+                     has_y, xstart, nx, xbytes):
+    """Parse every message ``buf[bounds[i]:bounds[i + 1]]`` (see the section comment).
+
+    ``ok[i]`` is set for accepted messages; their ``x`` values are written as little-endian
+    float 64 bytes into ``xbytes`` from value index ``xstart[i]`` (``nx[i]`` of them).
+    """
+    n = bounds.shape[0] - 1
+    w = 0  # next free value slot in xbytes
+    for i in range(n):
+        ok[i] = False
+        p = bounds[i]
+        end = bounds[i + 1]
+        size = end - p
+        if size <= 0 or size > max_bytes:
+            continue
+        b = buf[p]
+        if b < 0x80 or b > 0x8F:
+            continue
+        n_pairs = b & 0x0F
+        p += 1
+        seen = 0
+        good = True
+        for _ in range(n_pairs):
+            if p + 1 >= end:
+                good = False
+                break
+            kb = buf[p]
+            if kb == 0xA1:
+                c = buf[p + 1]
+                p += 2
+                if c == 0x76:  # "v"
+                    f = _F_V
+                elif c == 0x78:  # "x"
+                    f = _F_X
+                elif c == 0x79:  # "y"
+                    f = _F_Y
+                else:
+                    good = False
+                    break
+            elif kb == 0xA2 and p + 2 < end:
+                c, d = buf[p + 1], buf[p + 2]
+                p += 3
+                if c == 0x69 and d == 0x64:  # "id"
+                    f = _F_ID
+                elif c == 0x74 and d == 0x73:  # "ts"
+                    f = _F_TS
+                else:
+                    good = False
+                    break
+            elif (kb == 0xA6 and p + 6 < end and buf[p + 1] == 0x73 and buf[p + 2] == 0x74
+                  and buf[p + 3] == 0x72 and buf[p + 4] == 0x65 and buf[p + 5] == 0x61
+                  and buf[p + 6] == 0x6D):  # "stream"
+                f = _F_STREAM
+                p += 7
+            else:
+                good = False
+                break
+            if seen & f:  # duplicate key: the per-message way decides
+                good = False
+                break
+            seen |= f
+            if p >= end:
+                good = False
+                break
+            if f == _F_V:
+                r, v, p = _read_int(buf, p, end)
+                if not r or v != 1:
+                    good = False
+                    break
+            elif f == _F_ID:
+                r, v, p = _read_int(buf, p, end)
+                if not r:
+                    good = False
+                    break
+                ids[i] = v
+            elif f == _F_TS:
+                r, v, p = _read_int(buf, p, end)
+                if not r or v < 0:
+                    good = False
+                    break
+                ts[i] = v
+            elif f == _F_Y:
+                if buf[p] == 0xC0:
+                    has_y[i] = False
+                    p += 1
+                else:
+                    r, v, p = _read_int(buf, p, end)
+                    if not r:
+                        good = False
+                        break
+                    ys[i] = v
+                    has_y[i] = True
+            elif f == _F_STREAM:
+                sb = buf[p]
+                if 0xA0 <= sb <= 0xBF:
+                    m = np.int64(sb & 0x1F)
+                    p += 1
+                elif sb == 0xD9 and p + 1 < end:
+                    m = np.int64(buf[p + 1])
+                    p += 2
+                elif sb == 0xDA and p + 2 < end:
+                    m = (np.int64(buf[p + 1]) << 8) | np.int64(buf[p + 2])
+                    p += 3
+                else:
+                    good = False
+                    break
+                k0 = kbounds[i]
+                k1 = kbounds[i + 1]
+                # the stream must equal the message key (a key that decodes as UTF-8)
+                if m == 0 or m > max_name or k1 - k0 != m or p + m > end:
+                    good = False
+                    break
+                for q in range(m):
+                    if buf[p + q] != kbuf[k0 + q]:
+                        good = False
+                        break
+                if not good:
+                    break
+                p += m
+            else:  # x: a non-empty array of finite float 64
+                ab = buf[p]
+                if 0x91 <= ab <= 0x9F:
+                    m = np.int64(ab & 0x0F)
+                    p += 1
+                elif ab == 0xDC and p + 2 < end:
+                    m = (np.int64(buf[p + 1]) << 8) | np.int64(buf[p + 2])
+                    p += 3
+                else:
+                    good = False
+                    break
+                if m == 0 or p + 9 * m > end:
+                    good = False
+                    break
+                for q in range(m):
+                    if buf[p] != 0xCB:
+                        good = False
+                        break
+                    if (buf[p + 1] & 0x7F) == 0x7F and (buf[p + 2] & 0xF0) == 0xF0:
+                        good = False  # infinity or NaN
+                        break
+                    o = 8 * (w + q)
+                    for k in range(8):
+                        xbytes[o + k] = buf[p + 8 - k]
+                    p += 9
+                if not good:
+                    break
+                xstart[i] = w
+                nx[i] = m
+        if not good or p != end:
+            continue
+        if (seen & (_F_STREAM | _F_ID | _F_TS | _F_X)) != (_F_STREAM | _F_ID | _F_TS | _F_X):
+            continue
+        if not seen & _F_Y:
+            has_y[i] = False
+        ok[i] = True
+        w += nx[i]
+    return w
+
+
+_PARSE = None
+
+
+def _kernels():
+    """The compiled parser (numba is imported on first use: the CLI does not need it)."""
+    global _PARSE, _be, _read_int
+    if _PARSE is None:
+        from models._jit import njit
+
+        # compiled in dependency order: the parser resolves the helpers by global name
+        _be = njit(inline="always")(_be)
+        _read_int = njit(inline="always")(_read_int)
+        _PARSE = njit(_parse_instances)
+    return _PARSE
+
+
+class Decoded:
+    """Columns of a decoded batch (see :func:`decode_bulk`); rows where ``ok`` is false are
+    left to the per-message way."""
+
+    __slots__ = ("ok", "ids", "ts", "y", "has_y", "xstart", "nx", "xs")
+
+    def __init__(self, n: int, n_bytes: int):
+        self.ok = np.zeros(n, dtype=np.bool_)
+        self.ids = np.zeros(n, dtype=np.int64)
+        self.ts = np.zeros(n, dtype=np.int64)
+        self.y = np.zeros(n, dtype=np.int64)
+        self.has_y = np.zeros(n, dtype=np.bool_)
+        self.xstart = np.zeros(n, dtype=np.int64)
+        self.nx = np.zeros(n, dtype=np.int64)
+        self.xs = np.empty(n_bytes // 9 + 1, dtype=np.float64)
+
+    def rows(self, idx: np.ndarray, d: int) -> np.ndarray:
+        """Feature matrix ``(len(idx), d)`` of accepted messages ``idx`` (all of width d)."""
+        return self.xs[self.xstart[idx][:, None] + np.arange(d)]
+
+
+def decode_bulk(values: list, keys: list, max_bytes: int) -> Decoded:
+    """Decode a batch of plain instances at once (values without headers, keys as bytes).
+
+    ``values[i]`` is accepted (``ok[i]``) only if it is a plain instance (see the section
+    comment) whose stream equals ``keys[i]``, with an integer id and an integer or missing
+    label; its columns then hold exactly the values full validation yields. The caller must
+    still check that ``keys[i]`` is a known stream (one that passed full validation) and the
+    row width (``nx``).
+    """
+    n = len(values)
+    if None in values:  # a tombstone, or a message the caller keeps for the long way
+        values = [v if v is not None else b"" for v in values]
+    if None in keys:  # a missing key has width 0: it never equals a stream (never empty)
+        keys = [k if k is not None else b"" for k in keys]
+    blob = b"".join(values)
+    kblob = b"".join(keys)
+    bounds = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n), out=bounds[1:])
+    kb = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, keys), dtype=np.int64, count=n), out=kb[1:])
+    d = Decoded(n, len(blob))
+    _kernels()(np.frombuffer(blob, dtype=np.uint8), bounds, np.frombuffer(kblob, dtype=np.uint8),
+               kb, max_bytes, MAX_NAME_LENGTH, d.ok, d.ids, d.ts, d.y, d.has_y, d.xstart, d.nx,
+               d.xs.view(np.uint8))
+    return d
+
+
 # --- predictions ------------------------------------------------------------------------------
 
 
@@ -125,8 +401,25 @@ def _fill(rows: np.ndarray, header: bytes, parts: list, columns: dict, out: list
             cells = buf[:, pos:pos + 9 * k].reshape(m, k, 9)
             cells[:, :, 1:] = col.view(np.uint8).reshape(m, k, 8)
     raw = buf.tobytes()
+    if m == len(out):  # every row, in order
+        out[:] = [raw[a:a + width] for a in range(0, m * width, width)]
+        return
     for j, r in enumerate(rows.tolist()):
         out[r] = raw[j * width:(j + 1) * width]
+
+
+_NONE = type(None)
+_INT = frozenset({int})
+_INT_OR_NONE = frozenset({int, _NONE})
+
+
+def _only(seq, types: frozenset) -> bool:
+    """Every item of ``seq`` has one of exactly these types (``bool`` is not ``int``)."""
+    return set(map(type, seq)) <= types
+
+
+def _plain(seq):
+    return seq.tolist() if isinstance(seq, np.ndarray) else seq
 
 
 def encode_predictions(const: dict, ids: list, y_pred: list, y_true: list,
@@ -138,7 +431,7 @@ def encode_predictions(const: dict, ids: list, y_pred: list, y_true: list,
     const : dict
         Fields shared by every row (``v, stream, model, classes, topic, partition``).
     ids, y_pred, y_true, offsets, ts : lists of length n
-        Per-row fields.
+        Per-row fields (``ids``, ``offsets`` and ``ts`` may be int64 arrays).
     proba : ndarray of shape (n, k), or None for an empty list
         Class probabilities aligned with ``const["classes"]``.
     """
@@ -146,7 +439,12 @@ def encode_predictions(const: dict, ids: list, y_pred: list, y_true: list,
     if n == 0:
         return []
     k = 0 if proba is None else proba.shape[1]
-    if k > 15 or any(type(i) is not int for i in ids):
+    if isinstance(ids, np.ndarray):  # bulk-decoded ids: integers by construction
+        int_ids = ids.dtype.kind in "iu"
+    else:
+        int_ids = _only(ids, _INT)
+    if k > 15 or not int_ids:
+        ids, offsets, ts = _plain(ids), _plain(offsets), _plain(ts)
         return [_packb({**const, "id": ids[r], "y_pred": y_pred[r], "y_true": y_true[r],
                         "proba": [] if proba is None else proba[r].tolist(),
                         "offset": offsets[r], "ts": ts[r]}) for r in range(n)]
@@ -160,14 +458,18 @@ def encode_predictions(const: dict, ids: list, y_pred: list, y_true: list,
     if k:
         columns["proba"] = np.ascontiguousarray(proba, dtype=">f8")
     out: list = [None] * n
-    int_preds = all(type(v) is int for v in y_pred)
-    int_truth = all(type(v) is int or v is None for v in y_true)
-    if int_preds and int_truth:
+    int_preds = _only(y_pred, _INT)
+    truth_types = set(map(type, y_true))
+    if int_preds and truth_types <= _INT_OR_NONE:
         # common case, integer labels: two layouts (labelled or not), labels as columns
         columns["y_pred"] = np.asarray(y_pred, dtype=">i8")
-        labelled = np.fromiter((v is not None for v in y_true), dtype=bool, count=n)
-        columns["y_true"] = np.asarray([v if v is not None else 0 for v in y_true],
-                                       dtype=">i8")
+        if _NONE in truth_types:
+            labelled = np.fromiter((v is not None for v in y_true), dtype=bool, count=n)
+            columns["y_true"] = np.asarray([v if v is not None else 0 for v in y_true],
+                                           dtype=">i8")
+        else:
+            labelled = np.ones(n, dtype=bool)
+            columns["y_true"] = np.asarray(y_true, dtype=">i8")
         for mask, spec in ((labelled, _I64), (~labelled, _packb(None))):
             rows = np.flatnonzero(mask)
             if rows.shape[0]:
@@ -187,3 +489,26 @@ def encode_predictions(const: dict, ids: list, y_pred: list, y_true: list,
               [("y_pred", _packb(yp)), ("y_true", _packb(yt)), ("id", _I64), *tail],
               columns, out)
     return out
+
+
+def merge_blocks(blocks):
+    """Runs of adjacent prediction blocks with the same classes, as one block each.
+
+    Yields ``(start, stop, classes, y_pred, proba)`` (``proba`` is ``None`` when there are no
+    classes yet). A stream's blocks are one mini-batch long; encoding a run of them with one
+    :func:`encode_predictions` call saves that call's fixed cost per block.
+    """
+    i, n = 0, len(blocks)
+    while i < n:
+        b = blocks[i]
+        j = i + 1
+        while j < n and blocks[j].classes == b.classes and blocks[j].start == blocks[j - 1].stop:
+            j += 1
+        if j == i + 1:
+            yield b.start, b.stop, b.classes, b.y_pred, b.proba if b.classes else None
+        else:
+            run = blocks[i:j]
+            y_pred = [v for r in run for v in r.y_pred]
+            proba = np.concatenate([r.proba for r in run]) if b.classes else None
+            yield b.start, run[-1].stop, b.classes, y_pred, proba
+        i = j

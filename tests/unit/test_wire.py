@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from schemas import Prediction
 from schemas.codec import decode, decode_instance
 from schemas.errors import DecodeError
-from worker.wire import decode_fast, encode_predictions
+from worker.wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
 
 MAX = 4096
 
@@ -120,3 +120,149 @@ def test_string_ids_take_the_plain_path():
                                 np.array([[0.2, 0.8], [0.6, 0.4]]), [1, 2], [5, 6])
     assert [msgpack.unpackb(v)["id"] for v in values] == ["a", "b"]
     assert decode(values[1], Prediction).y_true is None
+
+
+# --- bulk decoding -------------------------------------------------------------------------------
+
+
+def _key(value):
+    """The message key a producer would send: the stream if there is one, else odd bytes."""
+    try:
+        d = msgpack.unpackb(value)
+        s = d.get("stream") if isinstance(d, dict) else None
+    except Exception:  # noqa: BLE001
+        s = None
+    return s.encode("utf-8", "surrogatepass") if isinstance(s, str) else b"\xff"
+
+
+def _check_bulk(values, keys, max_bytes=MAX):
+    """Rows accepted in bulk are accepted by full validation, with the same values."""
+    d = decode_bulk(values, keys, max_bytes)
+    for i, value in enumerate(values):
+        if not d.ok[i]:
+            continue
+        full = decode_instance(value, max_bytes=max_bytes)  # raises if it refuses
+        assert keys[i] == full.stream.encode()
+        assert d.ids[i] == full.id and type(full.id) is int and d.ts[i] == full.ts
+        assert d.has_y[i] == (full.y is not None)
+        if full.y is not None:
+            assert type(full.y) is int and d.y[i] == full.y
+        row = d.rows(np.array([i]), len(full.x))[0]
+        assert d.nx[i] == len(full.x) and row.tolist() == full.x
+        # and the per-message fast path, where it takes the message, agrees
+        fast = decode_fast(value, max_bytes)
+        if fast is not None:
+            assert fast == (full.stream, full.id, full.ts, full.x, full.y)
+    return d
+
+
+int64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+@st.composite
+def plain_messages(draw):
+    """Valid instances in every integer width and key order (the bulk decoder's case)."""
+    d = {"stream": draw(st.text(min_size=1, max_size=4)), "id": draw(int64s),
+         "ts": draw(st.integers(min_value=0, max_value=2**63 - 1)),
+         "x": draw(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1,
+                            max_size=17))}
+    if draw(st.booleans()):
+        d["v"] = 1
+    y = draw(st.one_of(st.none(), int64s, st.just("missing")))
+    if y != "missing":
+        d["y"] = y
+    keys = draw(st.permutations(sorted(d)))
+    return msgpack.packb({k: d[k] for k in keys})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(messages(), plain_messages()), min_size=1, max_size=6),
+       st.integers(0, 3))
+def test_bulk_decode_accepts_only_what_the_fast_path_accepts(values, flip):
+    keys = [_key(v) for v in values]
+    if flip < len(keys):
+        keys[flip] = keys[flip] + b"!"  # a key that differs from the stream is declined
+    d = _check_bulk(values, keys)
+    if flip < len(keys):
+        assert not d.ok[flip]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(plain_messages(), min_size=1, max_size=8))
+def test_bulk_decode_accepts_every_plain_instance(values):
+    d = _check_bulk(values, [_key(v) for v in values])
+    assert d.ok.all()
+
+
+def test_bulk_decode_takes_the_plain_layouts():
+    ok = {"v": 1, "stream": "s1", "id": 7, "ts": 3, "x": [0.5, -1.5e300], "y": 2}
+    variants = [ok, {**ok, "y": None}, {k: v for k, v in ok.items() if k not in ("v", "y")},
+                {**ok, "id": -(2**63), "ts": 2**63 - 1, "y": -1},
+                {**ok, "id": 2**40, "ts": 200, "y": 70000}, {**ok, "id": -33, "y": -200},
+                {**ok, "x": [0.25] * 20}, {**ok, "stream": "é" * 40}]
+    values = [msgpack.packb(v) for v in variants]
+    d = _check_bulk(values, [v["stream"].encode() for v in variants])
+    assert d.ok.all()
+    assert d.rows(np.arange(2), 2).tolist() == [[0.5, -1.5e300]] * 2
+
+
+def test_bulk_decode_declines_the_rest():
+    ok = {"v": 1, "stream": "s1", "id": 7, "ts": 3, "x": [0.5, 1.5], "y": 2}
+    bad = [{**ok, "y": "UP"}, {**ok, "id": "a"}, {**ok, "x": [0.5, math.inf]},
+           {**ok, "x": [0.5, math.nan]}, {**ok, "x": [1, 2.0]}, {**ok, "v": True},
+           {**ok, "v": 2}, {**ok, "weight": 1.0}, {**ok, "x": {"a": 1.0}}, {**ok, "y": True},
+           {**ok, "ts": -1}, {**ok, "id": 2**63}, {**ok, "x": []},
+           {k: v for k, v in ok.items() if k != "ts"}]
+    values = [msgpack.packb(v) for v in bad]
+    values += [msgpack.packb(ok, use_single_float=True),  # float 32 goes the per-message way
+               msgpack.packb(ok) + b"\x00",  # trailing bytes
+               msgpack.packb(ok)[:-3], b"", None, b"\xc1", b'{"v":1}']
+    # a repeated key (msgpack readers keep the last value): left to the per-message way
+    plain = msgpack.packb({"stream": "s1", "id": 7, "ts": 3, "x": [0.5]})
+    values.append(b"\x85" + plain[1:] + msgpack.packb("ts") + msgpack.packb(4))
+    assert decode_fast(values[-1], MAX) == ("s1", 7, 4, [0.5], None)
+    keys = [b"s1"] * len(values)
+    d = _check_bulk(values, keys)
+    assert not d.ok.any()
+    assert not decode_bulk([msgpack.packb(ok)], [None], MAX).ok[0]
+    assert not decode_bulk([msgpack.packb(ok)], [b"s1"], 10).ok[0]  # over the size limit
+    assert decode_bulk([msgpack.packb(ok)], [b"s1"], MAX).ok[0]
+
+
+@pytest.mark.parametrize("labelled", ["all", "some"])
+def test_array_columns_encode_like_lists(labelled):
+    """Bulk-decoded ids, offsets and timestamps arrive as int64 arrays: same bytes."""
+    n = 23
+    const = {"v": 1, "stream": "st", "model": "m", "classes": [0, 1], "topic": "t",
+             "partition": 1}
+    ids = [i * 7 - 3 for i in range(n)]
+    y_pred = [i % 2 for i in range(n)]
+    y_true = [(i + 1) % 2 if labelled == "all" or i % 3 else None for i in range(n)]
+    proba = np.random.default_rng(0).random((n, 2))
+    offsets, ts = list(range(50, 50 + n)), [2**33 + i for i in range(n)]
+    plain = encode_predictions(const, ids, y_pred, y_true, proba, offsets, ts)
+    arrays = encode_predictions(const, np.array(ids), y_pred, y_true, proba,
+                                np.array(offsets), np.array(ts))
+    assert arrays == plain
+    # the plain-packb path (string labels) takes arrays too
+    s_pred = ["a" if v else "b" for v in y_pred]
+    assert (encode_predictions({**const, "classes": ["b", "a"]}, np.array(ids), s_pred,
+                               y_true, proba, np.array(offsets), np.array(ts))
+            == encode_predictions({**const, "classes": ["b", "a"]}, ids, s_pred, y_true,
+                                  proba, offsets, ts))
+
+
+def test_merge_blocks_joins_adjacent_blocks_with_the_same_classes():
+    from worker.pipeline import PredictionBlock
+
+    p = np.arange(20, dtype=np.float64).reshape(10, 2)
+    blocks = [PredictionBlock(0, 2, [], [None, None], np.zeros((2, 0))),
+              PredictionBlock(2, 5, [0, 1], [0, 1, 1], p[2:5]),
+              PredictionBlock(5, 7, [0, 1], [1, 0], p[5:7]),
+              PredictionBlock(7, 10, [0, 1, 2], [2, 2, 0], np.ones((3, 3)))]
+    got = list(merge_blocks(blocks))
+    assert [(a, b, c) for a, b, c, _, _ in got] == [(0, 2, []), (2, 7, [0, 1]),
+                                                    (7, 10, [0, 1, 2])]
+    assert got[0][3:] == ([None, None], None)
+    assert got[1][3] == [0, 1, 1, 1, 0] and np.array_equal(got[1][4], p[2:7])
+    assert got[2][4] is blocks[3].proba
