@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections import defaultdict, deque
+from pathlib import Path
 
 import msgpack
 import numpy as np
@@ -129,7 +132,10 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
         from .broker import LocalBroker, free_port
 
         port = free_port()
-        broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))
+        # a throw-away data directory: each demo starts from an empty broker and leaves nothing
+        data_dir = Path(tempfile.mkdtemp(prefix="streamforest-demo-"))
+        broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]),
+                             data_dir=data_dir)
         print("starting the local Kafka broker (first run: resolving its jars with Maven) ...",
               file=out, flush=True)
         broker.fetch()
@@ -153,6 +159,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
         produce_stream(p, settings.topics.instances, "electricity", elec.X[:n_elec],
                        elec.y[:n_elec], names=elec.feature_names)
         p.flush(60)
+        del p  # closes the producer now, before the broker it talks to is stopped
         totals = {"hyperplane": rows, "electricity": n_elec}
         print(f"produced {rows} hyperplane instances (2 drifting weights of 10) and "
               f"{n_elec} Electricity instances", file=out, flush=True)
@@ -200,6 +207,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
                 w.kill()
         if broker is not None:
             broker.stop()
+            shutil.rmtree(broker.data_dir, ignore_errors=True)
             print("stopped the broker", file=out, flush=True)
 
 
