@@ -546,11 +546,13 @@ def _finite_floats(values: Any) -> bool:
     return math.isfinite(sum(values))
 
 
-def _fast_instance(d: dict) -> Instance | None:
-    """An Instance built from plain type checks, or None to let full validation decide.
+def plain_instance_fields(d: dict) -> tuple | None:
+    """``(v, stream, id, ts, x, y, weight)`` of an unpacked instance map, from plain type checks.
 
-    Accepts exactly the common, well-typed case (floats in ``x``, no coercion needed). It
-    never accepts what :class:`Instance` would refuse; what it declines is validated fully.
+    Accepts exactly the common, well-typed case (floats in ``x``, no coercion needed) and
+    returns ``None`` for anything else, which full validation then decides. It never accepts
+    what :class:`Instance` would refuse, and the values are the ones validation would give.
+    The hot paths of :func:`decode_instance` and of the worker share these checks.
     """
     if not d.keys() <= _INSTANCE_KEYS:
         return None
@@ -595,6 +597,15 @@ def _fast_instance(d: dict) -> Instance | None:
     weight = d.get("weight")
     if weight is not None and (type(weight) is not float or not 0.0 <= weight < math.inf):
         return None
+    return v, stream, ident, ts, x, y, weight
+
+
+def _fast_instance(d: dict) -> Instance | None:
+    """An Instance built from :func:`plain_instance_fields`, or None for full validation."""
+    fields = plain_instance_fields(d)
+    if fields is None:
+        return None
+    v, stream, ident, ts, x, y, weight = fields
     # what Instance.model_construct does, without its per-field Python loop
     inst = Instance.__new__(Instance)
     _object_setattr(

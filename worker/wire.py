@@ -23,24 +23,22 @@ goes through are done here in bulk:
 
 from __future__ import annotations
 
-import math
-
 import msgpack
 import numpy as np
 
-from schemas.messages import INT64_MAX, INT64_MIN, MAX_NAME_LENGTH
+from schemas.codec import plain_instance_fields
+from schemas.messages import MAX_NAME_LENGTH
 
 _unpackb = msgpack.unpackb
 _packb = msgpack.Packer(use_bin_type=True).pack
-_KEYS = frozenset({"v", "stream", "id", "ts", "x", "y"})
-_FLOAT = float
-_isfinite_sum = math.isfinite
 
 
 def decode_fast(value: bytes, max_bytes: int):
     """``(stream, id, ts, x, y)`` of a plain instance, or ``None`` to use full validation.
 
-    ``value`` must come without headers (a ``content-type`` header goes the full way).
+    ``value`` must come without headers (a ``content-type`` header goes the full way). The
+    type checks are those of :func:`schemas.codec.plain_instance_fields`, narrowed to the
+    worker's plain case: a list ``x``, a class label (or none) and no weight.
     """
     if value is None or not 0 < len(value) <= max_bytes or not 0x80 <= value[0] <= 0x8F:
         return None  # only small msgpack maps (fixmap) are taken here
@@ -48,39 +46,12 @@ def decode_fast(value: bytes, max_bytes: int):
         d = _unpackb(value)
     except Exception:  # noqa: BLE001 (the full path reports the exact error)
         return None
-    if not d.keys() <= _KEYS:
+    fields = plain_instance_fields(d)
+    if fields is None:
         return None
-    if d.get("v", 1) != 1 or type(d.get("v", 1)) is not int:
+    _v, stream, ident, ts, x, y, weight = fields
+    if type(x) is not list or type(y) is list or weight is not None:
         return None
-    stream = d.get("stream")
-    if type(stream) is not str or not 0 < len(stream) <= MAX_NAME_LENGTH:
-        return None
-    ident = d.get("id")
-    t = type(ident)
-    if t is int:
-        if not INT64_MIN <= ident <= INT64_MAX:
-            return None
-    elif t is not str:
-        return None
-    ts = d.get("ts")
-    if type(ts) is not int or not 0 <= ts <= INT64_MAX:
-        return None
-    x = d.get("x")
-    if type(x) is not list or not x:
-        return None
-    for v in x:
-        if type(v) is not _FLOAT:
-            return None
-    if not _isfinite_sum(sum(x)):  # NaN and infinities propagate through a sum
-        return None
-    y = d.get("y")
-    if y is not None:
-        t = type(y)
-        if t is int:
-            if not INT64_MIN <= y <= INT64_MAX:
-                return None
-        elif t is not str:
-            return None
     return stream, ident, ts, x, y
 
 
