@@ -40,10 +40,13 @@ def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
     name : str
         Name used in error messages.
     """
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous:
+        arr = X  # already what the kernels take (the hot path: no conversion, no copy)
+    else:
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be numeric: {exc}") from None
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
     if n_features is not None and arr.shape[1] != n_features:
@@ -55,7 +58,7 @@ def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
         raise ValueError(
             f"{name} contains NaN or infinity at row {int(bad[0])}, column {int(bad[1])}"
         )
-    return np.ascontiguousarray(arr)
+    return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
 
 
 def _plain_label(label):
@@ -113,7 +116,11 @@ class ClassIndex:
 
     def decode(self, indices) -> list:
         """Labels of class indices."""
-        return [self.classes[int(k)] for k in indices]
+        if isinstance(indices, np.ndarray):
+            indices = indices.tolist()  # Python ints: list indexing needs no conversion
+        else:
+            indices = [int(k) for k in indices]
+        return list(map(self.classes.__getitem__, indices))
 
 
 class Learner:

@@ -185,7 +185,7 @@ class ForgetfulLearner(Learner):
         index = self._classes._index
         try:
             if len(y) == n_rows:
-                return np.fromiter((index[v] for v in y), np.int64, n_rows)
+                return np.fromiter(map(index.__getitem__, y), np.int64, n_rows)
         except (KeyError, TypeError):
             pass
         return self._classes.encode(y, n_rows=n_rows)

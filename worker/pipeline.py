@@ -244,6 +244,11 @@ def _collapsed(learner) -> int:
     return int(value) if value is not None else 0
 
 
+def _own(a: np.ndarray) -> np.ndarray:
+    """``a`` itself if it owns its data, else a copy."""
+    return a if a.base is None else np.array(a)
+
+
 def _zone_entries(warnings: np.ndarray, was_warning: bool) -> np.ndarray:
     """Positions where a run of consecutive warning flags starts.
 
@@ -354,6 +359,9 @@ class Pipeline:
         lab_idx = np.flatnonzero(labelled)
         B = self.cfg.batch_size
         every = self.cfg.ranking_every if self.importance_source() is not None else 0
+        start = self.n_instances  # stream position of input row 0
+        errors: list[np.ndarray] = []  # prequential error of the labelled rows, in row order
+        self._classes = self.classes
         i = 0
         while i < n:
             j = n
@@ -363,39 +371,53 @@ class Pipeline:
                 j = int(lab_idx[k + need - 1]) + 1
             if every:
                 j = min(j, i + (self.next_ranking - self.n_instances))
-            self._segment(X, y, labelled, offsets, i, j, emit, out)
+            self._segment(X, y, labelled, offsets, i, j, emit, out, errors)
             i = j
+        if self.detector is not None and errors:
+            # the detector only reads the error sequence, never feeds the learners: one call
+            # over the whole run gives the alerts the per-segment calls would
+            self._detect(np.concatenate(errors), lab_idx, start, out)
+        # pending rows may be views of the caller's arrays, which it may reuse: keep copies
+        if self._pending_X:
+            self._pending_X = [_own(a) for a in self._pending_X]
+            self._pending_off = [_own(a) for a in self._pending_off]
         return out
 
-    def _segment(self, X, y, labelled, offsets, i, j, emit, out: StreamResult) -> None:
+    def _segment(self, X, y, labelled, offsets, i, j, emit, out: StreamResult,
+                 errors: list) -> None:
         """Rows ``i:j``: one model predicts them all; then learn / rank if a boundary is hit."""
         Xs = X[i:j]
-        classes = list(self.classes)
+        classes = self._classes
         if classes:
-            y_pred = list(self.predictor.predict_many(Xs))
+            y_pred = self.predictor.predict_many(Xs)
+            if type(y_pred) is not list:
+                y_pred = list(y_pred)
             proba = np.asarray(self.predictor.predict_proba_many(Xs)) if emit else None
         else:  # nothing learned yet: no class to predict
             y_pred = [None] * (j - i)
             proba = np.zeros((j - i, 0)) if emit else None
         out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
 
-        lab = np.flatnonzero(labelled[i:j])
-        if lab.shape[0]:
-            if lab.shape[0] == j - i:  # all labelled (the common case): no index lists
-                y_true = y[i:j]
-                preds = y_pred
-            else:
-                y_true = [y[i + r] for r in lab.tolist()]
-                preds = [y_pred[r] for r in lab.tolist()]
-            err = np.fromiter(map(_ne, preds, y_true), dtype=np.float64, count=lab.shape[0])
-            self.n_correct += int(lab.shape[0] - err.sum())
-            self.n_labelled += int(lab.shape[0])
-            if self.detector is not None:
-                self._detect(err, i + lab, i, out)
-            self._pending_X.append(Xs[lab])
+        if labelled[i:j].all():  # all labelled (the common case): no index lists
+            n_lab = j - i
+            y_true = y[i:j]
+            preds = y_pred
+            Xl, offs = Xs, offsets[i:j]
+        else:
+            lab = np.flatnonzero(labelled[i:j])
+            n_lab = lab.shape[0]
+            y_true = [y[i + r] for r in lab.tolist()]
+            preds = [y_pred[r] for r in lab.tolist()]
+            Xl, offs = Xs[lab], offsets[i + lab]
+        if n_lab:
+            err = np.fromiter(map(_ne, preds, y_true), dtype=np.float64, count=n_lab)
+            errors.append(err)
+            self.n_correct += n_lab - int(err.sum())
+            self.n_labelled += n_lab
+            self._pending_X.append(Xl)
             self._pending_y.extend(y_true)
-            self._pending_off.append(np.asarray(offsets[i + lab], dtype=np.int64))
-            self.n_pending += int(lab.shape[0])
+            self._pending_off.append(offs)
+            self.n_pending += n_lab
         self.n_instances += j - i
         if self.n_pending >= self.cfg.batch_size:
             self._learn(j - 1, out)
@@ -405,9 +427,13 @@ class Pipeline:
             self.next_ranking += self.cfg.ranking_every
 
     def _detect(self, err: np.ndarray, rows: np.ndarray, start: int, out: StreamResult) -> None:
-        """Feed the prequential error to the detector; alerts at the rows where it fired."""
+        """Feed the prequential error to the detector; alerts at the rows where it fired.
+
+        ``err[m]`` is the error of input row ``rows[m]``; ``start`` is the stream position of
+        input row 0. Alerts are merged into ``out.alerts`` in row order, the detector's before
+        a collapse reported at the same row (the order of one call per segment).
+        """
         det = self.detector
-        base = self.n_instances - start  # stream position of input row r is base + r
         source = self.cfg.drift_detector
         new: list[Alert] = []
         if source == "ddm":
@@ -417,21 +443,23 @@ class Pipeline:
             # stream enters the zone, not one per instance while it stays there.
             for w in _zone_entries(np.asarray(warnings, dtype=np.int64), was_warning):
                 r = int(rows[w])
-                new.append(Alert(r, source, "warning", base + r,
+                new.append(Alert(r, source, "warning", start + r,
                                  "prequential error above the warning level"))
         else:
             drifts = det.update_many(err)
         for d in np.asarray(drifts, dtype=np.int64):
             r = int(rows[d])
-            new.append(Alert(r, source, "drift", base + r, "prequential error changed"))
-        new.sort(key=lambda a: (a.row, a.level != "warning"))
-        out.alerts.extend(new)
+            new.append(Alert(r, source, "drift", start + r, "prequential error changed"))
+        if new:
+            new.sort(key=lambda a: (a.row, a.level != "warning"))
+            merged = new + out.alerts  # stable sort: the detector's first at equal rows
+            merged.sort(key=lambda a: a.row)
+            out.alerts[:] = merged
 
     def _learn(self, row: int, out: StreamResult) -> None:
         """Learn the pending mini-batch (predictor, then importance tracker)."""
-        Xp = np.ascontiguousarray(np.concatenate(self._pending_X))
-        yp = list(self._pending_y)
-        offs = np.concatenate(self._pending_off)
+        pX, yp, pO = self._pending_X, self._pending_y, self._pending_off
+        Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
         self._pending_X, self._pending_y, self._pending_off = [], [], []
         self.n_pending = 0
         try:
@@ -439,8 +467,11 @@ class Pipeline:
             if self.importance is not None:
                 self.importance.learn_many(Xp, yp)
         except ValueError as exc:
-            out.rejected.append((offs, PipelineError("learner_rejected", str(exc))))
+            out.rejected.append((np.concatenate(pO).astype(np.int64, copy=False),
+                                 PipelineError("learner_rejected", str(exc))))
             return
+        finally:
+            self._classes = self.classes
         collapsed = _collapsed(self.predictor)
         if collapsed:
             self.n_collapses += 1

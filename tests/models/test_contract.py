@@ -160,3 +160,19 @@ def test_bad_input_raises_clear_value_error(cls):
         model.predict_many(X[0])
     with pytest.raises(ValueError):
         model.learn_many(X[:10], y[:9])
+
+
+def test_check_x_takes_float_matrices_as_they_are_and_finds_bad_values():
+    from models.base import check_X
+
+    huge = np.full((3, 2), 1.5e308)  # finite, although their sum is not
+    assert check_X(huge) is huge  # a C-contiguous float64 matrix is taken as it is
+    mixed = np.array([[1e308, -1e308], [np.inf, 1.0]])
+    with pytest.raises(ValueError, match="row 1, column 0"):
+        check_X(mixed)
+    strided = np.arange(12.0).reshape(3, 4)[:, ::2]
+    out = check_X(strided)
+    assert out.flags.c_contiguous and np.array_equal(out, strided)
+    assert check_X([[1, 2], [3, 4]]).dtype == np.float64
+    with pytest.raises(ValueError, match="numeric"):
+        check_X([["a", "b"]])

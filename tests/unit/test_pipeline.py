@@ -147,6 +147,38 @@ def test_outputs_do_not_depend_on_how_input_is_cut():
     assert len(preds) == 200 and alerts and ranks
 
 
+def test_detector_and_collapse_alerts_keep_row_order_however_input_is_cut():
+    # the detector is fed once per call, collapses come from learns inside the call: the
+    # merged alerts must be in row order, the detector's first at a shared row, as when
+    # every row is a call of its own
+    def make():
+        p = fake_pipeline(batch_size=7, ranking_every=0, detector=FakeDetector())
+        learner = p.predictor
+        orig = learner.learn_many
+
+        def collapsing(X, y):
+            orig(X, y)
+            n_learns = sum(c[0] == "learn" for c in learner.calls)
+            learner.n_collapsed = 1 if n_learns % 3 == 0 else 0
+
+        learner.learn_many = collapsing
+        return p
+
+    X = np.zeros((120, 3))
+    y = [r % 2 if r % 5 else None for r in range(120)]
+    whole = _run_chunked(make, X, y, [])
+    by_row = _run_chunked(make, X, y, list(range(1, 120)))
+    assert by_row[1] == whole[1]
+    rows = [a[0] for a in whole[1]]
+    assert rows == sorted(rows)
+    sources = {a[1] for a in whole[1]}
+    assert sources == {"adwin", "forgetful_tree"}
+    shared = [r for r in set(rows) if rows.count(r) > 1]
+    assert shared  # the 7th labelled value ends a batch: both fire at that row
+    for r in shared:
+        assert [a[1] for a in whole[1] if a[0] == r][0] == "adwin"
+
+
 def test_rankings_every_n_instances_and_when_top_k_changes():
     p = fake_pipeline(batch_size=4, ranking_every=10, top_k=1)
     X = np.zeros((40, 3))
