@@ -65,6 +65,10 @@ def consumer_config(settings, *, group: bool = True) -> dict:
             "partition.assignment.strategy": "cooperative-sticky",
             "max.poll.interval.ms": w.max_poll_interval_ms,
         })
+        if w.static_membership:
+            # KIP-345: the coordinator keeps this member's partitions through a restart that
+            # ends within session.timeout.ms (close() does not leave the group)
+            ours["group.instance.id"] = w.member_name
     else:
         ours["enable.partition.eof"] = True
         # restores read short ranges: do not let the broker hold an empty fetch for long

@@ -140,6 +140,13 @@ class KafkaSettings(Section):
                     f"'{key}' has its own setting: use kafka.{_TYPED_LIBRDKAFKA_KEYS[key]} "
                     f"(STREAMFOREST_KAFKA__{_TYPED_LIBRDKAFKA_KEYS[key].upper()})",
                 )
+        if "group.instance.id" in self.extra:
+            # the member name also names the transactional id: keep both in one place
+            raise _field_error(
+                "extra",
+                "'group.instance.id' comes from the member name: set "
+                "STREAMFOREST_WORKER__STATIC_MEMBERSHIP=true and STREAMFOREST_WORKER__MEMBER_NAME",
+            )
         sasl = self.security_protocol.startswith("SASL")
         if sasl and self.sasl_mechanism is None:
             raise _field_error(
@@ -281,6 +288,21 @@ class WorkerSettings(Section):
         None, min_length=1, description="default: <group_id>-<member_name>"
     )
     member_name: str | None = Field(None, min_length=1, description="default: <hostname>-<pid>")
+    static_membership: bool = Field(
+        False, description="join as group.instance.id=<member_name>: a member restarted under "
+        "the same name within session.timeout.ms gets its partitions back without a rebalance",
+    )
+
+    @model_validator(mode="after")
+    def _stable_name(self) -> WorkerSettings:
+        if self.static_membership and self.member_name is None:
+            # <hostname>-<pid> changes with every restart: a static member needs a stable name
+            raise _field_error(
+                "member_name",
+                "static_membership needs a stable member name: set "
+                "STREAMFOREST_WORKER__MEMBER_NAME (for example to the pod name)",
+            )
+        return self
 
 
 # Set by load_settings for the duration of one construction: the mapping to read instead of

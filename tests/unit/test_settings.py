@@ -206,6 +206,23 @@ def test_cross_field_rules():
     assert key == "STREAMFOREST_KAFKA__EXTRA" and "use kafka.group_id" in text
 
 
+def test_static_membership_needs_a_stable_member_name():
+    from worker.kafka_io import consumer_config, producer_config
+
+    [(key, text)] = problems({"STREAMFOREST_WORKER__STATIC_MEMBERSHIP": "true"})
+    assert key == "STREAMFOREST_WORKER__MEMBER_NAME" and "stable member name" in text
+    [(key, text)] = problems({"STREAMFOREST_KAFKA__EXTRA": '{"group.instance.id": "pod-0"}'})
+    assert key == "STREAMFOREST_KAFKA__EXTRA" and "STREAMFOREST_WORKER__STATIC_MEMBERSHIP" in text
+    s = load_settings({"STREAMFOREST_WORKER__STATIC_MEMBERSHIP": "true",
+                       "STREAMFOREST_WORKER__MEMBER_NAME": "pod-0"})
+    assert consumer_config(s)["group.instance.id"] == "pod-0"
+    # the group-less reader and the producer never join as that member
+    assert "group.instance.id" not in consumer_config(s, group=False)
+    assert "group.instance.id" not in producer_config(s, "t")
+    plain = load_settings({"STREAMFOREST_WORKER__MEMBER_NAME": "pod-0"})
+    assert "group.instance.id" not in consumer_config(plain)
+
+
 def test_bad_json_and_section_fields():
     [(key, text)] = problems({"STREAMFOREST_KAFKA__EXTRA": "{bad"})
     assert key == "STREAMFOREST_KAFKA__EXTRA" and "not valid JSON" in text
