@@ -5,7 +5,7 @@ the comments in :meth:`Worker._process_batch`):
 
 1. group the messages by partition, drop what belongs to partitions that are not restored
    yet (they are re-read after the restore seeks them);
-2. decode every message (in bulk, :func:`worker.wire.decode_bulk`); invalid ones become
+2. decode every message (:class:`worker.batch.BatchDecoder`); invalid ones become
    dead letters; the rest are grouped by stream (the message key) in partition order;
 3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`);
    rows below a partition's replay mark only update state;
@@ -32,12 +32,12 @@ import signal
 import socket
 import time
 
-import msgpack
 import numpy as np
 from confluent_kafka import KafkaError, Message, TopicPartition
 
 from . import __version__
 from . import checkpoint as ckpt
+from .batch import BatchDecoder, OutputEncoder
 from .kafka_io import (
     AbortableError,
     AtLeastOnceProducer,
@@ -48,17 +48,13 @@ from .kafka_io import (
 )
 from .logs import event
 from .metrics import MetricsServer, WorkerMetrics
-from .pipeline import Pipeline, PipelineConfig, PipelineError
+from .pipeline import Pipeline, PipelineConfig
 from .recovery import restore_partition
-from .wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
 
 log = logging.getLogger("streamforest.worker")
 
 # unbound accessors, for map() over a consumed batch
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
-_m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
-
-_pack = msgpack.Packer(use_bin_type=True).pack
 
 
 class Faults:
@@ -104,37 +100,6 @@ class PartitionTask:
         self.restore_t0: float | None = None  # set while replaying after a restore
 
 
-class _StreamRows:
-    """Decoded rows of one stream within one batch.
-
-    Filled either message by message (``rows``, ``ys``, ``ids``, ``ts``, ``offsets`` lists,
-    see :meth:`finish`) or at once from bulk-decoded columns (:meth:`from_columns`).
-    """
-
-    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X")
-
-    def __init__(self):
-        self.rows, self.ys, self.offsets, self.ids, self.ts = [], [], [], [], []
-        self.live = 0  # index of the first live row (rows before it are replayed)
-        self.X = None
-
-    @classmethod
-    def from_columns(cls, X, ys, offsets, ids, ts, live) -> _StreamRows:
-        sr = cls()
-        sr.X, sr.ys, sr.offsets, sr.ids, sr.ts, sr.live = X, ys, offsets, ids, ts, live
-        return sr
-
-    def finish(self, n_features: int) -> None:
-        """Rows appended one by one -> a feature matrix and an offsets array."""
-        if self.X is None:
-            self.X = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), n_features)
-            self.offsets = np.array(self.offsets, dtype=np.int64)
-            self.rows = None
-
-    def __len__(self) -> int:
-        return len(self.ys)
-
-
 def _send_and_commit(producer, offsets, metadata) -> None:
     """End a batch's transaction (runs on the commit thread)."""
     producer.send_offsets(offsets, metadata)
@@ -171,14 +136,15 @@ class Worker:
         self.member = member_name(settings)
         self.transactional_id = (settings.worker.transactional_id
                                  or f"{settings.kafka.group_id}-{self.member}")
-        self._hdr_version = __version__
         self.consumer = None
         self.producer: TransactionalProducer | None = None
         self.reader = None
         self.server: MetricsServer | None = None
         self.writer: ckpt.CheckpointWriter | None = None
         self._last_lag = 0.0
-        self._keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
+        self.decoder = BatchDecoder(self.cfg, settings.learners.max_streams, __version__,
+                                    self._n_streams, self._streams_changed)
+        self.encoder = OutputEncoder(self.topics, self.metrics, __version__)
         self._executor = None  # the commit thread (see _process_batch)
         self._pending = None  # (future, offsets, t0) of the commit in flight
 
@@ -362,6 +328,9 @@ class Worker:
     def _n_streams(self) -> int:
         return sum(len(t.pipelines) for t in self.tasks.values())
 
+    def _streams_changed(self) -> None:
+        self.metrics.streams.set(self._n_streams())
+
     # -- restore ------------------------------------------------------------------------------
 
     def _restore_pending(self) -> None:
@@ -426,7 +395,7 @@ class Worker:
         for p, (pm, pos) in per_part.items():
             task = tasks[p]
             # 2. decode, group by stream
-            streams = self._decode(task, pm, pos, dead, w.max_message_bytes)
+            streams = self.decoder.decode(task, pm, pos, dead, w.max_message_bytes)
             # 3. learn
             for stream, sr in streams.items():
                 pl = task.pipelines[stream]
@@ -440,7 +409,7 @@ class Worker:
                 if sr.live < n_rows:
                     lo = sr.live
                     res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True)
-                    self._encode_outputs(task, stream, pl, res, sr, lo, outputs, dead)
+                    self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
                     n_live += n_rows - lo
             last = int(pos[-1]) + 1
             if pos[0] >= task.committed:  # offsets increase: all of them are live
@@ -559,222 +528,6 @@ class Worker:
         self.metrics.recovery_seconds.observe(seconds)
         event(log, logging.INFO, "partition caught up", partition=task.partition,
               committed=task.committed, seconds=round(seconds, 3))
-
-    def _decode(self, task: PartitionTask, pm, offsets, dead,
-                max_bytes) -> dict[str, _StreamRows]:
-        """Decode one partition's messages into per-stream rows; failures go to ``dead``.
-
-        The whole batch is parsed at once (:func:`worker.wire.decode_bulk`); when every
-        message is a plain instance of a known stream with the stream's width (the steady
-        state), rows are grouped by stream with array operations and no per-message Python
-        work beyond reading the messages. Otherwise messages are taken one by one, in order:
-        bulk-decoded ones as they are, the rest through :func:`decode_fast` or full
-        validation, which also creates pipelines and reports errors.
-        """
-        pipelines = task.pipelines
-        keys = self._keys
-        mkeys = list(map(_m_key, pm))
-        values = list(map(_m_value, pm))
-        headers = list(map(_m_headers, pm))
-        if headers.count(None) != len(headers):  # messages with headers go the long way
-            values = [v if h is None else None for v, h in zip(values, headers)]
-        D = decode_bulk(values, mkeys, max_bytes)
-        uniq = set(mkeys)
-        if len(uniq) == 1:
-            codes_of = {mkeys[0]: 0}
-            codes = np.zeros(len(mkeys), dtype=np.int64)
-        else:
-            codes_of = {k: c for c, k in enumerate(uniq)}
-            codes = np.fromiter(map(codes_of.__getitem__, mkeys), dtype=np.int64,
-                                count=len(mkeys))
-        # per distinct key: its stream's width (-1: unknown stream, decoded the long way)
-        width = np.full(len(codes_of), -1, dtype=np.int64)
-        names = [None] * len(codes_of)
-        for k, c in codes_of.items():
-            stream = keys.get(k)
-            pl = pipelines.get(stream) if stream is not None else None
-            if pl is not None:
-                width[c], names[c] = pl.n_features, stream
-        fast = D.ok & (D.nx == width[codes])
-        if fast.all():
-            return self._group_bulk(D, codes, names, width, offsets, task.committed)
-        return self._decode_each(task, pm, dead, max_bytes, D, fast)
-
-    @staticmethod
-    def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, _StreamRows]:
-        """Per-stream columns of a batch decoded in bulk (rows stay in partition order)."""
-        streams: dict[str, _StreamRows] = {}
-        if width.shape[0] == 1:
-            groups = [(0, np.arange(codes.shape[0]))]
-        else:
-            order = np.argsort(codes, kind="stable")
-            cuts = np.flatnonzero(np.diff(codes[order])) + 1
-            groups = [(int(codes[g[0]]), g) for g in np.split(order, cuts)]
-        for c, idx in groups:
-            offs = offsets[idx]
-            ys = D.y[idx].tolist()
-            unl = np.flatnonzero(~D.has_y[idx])
-            for r in unl.tolist():
-                ys[r] = None
-            streams[names[c]] = _StreamRows.from_columns(
-                D.rows(idx, int(width[c])), ys, offs, D.ids[idx], D.ts[idx],
-                int(np.searchsorted(offs, replay_until)))
-        return streams
-
-    def _decode_each(self, task, pm, dead, max_bytes, D, fast) -> dict[str, _StreamRows]:
-        """Message by message (a batch with new streams, unusual layouts or errors)."""
-        from schemas.codec import decode_instance, instance_features
-        from schemas.errors import DecodeError
-
-        streams: dict[str, _StreamRows] = {}
-        pipelines = task.pipelines
-        replay_until = task.committed
-        cap = self.settings.learners.max_streams
-        keys = self._keys
-        fast_l = fast.tolist()
-        for i, m in enumerate(pm):
-            off = m.offset()
-            live = off >= replay_until
-            key = m.key()
-            stream = keys.get(key)
-            if fast_l[i]:  # decoded in bulk: a plain instance of this known stream
-                sr = streams.get(stream)
-                if sr is None:
-                    sr = streams[stream] = _StreamRows()
-                if not live:
-                    sr.live += 1
-                a = int(D.xstart[i])
-                sr.rows.append(D.xs[a:a + int(D.nx[i])])
-                sr.ys.append(int(D.y[i]) if D.has_y[i] else None)
-                sr.offsets.append(off)
-                sr.ids.append(int(D.ids[i]))
-                sr.ts.append(int(D.ts[i]))
-                continue
-            # fast path: a plain, well-formed instance of a known stream
-            fast = decode_fast(m.value(), max_bytes) if m.headers() is None else None
-            if fast is not None and stream is not None and fast[0] == stream:
-                pl = pipelines.get(stream)
-                if pl is not None and len(fast[3]) == pl.n_features:
-                    sr = streams.get(stream)
-                    if sr is None:
-                        sr = streams[stream] = _StreamRows()
-                    if not live:
-                        sr.live += 1
-                    sr.rows.append(fast[3])
-                    sr.ys.append(fast[4])
-                    sr.offsets.append(off)
-                    sr.ids.append(fast[1])
-                    sr.ts.append(fast[2])
-                    continue
-            # full validation: first message of a stream, anything unusual, and errors
-            try:
-                stream = key.decode() if key is not None else None
-                if key is not None and len(keys) < 100_000:
-                    keys[key] = stream
-            except UnicodeDecodeError:
-                if live:
-                    self._dead(dead, task, m, PipelineError(
-                        "invalid_key", "the message key is not UTF-8"), "invalid_key")
-                continue
-            pl = pipelines.get(stream) if stream is not None else None
-            try:
-                inst = decode_instance(
-                    m.value(), m.headers(), max_bytes=max_bytes,
-                    n_features=pl.n_features if pl is not None else None,
-                    feature_names=pl.feature_names if pl is not None else None)
-                if stream is None:
-                    stream = inst.stream
-                    pl = pipelines.get(stream)
-                elif inst.stream != stream:
-                    raise PipelineError("key_mismatch", f"message key {stream!r} differs from "
-                                        f"the instance's stream {inst.stream!r}")
-                y = inst.y
-                if isinstance(y, list):
-                    raise PipelineError("invalid_target", "the stream's task is classification:"
-                                        " y must be a class label, not a list of targets")
-                if pl is None:
-                    names = list(inst.x) if isinstance(inst.x, dict) else None
-                    row = instance_features(inst, names)
-                    if self._n_streams() >= cap:
-                        raise PipelineError(
-                            "stream_cap", f"this worker already holds {cap} streams "
-                            f"(learners.max_streams); stream {stream!r} is refused")
-                    pl = Pipeline(stream, self.cfg, len(row), names)
-                    pipelines[stream] = pl
-                    self.metrics.streams.set(self._n_streams())
-                else:
-                    row = instance_features(inst, pl.feature_names)
-                    if len(row) != pl.n_features:
-                        raise DecodeError("feature_count", f"expected {pl.n_features} features,"
-                                          f" got {len(row)}", "x")
-            except (DecodeError, PipelineError) as exc:
-                if live:
-                    self._dead(dead, task, m, exc, exc.code)
-                continue
-            sr = streams.get(stream)
-            if sr is None:
-                sr = streams[stream] = _StreamRows()
-            if not live:
-                sr.live += 1
-            sr.rows.append(row)
-            sr.ys.append(y)
-            sr.offsets.append(m.offset())
-            sr.ids.append(inst.id)
-            sr.ts.append(inst.ts)
-        return streams
-
-    def _dead(self, dead, task, m, exc: Exception, code: str) -> None:
-        """A refused record: original key, value and headers, then the explanation."""
-        from schemas.deadletter import deadletter_record
-
-        key, value, headers = deadletter_record(m.key(), m.value(), m.headers(), exc,
-                                                task.topic, task.partition, m.offset(),
-                                                self._hdr_version)
-        dead.append((key, value, headers, code))
-
-    def _encode_outputs(self, task, stream, pl, res, sr: _StreamRows, lo: int, outputs,
-                        dead) -> None:
-        """Messages for one stream's live rows: predictions, alerts, rankings."""
-        topics = self.topics
-        key = stream.encode()
-        ptopic = topics.predictions
-        ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
-        head = {"v": 1, "stream": stream}
-        model = pl.model_name
-        src_topic, src_part = task.topic, task.partition
-        const = {"v": 1, "stream": stream, "model": model, "classes": None,
-                 "topic": src_topic, "partition": src_part}
-        for start, stop, classes, y_pred, proba in merge_blocks(res.blocks):
-            a, z = lo + start, lo + stop
-            const["classes"] = classes
-            values = encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba, offs[a:z],
-                                        ts[a:z])
-            outputs.append((ptopic, key, values))
-        self.metrics.outputs.inc(len(sr) - lo, kind="prediction")
-        for a in res.alerts:
-            outputs.append((topics.drift, key, [_pack({
-                **head, "source": a.source, "level": a.level, "position": a.position,
-                "feature": a.feature, "detail": a.detail, "ts": int(ts[lo + a.row]),
-            })]))
-            self.metrics.drift_alerts.inc(source=a.source, level=a.level)
-        if res.alerts:
-            self.metrics.outputs.inc(len(res.alerts), kind="drift")
-        for rk in res.rankings:
-            outputs.append((topics.rankings, key, [_pack({
-                **head, "method": rk.method, "features": rk.features, "scores": rk.scores,
-                "n_seen": rk.n_seen, "ts": int(ts[lo + rk.row]),
-            })]))
-        if res.rankings:
-            self.metrics.outputs.inc(len(res.rankings), kind="ranking")
-        for offsets, err in res.rejected:
-            from schemas.deadletter import deadletter_headers
-
-            for off in offsets:
-                headers = deadletter_headers(type(err).__name__, err.reason, task.topic,
-                                             task.partition, int(off), self._hdr_version,
-                                             code=err.code)
-                dead.append((key, _pack({"stream": stream, "offset": int(off)}), headers,
-                             err.code))
 
     # -- checkpoints ----------------------------------------------------------------------------
 

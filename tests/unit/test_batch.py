@@ -1,0 +1,135 @@
+"""Decoding a partition's messages into per-stream rows, and encoding results (no broker:
+confluent-kafka ``Message`` objects are built in memory)."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+from confluent_kafka import Message
+
+from schemas import DriftAlert, Prediction, Ranking
+from schemas.codec import decode
+from schemas.deadletter import parse_deadletter_headers
+from worker.app import PartitionTask
+from worker.batch import BatchDecoder, OutputEncoder
+from worker.metrics import WorkerMetrics
+from worker.pipeline import PipelineConfig
+from worker.produce import instance_values
+from worker.settings import load_settings
+
+CFG = PipelineConfig(predictor="forgetful_tree", importance=False, batch_size=10)
+
+
+def _messages(values_keys, first_offset=0, partition=0):
+    return [Message(topic="in", partition=partition, offset=first_offset + i, key=k, value=v)
+            for i, (v, k) in enumerate(values_keys)]
+
+
+def _stream(stream, n, d=3, start=0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    y = [int(v) for v in X[:, 0] > 0.5]
+    return X, y, [(v, stream.encode()) for v in
+                  instance_values(stream, X, y, start_id=start, ts0=1000 + start)]
+
+
+def _decoder(task, max_streams=10, cfg=CFG):
+    """A decoder for one partition (the worker counts the streams of all its partitions)."""
+    return BatchDecoder(cfg, max_streams, "test", lambda: len(task.pipelines), lambda: None)
+
+
+def _decode(dec, task, msgs, dead):
+    offsets = np.array([m.offset() for m in msgs], dtype=np.int64)
+    return dec.decode(task, msgs, offsets, dead, 1 << 20)
+
+
+def test_first_messages_create_streams_later_batches_decode_in_bulk():
+    task = PartitionTask("in", 0)
+    dec = _decoder(task)
+    Xa, ya, a = _stream("a", 8, seed=1)
+    Xb, yb, b = _stream("b", 8, seed=2)
+    # interleaved: rows of each stream stay in partition order
+    mixed = [m for pair in zip(a, b) for m in pair]
+    dead: list = []
+    rows = _decode(dec, task, _messages(mixed), dead)
+    assert not dead and set(rows) == {"a", "b"} and set(task.pipelines) == {"a", "b"}
+    for s, X, y in (("a", Xa, ya), ("b", Xb, yb)):
+        sr = rows[s]
+        sr.finish(3)
+        np.testing.assert_array_equal(sr.X, X)
+        assert sr.ys == y and list(sr.ids) == list(range(8)) and sr.live == 0
+    assert rows["a"].offsets.tolist() == list(range(0, 16, 2))
+    # the next batch: known streams of the right width, decoded in bulk with the same values
+    Xa2, ya2, a2 = _stream("a", 6, start=8, seed=3)
+    task.committed = 16 + 2  # the first two messages are replayed (state only)
+    rows2 = _decode(dec, task, _messages(a2, first_offset=16), dead)
+    sr = rows2["a"]
+    assert sr.X is not None  # built from bulk columns, not row by row
+    np.testing.assert_array_equal(sr.X, Xa2)
+    assert sr.ys == ya2 and sr.live == 2 and sr.offsets.tolist() == list(range(16, 22))
+    assert sr.ids.tolist() == list(range(8, 14)) and sr.ts.tolist() == list(range(1008, 1014))
+
+
+def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
+    task = PartitionTask("in", 3)
+    dec = _decoder(task, max_streams=1)
+    _, _, good = _stream("a", 3)
+    pack = msgpack.packb
+    bad = [
+        (pack([1, 2, 3]), b"a"),  # not a map
+        (b"\xc1", b"a"),  # not msgpack at all
+        (pack({"v": 1, "stream": "a", "id": 9, "ts": 1, "x": [1.0, 2.0]}), b"a"),  # width
+        (pack({"v": 1, "stream": "b", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0]}), b"a"),
+        (pack({"v": 1, "stream": "c", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0]}), b"c"),  # cap
+        (pack({"v": 1, "stream": "a", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0],
+               "y": [1.0, 2.0]}), b"a"),  # targets in a classification stream
+        (pack({"v": 1, "stream": "a", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0]}), b"\xff"),
+    ]
+    dead: list = []
+    msgs = _messages(good + bad)
+    rows = _decode(dec, task, msgs, dead)
+    assert len(rows["a"]) == 3  # every valid message kept its row
+    codes = [d[3] for d in dead]
+    assert codes == ["not_an_object", "not_decodable", "feature_count", "key_mismatch", "stream_cap",
+                     "invalid_target", "invalid_key"]
+    for (key, value, headers, _code), m in zip(dead, msgs[3:]):
+        h = parse_deadletter_headers(headers)
+        assert (key, value) == (m.key(), m.value())  # the original record, unchanged
+        assert (h["topic"], h["partition"], h["offset"]) == ("in", 3, m.offset())
+        assert h["reason"]
+    # replayed messages were dead-lettered when they were live: not again
+    task2 = PartitionTask("in", 3)
+    task2.committed = len(msgs)
+    dead2: list = []
+    rows2 = _decode(_decoder(task2, max_streams=1), task2, msgs, dead2)
+    assert not dead2 and rows2["a"].live == 3
+
+
+def test_output_encoder_writes_the_contracts_in_row_order():
+    from worker.pipeline import Pipeline
+
+    settings = load_settings({})
+    enc = OutputEncoder(settings.topics, WorkerMetrics(), "test")
+    task = PartitionTask("in", 1)
+    X, y, vals = _stream("s", 60, seed=4)
+    dec = _decoder(task, cfg=PipelineConfig(predictor="forgetful_tree", importance=True,
+                                            batch_size=10, ranking_every=20, orf_trees=2))
+    dead: list = []
+    sr = _decode(dec, task, _messages(vals), dead)["s"]
+    sr.finish(3)
+    pl: Pipeline = task.pipelines["s"]
+    res = pl.process(sr.X, sr.ys, sr.offsets)
+    outputs: list = []
+    enc.encode(task, "s", pl, res, sr, 0, outputs, dead)
+    by_topic: dict = {}
+    for topic, key, values in outputs:
+        assert key == b"s"
+        by_topic.setdefault(topic, []).extend(values)
+    preds = [decode(v, Prediction) for v in by_topic[settings.topics.predictions]]
+    assert [p.id for p in preds] == list(range(60))
+    assert [p.offset for p in preds] == list(range(60)) and {p.partition for p in preds} == {1}
+    assert [p.y_true for p in preds] == y
+    ranks = [decode(v, Ranking) for v in by_topic[settings.topics.rankings]]
+    assert len(ranks) >= 3 and all(sorted(r.features) == ["x0", "x1", "x2"] for r in ranks)
+    for v in by_topic.get(settings.topics.drift, []):
+        assert decode(v, DriftAlert).stream == "s"

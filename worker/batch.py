@@ -1,0 +1,348 @@
+"""One partition's share of a consumed batch: messages in, per-stream rows; results out, messages.
+
+:class:`BatchDecoder` turns a partition's messages into :class:`StreamRows` per stream (the
+message key), in partition order, and creates the pipeline of a stream at its first valid
+message. Every message it cannot take becomes a dead letter with its reason. The steady state
+(plain instances of known streams) goes through the bulk kernel of :mod:`worker.wire` with no
+per-message Python work; anything else is taken message by message.
+
+:class:`OutputEncoder` turns what a pipeline returned for a stream's live rows into the
+messages of the output topics.
+
+Neither knows about transactions: the worker produces what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgpack
+import numpy as np
+from confluent_kafka import Message
+
+from schemas.codec import decode_instance, instance_features
+from schemas.deadletter import deadletter_headers, deadletter_record
+from schemas.errors import DecodeError
+
+from .pipeline import Pipeline, PipelineConfig, PipelineError
+from .wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
+
+# unbound accessors, for map() over a consumed batch
+_m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
+
+_pack = msgpack.Packer(use_bin_type=True).pack
+
+#: message keys whose stream id is remembered (keys beyond it are decoded each time)
+MAX_CACHED_KEYS = 100_000
+
+
+class StreamRows:
+    """Decoded rows of one stream within one batch.
+
+    Filled either message by message (``rows``, ``ys``, ``ids``, ``ts``, ``offsets`` lists,
+    see :meth:`finish`) or at once from bulk-decoded columns (:meth:`from_columns`).
+    """
+
+    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X")
+
+    def __init__(self):
+        self.rows, self.ys, self.offsets, self.ids, self.ts = [], [], [], [], []
+        self.live = 0  # index of the first live row (rows before it are replayed)
+        self.X = None
+
+    @classmethod
+    def from_columns(cls, X, ys, offsets, ids, ts, live) -> StreamRows:
+        sr = cls()
+        sr.X, sr.ys, sr.offsets, sr.ids, sr.ts, sr.live = X, ys, offsets, ids, ts, live
+        return sr
+
+    def append(self, row, y, offset: int, ident, ts: int, live: bool) -> None:
+        """One more row, in partition order (replayed rows all come before live ones)."""
+        if not live:
+            self.live += 1
+        self.rows.append(row)
+        self.ys.append(y)
+        self.offsets.append(offset)
+        self.ids.append(ident)
+        self.ts.append(ts)
+
+    def finish(self, n_features: int) -> None:
+        """Rows appended one by one -> a feature matrix and an offsets array."""
+        if self.X is None:
+            self.X = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), n_features)
+            self.offsets = np.array(self.offsets, dtype=np.int64)
+            self.rows = None
+
+    def __len__(self) -> int:
+        return len(self.ys)
+
+
+class BatchDecoder:
+    """Decodes partitions' messages into per-stream rows (see module doc).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        What a new stream's pipeline is made of.
+    max_streams : int
+        Streams this worker may hold; a new stream beyond it is dead-lettered.
+    version : str
+        Worker version, written into dead-letter headers.
+    count_streams : callable
+        Streams the worker holds now (all partitions).
+    on_new_stream : callable
+        Called after a pipeline was created (metrics).
+    """
+
+    def __init__(self, cfg: PipelineConfig, max_streams: int, version: str,
+                 count_streams: Callable[[], int], on_new_stream: Callable[[], None]):
+        self.cfg = cfg
+        self.max_streams = max_streams
+        self.version = version
+        self.count_streams = count_streams
+        self.on_new_stream = on_new_stream
+        self.keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
+
+    def decode(self, task, pm: list, offsets: np.ndarray, dead: list,
+               max_bytes: int) -> dict[str, StreamRows]:
+        """Decode one partition's messages into per-stream rows; failures go to ``dead``.
+
+        The whole batch is parsed at once (:func:`worker.wire.decode_bulk`); when every
+        message is a plain instance of a known stream with the stream's width (the steady
+        state), rows are grouped by stream with array operations and no per-message Python
+        work beyond reading the messages. Otherwise messages are taken one by one, in order:
+        bulk-decoded ones as they are, the rest through :func:`decode_fast` or full
+        validation, which also creates pipelines and reports errors.
+        """
+        mkeys = list(map(_m_key, pm))
+        values = list(map(_m_value, pm))
+        headers = list(map(_m_headers, pm))
+        if headers.count(None) != len(headers):  # messages with headers go the long way
+            values = [v if h is None else None for v, h in zip(values, headers)]
+        D = decode_bulk(values, mkeys, max_bytes)
+        codes, names, width = self._key_codes(task.pipelines, mkeys)
+        fast = D.ok & (D.nx == width[codes])
+        if fast.all():
+            return _group_bulk(D, codes, names, width, offsets, task.committed)
+        return self._decode_each(task, pm, dead, max_bytes, D, fast)
+
+    def _key_codes(self, pipelines: dict, mkeys: list):
+        """Per message, the code of its key; per code, the known stream and its width
+        (-1: an unknown stream, decoded the long way)."""
+        uniq = set(mkeys)
+        if len(uniq) == 1:
+            codes_of = {mkeys[0]: 0}
+            codes = np.zeros(len(mkeys), dtype=np.int64)
+        else:
+            codes_of = {k: c for c, k in enumerate(uniq)}
+            codes = np.fromiter(map(codes_of.__getitem__, mkeys), dtype=np.int64,
+                                count=len(mkeys))
+        width = np.full(len(codes_of), -1, dtype=np.int64)
+        names = [None] * len(codes_of)
+        for k, c in codes_of.items():
+            stream = self.keys.get(k)
+            pl = pipelines.get(stream) if stream is not None else None
+            if pl is not None:
+                width[c], names[c] = pl.n_features, stream
+        return codes, names, width
+
+    def _decode_each(self, task, pm, dead, max_bytes, D, fast) -> dict[str, StreamRows]:
+        """Message by message (a batch with new streams, unusual layouts or errors)."""
+        streams: dict[str, StreamRows] = {}
+        replay_until = task.committed
+        fast_l = fast.tolist()
+        for i, m in enumerate(pm):
+            off = m.offset()
+            live = off >= replay_until
+            stream = self.keys.get(m.key())
+            if fast_l[i]:  # decoded in bulk: a plain instance of this known stream
+                a = int(D.xstart[i])
+                _rows_of(streams, stream).append(
+                    D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
+                    int(D.ids[i]), int(D.ts[i]), live)
+                continue
+            taken = self._decode_fast(task.pipelines, m, stream, max_bytes)
+            if taken is None:  # first message of a stream, anything unusual, and errors
+                taken = self._decode_full(task, m, live, dead, max_bytes)
+            if taken is not None:
+                stream, row, y, ident, ts = taken
+                _rows_of(streams, stream).append(row, y, off, ident, ts, live)
+        return streams
+
+    @staticmethod
+    def _decode_fast(pipelines, m, stream, max_bytes):
+        """``(stream, row, y, id, ts)`` of a plain, well-formed instance of a known stream
+        with the stream's width, or ``None``."""
+        if stream is None or m.headers() is not None:
+            return None
+        fast = decode_fast(m.value(), max_bytes)
+        if fast is None or fast[0] != stream:
+            return None
+        pl = pipelines.get(stream)
+        if pl is None or len(fast[3]) != pl.n_features:
+            return None
+        return stream, fast[3], fast[4], fast[1], fast[2]
+
+    def _decode_full(self, task, m, live: bool, dead: list, max_bytes: int):
+        """Full validation; creates the stream's pipeline at its first valid message.
+
+        Returns ``(stream, row, y, id, ts)``, or ``None`` after dead-lettering the message
+        (replayed messages were dead-lettered before: they are only skipped).
+        """
+        key = m.key()
+        try:
+            stream = key.decode() if key is not None else None
+        except UnicodeDecodeError:
+            if live:
+                self.dead_letter(dead, task, m, PipelineError(
+                    "invalid_key", "the message key is not UTF-8"), "invalid_key")
+            return None
+        if key is not None and len(self.keys) < MAX_CACHED_KEYS:
+            self.keys[key] = stream
+        try:
+            stream, pl, inst = self._validated(task.pipelines, m, stream, max_bytes)
+            row = self._row(task.pipelines, stream, pl, inst)
+        except (DecodeError, PipelineError) as exc:
+            if live:
+                self.dead_letter(dead, task, m, exc, exc.code)
+            return None
+        return stream, row, inst.y, inst.id, inst.ts
+
+    @staticmethod
+    def _validated(pipelines, m, stream, max_bytes):
+        """``(stream, pipeline or None, Instance)`` of a message that passes validation."""
+        pl = pipelines.get(stream) if stream is not None else None
+        inst = decode_instance(
+            m.value(), m.headers(), max_bytes=max_bytes,
+            n_features=pl.n_features if pl is not None else None,
+            feature_names=pl.feature_names if pl is not None else None)
+        if stream is None:
+            stream = inst.stream
+            pl = pipelines.get(stream)
+        elif inst.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from "
+                                f"the instance's stream {inst.stream!r}")
+        if isinstance(inst.y, list):
+            raise PipelineError("invalid_target", "the stream's task is classification:"
+                                " y must be a class label, not a list of targets")
+        return stream, pl, inst
+
+    def _row(self, pipelines, stream, pl, inst) -> list:
+        """The instance's feature row; a new stream's first row creates its pipeline."""
+        if pl is not None:
+            row = instance_features(inst, pl.feature_names)
+            if len(row) != pl.n_features:
+                raise DecodeError("feature_count", f"expected {pl.n_features} features,"
+                                  f" got {len(row)}", "x")
+            return row
+        names = list(inst.x) if isinstance(inst.x, dict) else None
+        row = instance_features(inst, names)
+        if self.count_streams() >= self.max_streams:
+            raise PipelineError(
+                "stream_cap", f"this worker already holds {self.max_streams} streams "
+                f"(learners.max_streams); stream {stream!r} is refused")
+        pipelines[stream] = Pipeline(stream, self.cfg, len(row), names)
+        self.on_new_stream()
+        return row
+
+    def dead_letter(self, dead: list, task, m, exc: Exception, code: str) -> None:
+        """A refused record: original key, value and headers, then the explanation."""
+        key, value, headers = deadletter_record(m.key(), m.value(), m.headers(), exc,
+                                                task.topic, task.partition, m.offset(),
+                                                self.version)
+        dead.append((key, value, headers, code))
+
+
+def _rows_of(streams: dict, stream: str) -> StreamRows:
+    sr = streams.get(stream)
+    if sr is None:
+        sr = streams[stream] = StreamRows()
+    return sr
+
+
+def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, StreamRows]:
+    """Per-stream columns of a batch decoded in bulk (rows stay in partition order)."""
+    streams: dict[str, StreamRows] = {}
+    if width.shape[0] == 1:
+        groups = [(0, np.arange(codes.shape[0]))]
+    else:
+        order = np.argsort(codes, kind="stable")
+        cuts = np.flatnonzero(np.diff(codes[order])) + 1
+        groups = [(int(codes[g[0]]), g) for g in np.split(order, cuts)]
+    for c, idx in groups:
+        offs = offsets[idx]
+        ys = D.y[idx].tolist()
+        unl = np.flatnonzero(~D.has_y[idx])
+        for r in unl.tolist():
+            ys[r] = None
+        streams[names[c]] = StreamRows.from_columns(
+            D.rows(idx, int(width[c])), ys, offs, D.ids[idx], D.ts[idx],
+            int(np.searchsorted(offs, replay_until)))
+    return streams
+
+
+class OutputEncoder:
+    """Messages of one stream's results: predictions, drift alerts, rankings, rejections.
+
+    Parameters
+    ----------
+    topics : worker.settings.TopicSettings
+        Output topic names.
+    metrics : worker.metrics.WorkerMetrics
+        Output and alert counters.
+    version : str
+        Worker version, written into dead-letter headers.
+    """
+
+    def __init__(self, topics, metrics, version: str):
+        self.topics = topics
+        self.metrics = metrics
+        self.version = version
+
+    def encode(self, task, stream: str, pl: Pipeline, res, sr: StreamRows, lo: int,
+               outputs: list, dead: list) -> None:
+        """Append ``(topic, key, values)`` groups for the live rows ``lo:`` of ``sr``."""
+        key = stream.encode()
+        self._predictions(task, stream, key, pl, res, sr, lo, outputs)
+        self._alerts(stream, key, res, sr.ts, lo, outputs)
+        self._rankings(stream, key, res, sr.ts, lo, outputs)
+        for offsets, err in res.rejected:
+            for off in offsets:
+                headers = deadletter_headers(type(err).__name__, err.reason, task.topic,
+                                             task.partition, int(off), self.version,
+                                             code=err.code)
+                dead.append((key, _pack({"stream": stream, "offset": int(off)}), headers,
+                             err.code))
+
+    def _predictions(self, task, stream, key, pl, res, sr, lo, outputs) -> None:
+        ptopic = self.topics.predictions
+        ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
+        const = {"v": 1, "stream": stream, "model": pl.model_name, "classes": None,
+                 "topic": task.topic, "partition": task.partition}
+        for start, stop, classes, y_pred, proba in merge_blocks(res.blocks):
+            a, z = lo + start, lo + stop
+            const["classes"] = classes
+            values = encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba, offs[a:z],
+                                        ts[a:z])
+            outputs.append((ptopic, key, values))
+        self.metrics.outputs.inc(len(sr) - lo, kind="prediction")
+
+    def _alerts(self, stream, key, res, ts, lo, outputs) -> None:
+        for a in res.alerts:
+            outputs.append((self.topics.drift, key, [_pack({
+                "v": 1, "stream": stream, "source": a.source, "level": a.level,
+                "position": a.position, "feature": a.feature, "detail": a.detail,
+                "ts": int(ts[lo + a.row]),
+            })]))
+            self.metrics.drift_alerts.inc(source=a.source, level=a.level)
+        if res.alerts:
+            self.metrics.outputs.inc(len(res.alerts), kind="drift")
+
+    def _rankings(self, stream, key, res, ts, lo, outputs) -> None:
+        for rk in res.rankings:
+            outputs.append((self.topics.rankings, key, [_pack({
+                "v": 1, "stream": stream, "method": rk.method, "features": rk.features,
+                "scores": rk.scores, "n_seen": rk.n_seen, "ts": int(ts[lo + rk.row]),
+            })]))
+        if res.rankings:
+            self.metrics.outputs.inc(len(res.rankings), kind="ranking")
