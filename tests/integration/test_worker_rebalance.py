@@ -55,11 +55,10 @@ def test_join_and_leave_mid_stream_keep_outputs_exact(kafka_bootstrap, tmp_path)
     assert_exact(ref, preds, streams)
 
     def assigned(m):
-        return [e for e in workers[m].log_events() if e.get("msg") == "partitions assigned"
-                and e.get("partitions")]
+        return [e for e in workers[m].events("partitions assigned") if e.get("partitions")]
 
     assert assigned("w3"), "the joining worker never got a partition"
-    revoked = [e for e in workers["w1"].log_events() if e.get("msg") == "partitions revoked"]
+    revoked = workers["w1"].events("partitions revoked")
     assert revoked
     # partitions handed over were restored from checkpoints written at revoke time
     restores = [e for m in ("w2", "w3") for e in workers[m].log_events()

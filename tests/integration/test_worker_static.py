@@ -28,13 +28,11 @@ GROUP = {"session.timeout.ms": "45000", "heartbeat.interval.ms": "1000"}
 
 
 def _assigned(worker) -> list[list[int]]:
-    return [e["partitions"] for e in worker.log_events()
-            if e.get("msg") == "partitions assigned" and e.get("partitions")]
+    return [e["partitions"] for e in worker.events("partitions assigned") if e.get("partitions")]
 
 
 def _revoked(worker) -> list[list[int]]:
-    return [e["partitions"] for e in worker.log_events()
-            if e.get("msg") == "partitions revoked" and e.get("partitions")]
+    return [e["partitions"] for e in worker.events("partitions revoked") if e.get("partitions")]
 
 
 def _holding(worker) -> set[int]:

@@ -105,6 +105,10 @@ class WorkerProc:
             self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def events(self, msg: str) -> list[dict]:
+        """This worker's log events with message ``msg``, in order."""
+        return [e for e in self.log_events() if e.get("msg") == msg]
+
     def log_events(self) -> list[dict]:
         out = []
         for line in self.log().splitlines():
