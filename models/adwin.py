@@ -56,7 +56,7 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .base import Learner
+from .base import Learner, StateField
 
 _INITIAL_ROWS = 8  # windows of up to ~640 values; most per-tree detectors never grow past it
 
@@ -495,25 +495,12 @@ class ADWINBank(_ADWINArrays):
         self._refresh()
         return np.arange(first, self._n_detectors)
 
-    @property
-    def drift_detected(self) -> np.ndarray:
-        """Per detector: whether its last update detected a drift."""
-        return self._arrays["drift"].copy()
-
-    @property
-    def width(self) -> np.ndarray:
-        """Per detector: number of values in the window."""
-        return self._arrays["width"].astype(np.int64)
-
-    @property
-    def total(self) -> np.ndarray:
-        """Per detector: sum of the values in the window."""
-        return self._arrays["total"].copy()
-
-    @property
-    def variance(self) -> np.ndarray:
-        """Per detector: sum of squared deviations in the window (river's ``variance``)."""
-        return self._arrays["variance"].copy()
+    drift_detected = StateField("drift", "Per detector: whether its last update detected a drift.")
+    width = StateField("width", "Per detector: number of values in the window.", dtype=np.int64)
+    total = StateField("total", "Per detector: sum of the values in the window.")
+    variance = StateField(
+        "variance", "Per detector: sum of squared deviations in the window (river's ``variance``)."
+    )
 
     @property
     def variance_in_window(self) -> np.ndarray:
@@ -527,10 +514,7 @@ class ADWINBank(_ADWINArrays):
         w = self._arrays["width"]
         return np.divide(self._arrays["total"], w, out=np.zeros_like(w), where=w > 0)
 
-    @property
-    def n_detections(self) -> np.ndarray:
-        """Per detector: number of drifts detected so far."""
-        return self._arrays["n_detections"].copy()
+    n_detections = StateField("n_detections", "Per detector: number of drifts detected so far.")
 
 
 class ADWIN(_ADWINArrays):
@@ -605,25 +589,12 @@ class ADWIN(_ADWINArrays):
         """Empty the window (the detection count is kept)."""
         self._reset_windows(self._every)
 
-    @property
-    def drift_detected(self) -> bool:
-        """Whether the last update detected a drift."""
-        return bool(self._arrays["drift"][0])
-
-    @property
-    def width(self) -> int:
-        """Number of values in the window."""
-        return int(self._arrays["width"][0])
-
-    @property
-    def total(self) -> float:
-        """Sum of the values in the window."""
-        return float(self._arrays["total"][0])
-
-    @property
-    def variance(self) -> float:
-        """Sum of squared deviations in the window (the number river's ``variance`` returns)."""
-        return float(self._arrays["variance"][0])
+    drift_detected = StateField("drift", "Whether the last update detected a drift.", cast=bool)
+    width = StateField("width", "Number of values in the window.", cast=int)
+    total = StateField("total", "Sum of the values in the window.", cast=float)
+    variance = StateField(
+        "variance", "Sum of squared deviations in the window (river's ``variance``).", cast=float
+    )
 
     @property
     def variance_in_window(self) -> float:
@@ -637,7 +608,4 @@ class ADWIN(_ADWINArrays):
         w = self._arrays["width"][0]
         return float(self._arrays["total"][0] / w) if w > 0 else 0.0
 
-    @property
-    def n_detections(self) -> int:
-        """Number of drifts detected so far."""
-        return int(self._arrays["n_detections"][0])
+    n_detections = StateField("n_detections", "Number of drifts detected so far.", cast=int)

@@ -123,6 +123,35 @@ class ClassIndex:
         return list(map(self.classes.__getitem__, indices))
 
 
+class StateField:
+    """Read-only attribute that shows one state array of a detector bank or of a single detector.
+
+    ``StateField("drift", "doc")`` on a bank returns a copy of ``self._arrays["drift"]`` (as
+    ``dtype`` when given); ``StateField("drift", "doc", cast=bool)`` on a single detector returns
+    ``cast`` of its one element. Callers never get a view they could write the state through.
+    """
+
+    def __init__(self, key: str, doc: str, *, cast=None, dtype=None):
+        self.key = key
+        self.cast = cast
+        self.dtype = dtype
+        self.__doc__ = doc
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        arr = obj._arrays[self.key]
+        if self.cast is not None:
+            return self.cast(arr[0])
+        return arr.astype(self.dtype) if self.dtype is not None else arr.copy()
+
+    def __set__(self, obj, value) -> None:
+        raise AttributeError(f"{self.name} is read-only (it shows the learner's state)")
+
+
 class Learner:
     """Base class: state bookkeeping and the state round trip.
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from ._jit import njit
 from .adwin import check_int, check_values
-from .base import Learner
+from .base import Learner, StateField
 
 
 @njit(error_model="numpy")
@@ -276,25 +276,12 @@ class DDMBank(_DDMArrays):
         self._refresh()
         return np.arange(first, self._n_detectors)
 
-    @property
-    def drift_detected(self) -> np.ndarray:
-        """Per detector: whether its last update detected a drift."""
-        return self._arrays["drift"].copy()
-
-    @property
-    def warning_detected(self) -> np.ndarray:
-        """Per detector: whether its last update was in the warning zone."""
-        return self._arrays["warning"].copy()
-
-    @property
-    def estimation(self) -> np.ndarray:
-        """Per detector: error rate since its last reset."""
-        return self._arrays["mean"].copy()
-
-    @property
-    def n_detections(self) -> np.ndarray:
-        """Per detector: number of drifts detected so far."""
-        return self._arrays["n_detections"].copy()
+    drift_detected = StateField("drift", "Per detector: whether its last update detected a drift.")
+    warning_detected = StateField(
+        "warning", "Per detector: whether its last update was in the warning zone."
+    )
+    estimation = StateField("mean", "Per detector: error rate since its last reset.")
+    n_detections = StateField("n_detections", "Per detector: number of drifts detected so far.")
 
 
 class DDM(_DDMArrays):
@@ -370,22 +357,9 @@ class DDM(_DDMArrays):
         """Restart the detector (the detection count is kept)."""
         self._reset_detectors(self._every)
 
-    @property
-    def drift_detected(self) -> bool:
-        """Whether the last update detected a drift."""
-        return bool(self._arrays["drift"][0])
-
-    @property
-    def warning_detected(self) -> bool:
-        """Whether the last update was in the warning zone."""
-        return bool(self._arrays["warning"][0])
-
-    @property
-    def estimation(self) -> float:
-        """Error rate since the last reset."""
-        return float(self._arrays["mean"][0])
-
-    @property
-    def n_detections(self) -> int:
-        """Number of drifts detected so far."""
-        return int(self._arrays["n_detections"][0])
+    drift_detected = StateField("drift", "Whether the last update detected a drift.", cast=bool)
+    warning_detected = StateField(
+        "warning", "Whether the last update was in the warning zone.", cast=bool
+    )
+    estimation = StateField("mean", "Error rate since the last reset.", cast=float)
+    n_detections = StateField("n_detections", "Number of drifts detected so far.", cast=int)

@@ -251,3 +251,14 @@ def test_bad_input_raises_clear_value_errors():
 def test_bad_parameters_are_refused(params, match):
     with pytest.raises(ValueError, match=match):
         DDM(**params)
+
+
+def test_state_read_outs_are_copies_and_read_only():
+    from models.adwin import ADWINBank
+
+    for bank in (ADWINBank(3), DDMBank(3)):
+        flags = bank.drift_detected
+        flags[:] = True  # a copy: the detectors' state is untouched
+        assert not bank.drift_detected.any()
+        with pytest.raises(AttributeError, match="read-only"):
+            bank.n_detections = 5
