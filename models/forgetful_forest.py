@@ -365,20 +365,7 @@ class ForgetfulRandomForest(ForgetfulLearner):
         """True when the last batch replaced trees or made at least half the trees forget all."""
         return self.n_replaced > 0 or 2 * self.n_collapsed >= self._n_trees
 
-    def learn_many(self, X, y) -> None:
-        """Learn one mini-batch (test on it first; see the class docstring).
-
-        Parameters
-        ----------
-        X : array-like of shape (b, n_features)
-            Feature rows (finite numbers).
-        y : sequence of labels (ints or strings)
-            One label per row; new labels may appear at any time.
-        """
-        prepared = self._prepare(X, y)
-        if prepared is None:
-            return
-        X, codes = prepared
+    def _learn_batch(self, X, codes) -> None:
         a, p = self._arrays, self.params
         learn_forest(
             X, codes, len(self._classes), p["bagging"], p["replacement"] == "literal",

@@ -167,6 +167,24 @@ class ForgetfulLearner(Learner):
         if self._xlogx.shape[0] < R + 1:
             self._xlogx = fk.xlogx_table(R)
 
+    def learn_many(self, X, y) -> None:
+        """Learn one mini-batch (test on it first; see the class docstring).
+
+        Parameters
+        ----------
+        X : array-like of shape (b, n_features)
+            Feature rows (finite numbers).
+        y : sequence of labels (ints or strings)
+            One label per row; new labels may appear at any time.
+        """
+        prepared = self._prepare(X, y)
+        if prepared is not None:
+            self._learn_batch(*prepared)
+
+    def _learn_batch(self, X: np.ndarray, codes: np.ndarray) -> None:
+        """Run the learner's kernel on a checked batch (class indices ``codes``)."""
+        raise NotImplementedError
+
     def _prepare(self, X, y) -> tuple[np.ndarray, np.ndarray] | None:
         X = check_X(X, self.n_features)
         if y is None:
@@ -299,20 +317,7 @@ class ForgetfulDecisionTree(ForgetfulLearner):
         """True when the last batch was at or below chance and all old rows were forgotten."""
         return self.n_collapsed > 0
 
-    def learn_many(self, X, y) -> None:
-        """Learn one mini-batch (test on it first; see the class docstring).
-
-        Parameters
-        ----------
-        X : array-like of shape (b, n_features)
-            Feature rows (finite numbers).
-        y : sequence of labels (ints or strings)
-            One label per row; new labels may appear at any time.
-        """
-        prepared = self._prepare(X, y)
-        if prepared is None:
-            return
-        X, codes = prepared
+    def _learn_batch(self, X, codes) -> None:
         a, p = self._arrays, self.params
         fk.learn_single_tree(
             X, codes, len(self._classes), p["increase_rate"], p["increase_rate_min"],
