@@ -15,7 +15,6 @@ from ._retain import COLD_START_RATE, COLD_START_ROUND, max_height_for
 from ._rng import poisson, randint
 from ._stats import student_t_sf
 from ._trees import find_leaf
-from .base import check_X
 from .forgetful_tree import ForgetfulLearner
 
 # Columns of the forest-level integer state ``forest_int``.
@@ -376,17 +375,9 @@ class ForgetfulRandomForest(ForgetfulLearner):
             a["tree_irate"], a["rng"], a["dense"], a["dense_values"], a["dense_count"],
             self._xlogx, a["forest_int"], a["n_seen"])
 
-    def predict_many(self, X) -> list:
-        """Unweighted majority vote of the trees (lowest class index on ties).
-
-        ``None`` for every row before the first batch.
-        """
-        X = check_X(X, self.n_features)
-        if not self._arrays or self.n_seen == 0:
-            return [None] * X.shape[0]
+    def _predict_codes(self, X, out) -> None:
+        """Unweighted majority vote of the trees (lowest class index on ties)."""
         a = self._arrays
-        out = np.empty(X.shape[0], np.int64)
         fk.predict_vote_trees(X, a["node_feature"], a["node_threshold"], a["node_left"],
                               a["node_right"], a["node_class"], a["tree_int"],
                               a["node_counts"].shape[2], out)
-        return self._classes.decode(out)

@@ -185,6 +185,20 @@ class ForgetfulLearner(Learner):
         """Run the learner's kernel on a checked batch (class indices ``codes``)."""
         raise NotImplementedError
 
+    def predict_many(self, X) -> list:
+        """Predicted labels (see :meth:`_predict_codes`); ``None`` for every row before the
+        first batch."""
+        X = check_X(X, self.n_features)
+        if not self._arrays or self.n_seen == 0:
+            return [None] * X.shape[0]
+        out = np.empty(X.shape[0], np.int64)
+        self._predict_codes(X, out)
+        return self._classes.decode(out)
+
+    def _predict_codes(self, X: np.ndarray, out: np.ndarray) -> None:
+        """Write the predicted class index of each row of a checked ``X`` into ``out``."""
+        raise NotImplementedError
+
     def _prepare(self, X, y) -> tuple[np.ndarray, np.ndarray] | None:
         X = check_X(X, self.n_features)
         if y is None:
@@ -327,16 +341,8 @@ class ForgetfulDecisionTree(ForgetfulLearner):
             a["node_free"], a["tree_int"], a["tree_irate"], a["rng"], a["dense"],
             a["dense_values"], a["dense_count"], self._xlogx, a["n_seen"])
 
-    def predict_many(self, X) -> list:
-        """Majority class of each row's leaf (lowest class index on ties).
-
-        ``None`` for every row before the first batch.
-        """
-        X = check_X(X, self.n_features)
-        if not self._arrays or self.n_seen == 0:
-            return [None] * X.shape[0]
+    def _predict_codes(self, X, out) -> None:
+        """Majority class of each row's leaf (lowest class index on ties)."""
         a = self._arrays
-        out = np.empty(X.shape[0], np.int64)
         fk.predict_classes(X, a["node_feature"][0], a["node_threshold"][0], a["node_left"][0],
                            a["node_right"][0], a["node_class"][0], out)
-        return self._classes.decode(out)
