@@ -40,7 +40,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -49,11 +48,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.shared_data import data_dir  # noqa: E402
+
 from models.forgetful_forest import ForgetfulRandomForest  # noqa: E402
 from models.forgetful_tree import ForgetfulDecisionTree  # noqa: E402
 from worker.datasets import load  # noqa: E402
 
-DATA_DIR = Path(os.environ.get("STREAMFOREST_TEST_DATA", ROOT.parent / "shared" / "data"))
+DATA_DIR = data_dir()
 PROTOCOL = {"electricity": (48, 1), "phishing": (100, 5), "powersupply": (100, 10),
             "mixed_abrupt": (100, 1), "mixed_gradual": (100, 1)}
 REFERENCE_CPP_FOREST_ROWS_S = {"electricity": 46207 / 16.0}

@@ -40,7 +40,6 @@ CPU-second)::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -51,11 +50,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.shared_data import data_dir  # noqa: E402
+
 from models.hyperplane import RotatingHyperplane  # noqa: E402
 from models.online_forest import OnlineRandomForest  # noqa: E402
 from worker.datasets import load  # noqa: E402
 
-DATA_DIR = Path(os.environ.get("STREAMFOREST_TEST_DATA", ROOT.parent / "shared" / "data"))
+DATA_DIR = data_dir()
 STREAMS = ("electricity", "phishing", "powersupply", "hyperplane")
 
 

@@ -15,17 +15,14 @@ correct rows from batch 5 on but rows from batch 10 on, which adds about 0.3 poi
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from models.forgetful_forest import ForgetfulRandomForest
 from models.forgetful_tree import ForgetfulDecisionTree
+from tests.shared_data import data_dir
 from worker import datasets
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR = Path(os.environ.get("STREAMFOREST_TEST_DATA", ROOT.parent / "shared" / "data"))
+DATA_DIR = data_dir()
 
 # dataset -> (batch size, warm-up batches excluded)
 PROTOCOL = {
