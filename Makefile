@@ -41,17 +41,8 @@ $(FETCHED): deploy/local-kafka/pom.xml $(INSTALLED)
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Until `streamforest demo` exists, the demo is a broker round trip: start, produce and consume, stop.
 demo: setup
-	@if $(BIN)/streamforest demo --help >/dev/null 2>&1; then \
-		$(BIN)/streamforest demo; \
-	else \
-		echo "streamforest demo is not available: checking a broker round trip instead"; \
-		$(BIN)/streamforest broker start $(BROKER_ARGS) || exit 1; \
-		$(BIN)/streamforest broker check $(BROKER_ARGS); rc=$$?; \
-		$(BIN)/streamforest broker stop $(BROKER_ARGS); \
-		exit $$rc; \
-	fi
+	$(BIN)/streamforest demo
 
 broker-start: setup
 	$(BIN)/streamforest broker start $(BROKER_ARGS)

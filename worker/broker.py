@@ -101,8 +101,15 @@ def kafka_version(pom: Path) -> str:
 
 
 def new_cluster_id() -> str:
-    """A fresh KRaft cluster id: 16 random bytes in URL-safe base64 without padding (Kafka's Uuid format)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    """A fresh KRaft cluster id: 16 random bytes in URL-safe base64 without padding (Kafka's Uuid format).
+
+    One id in 64 would start with ``-``, which the storage tool's argument parser takes for an option; like
+    Kafka's own ``Uuid.randomUuid``, such ids are drawn again.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def free_port(host: str = DEFAULT_HOST, exclude: Iterable[int] = ()) -> int:
@@ -437,7 +444,7 @@ class LocalBroker:
             return
         cmd = [
             java, "-Xmx256m", *QUICK_JVM_OPTS, f"-Dlog4j2.configurationFile={self._log_config}",
-            "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", new_cluster_id(), "-c", str(properties),
+            "-cp", classpath, "kafka.tools.StorageTool", "format", f"--cluster-id={new_cluster_id()}", "-c", str(properties),
         ]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
