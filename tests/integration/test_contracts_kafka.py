@@ -4,17 +4,16 @@ letters keep the refused record's exact bytes and original headers, plus readabl
 
 from __future__ import annotations
 
-import time
-import uuid
 
 import numpy as np
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from schemas import Checkpoint, DriftAlert, FeatureArrival, Instance, Prediction, Ranking
 from schemas.codec import decode, encode
 from schemas.deadletter import deadletter_headers, deadletter_record, parse_deadletter_headers
 from schemas.errors import DecodeError
+from worker_support import read_partition_to_end
 
 pytestmark = pytest.mark.kafka
 
@@ -71,34 +70,6 @@ def _samples() -> list[object]:
     ]
 
 
-def _consume_all(bootstrap: str, topic: str) -> list:
-    """Every record of partition 0 of ``topic``, from the beginning to the end."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"sf-reader-{uuid.uuid4().hex}",  # assign(): the group is never joined
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    records = []
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    return records
-                raise AssertionError(f"consumer error: {msg.error()}")
-            records.append(msg)
-    finally:
-        consumer.close()
-    raise AssertionError(f"end of {topic} not reached within {TIMEOUT_S} s ({len(records)} records)")
-
-
 def _produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes, list]], **config) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **config})
     for key, value, headers in records:
@@ -112,7 +83,7 @@ def test_every_contract_round_trips_through_kafka(kafka_bootstrap, make_topic, f
     messages = _samples()
     encoded = [encode(msg, fmt) for msg in messages]
     _produce(kafka_bootstrap, topic, [(msg.stream.encode(), *wire) for msg, wire in zip(messages, encoded, strict=True)])
-    records = _consume_all(kafka_bootstrap, topic)
+    records = read_partition_to_end(kafka_bootstrap, topic, timeout_s=TIMEOUT_S)
     assert len(records) == len(messages)
     content_type = b"application/msgpack" if fmt == "msgpack" else b"application/json"
     for msg, (value, _), record in zip(messages, encoded, records, strict=True):
@@ -131,7 +102,7 @@ def test_json_typed_by_a_person_is_decoded(kafka_bootstrap, make_topic) -> None:
     topic = make_topic()
     typed = b'{"v":1,"stream":"s1","id":1,"ts":0,"x":[0.1,0.2],"y":"UP"}'
     _produce(kafka_bootstrap, topic, [(b"s1", typed, [])])
-    (record,) = _consume_all(kafka_bootstrap, topic)
+    (record,) = read_partition_to_end(kafka_bootstrap, topic, timeout_s=TIMEOUT_S)
     expected = Instance(stream="s1", id=1, ts=0, x=[0.1, 0.2], y="UP")
     assert decode(record.value(), Instance, record.headers()) == expected
 
@@ -147,7 +118,7 @@ def test_checkpoint_larger_than_the_default_message_size(kafka_bootstrap, make_t
     value, headers = encode(cp, "msgpack")
     assert 3_000_000 < len(value) < limit
     _produce(kafka_bootstrap, topic, [(b"big", value, headers)], **{"message.max.bytes": limit})
-    (record,) = _consume_all(kafka_bootstrap, topic)
+    (record,) = read_partition_to_end(kafka_bootstrap, topic, timeout_s=TIMEOUT_S)
     decoded = decode(record.value(), Checkpoint, record.headers(), max_bytes=limit)
     assert decoded == cp
     assert np.array_equal(decoded.arrays["w"], state)
@@ -171,7 +142,7 @@ def test_dead_letter_keeps_bytes_and_explains(kafka_bootstrap, make_topic) -> No
             (None, garbage, deadletter_headers("DecodeError", "not valid msgpack", "sf.instances", 0, 7, "0.1.0")),
         ],
     )
-    first, second = _consume_all(kafka_bootstrap, topic)
+    first, second = read_partition_to_end(kafka_bootstrap, topic, timeout_s=TIMEOUT_S)
     assert first.key() == b"s1" and first.value() == bad_value
     assert ("trace-id", b"abc-123") in first.headers()
     parsed = parse_deadletter_headers(first.headers())

@@ -10,11 +10,9 @@ import uuid
 
 import pytest
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     OFFSET_INVALID,
     Consumer,
     ConsumerGroupTopicPartitions,
-    KafkaError,
     Producer,
     TopicPartition,
 )
@@ -22,6 +20,7 @@ from confluent_kafka.admin import ConfigResource
 
 from worker.broker import BrokerError, LocalBroker, free_port, pid_alive
 from worker.broker import main as broker_cli
+from worker_support import read_partition_to_end
 
 pytestmark = pytest.mark.kafka
 
@@ -41,37 +40,8 @@ def _transactional_producer(bootstrap: str) -> Producer:
     return producer
 
 
-def _read_to_end(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
-    """Every record a consumer with this isolation level sees in partition 0, up to the partition end.
-
-    The end is the partition EOF event: for ``read_committed`` that is the last stable offset, so records of
-    aborted or open transactions are never counted by mistake as "not yet arrived".
-    """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"sf-reader-{uuid.uuid4().hex}",  # assign() below: the group is never joined
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    return values
-                raise AssertionError(f"consumer error: {msg.error()}")
-            values.append(msg.value())
-    finally:
-        consumer.close()
-    raise AssertionError(f"no end of partition reached on {topic} within {TIMEOUT_S} s (got {len(values)})")
+def _values(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
+    return [m.value() for m in read_partition_to_end(bootstrap, topic, isolation, TIMEOUT_S)]
 
 
 def _committed_offset(admin, group: str, topic: str) -> int:
@@ -131,8 +101,8 @@ def test_committed_transaction_carries_outputs_and_offsets(
             producer.produce(sink, value=value.replace(b"in-", b"out-"))
         producer.flush(TIMEOUT_S)
         # an open transaction is invisible to read_committed consumers, visible to read_uncommitted ones
-        assert _read_to_end(kafka_bootstrap, sink, "read_committed") == []
-        assert len(_read_to_end(kafka_bootstrap, sink, "read_uncommitted")) == len(inputs)
+        assert _values(kafka_bootstrap, sink, "read_committed") == []
+        assert len(_values(kafka_bootstrap, sink, "read_uncommitted")) == len(inputs)
         positions = consumer.position(consumer.assignment())
         assert [(tp.topic, tp.partition, tp.offset) for tp in positions] == [(source, 0, len(inputs))]
         producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), TIMEOUT_S)
@@ -140,7 +110,7 @@ def test_committed_transaction_carries_outputs_and_offsets(
         producer.commit_transaction(TIMEOUT_S)
     finally:
         consumer.close()
-    assert _read_to_end(kafka_bootstrap, sink, "read_committed") == [f"out-{i}".encode() for i in range(10)]
+    assert _values(kafka_bootstrap, sink, "read_committed") == [f"out-{i}".encode() for i in range(10)]
     assert _committed_offset(admin, group, source) == len(inputs)
 
 
@@ -170,9 +140,9 @@ def test_aborted_transaction_is_invisible_to_read_committed(
         producer.commit_transaction(TIMEOUT_S)
     finally:
         consumer.close()
-    assert _read_to_end(kafka_bootstrap, sink, "read_committed") == committed
+    assert _values(kafka_bootstrap, sink, "read_committed") == committed
     # the same log read without isolation does contain the aborted records: the check above is not vacuous
-    assert _read_to_end(kafka_bootstrap, sink, "read_uncommitted") == aborted + committed
+    assert _values(kafka_bootstrap, sink, "read_uncommitted") == aborted + committed
 
 
 # ---------------------------------------------------------------------------------------------------------

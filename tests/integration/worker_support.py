@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgpack
 import numpy as np
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -151,6 +151,38 @@ def read_topic(bootstrap: str, topic: str, *, expected: int | None = None,
             break
     c.close()
     return out
+
+
+def read_partition_to_end(bootstrap: str, topic: str, isolation: str = "read_committed",
+                          timeout_s: float = 60.0) -> list:
+    """Every record of partition 0 of ``topic`` a consumer with this isolation level sees.
+
+    The end is the partition EOF event: for ``read_committed`` that is the last stable offset, so
+    records of aborted or open transactions are never counted by mistake as "not yet arrived".
+    """
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"sf-reader-{uuid.uuid4().hex}",  # assign(): the group is never joined
+        "isolation.level": isolation,
+        "enable.partition.eof": True,
+        "enable.auto.commit": False,
+    })
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    records = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    return records
+                raise AssertionError(f"consumer error: {msg.error()}")
+            records.append(msg)
+    finally:
+        consumer.close()
+    raise AssertionError(f"end of {topic} not reached within {timeout_s} s ({len(records)} records)")
 
 
 def wait_for(pred, timeout_s: float, what: str, interval: float = 0.5):
