@@ -18,12 +18,17 @@ The surface is the same for every learner::
     to_state() / from_state(state)
     n_seen                    # instances learned so far
 
-``learn_one`` and ``predict_one`` are conveniences over the batch methods.
+Classifiers take labels (ints or strings) and also have ``predict_proba_many`` and
+``classes``; multi-target regressors take ``y`` as an ``(n, n_targets)`` float matrix and
+their ``predict_many`` returns one (``(n, 0)`` before they learned anything). A learner that
+reports what happened while it learned (a forgetful tree forgetting everything, a selected
+feature losing its use) has ``events()``: the :class:`LearnerEvent` list of its last
+``learn_many``. ``learn_one`` and ``predict_one`` are conveniences over the batch methods.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -121,6 +126,22 @@ class ClassIndex:
         else:
             indices = [int(k) for k in indices]
         return list(map(self.classes.__getitem__, indices))
+
+
+class LearnerEvent(NamedTuple):
+    """Something a learner reports about its last ``learn_many`` (see ``events()``).
+
+    ``kind`` names what happened (declared in the learner's registry entry), ``level`` is
+    ``"warning"`` or ``"drift"``, ``row`` the index of the batch row at which it happened
+    (``-1``: the batch as a whole), ``feature`` the column concerned (``-1``: none) and
+    ``detail`` a sentence for people.
+    """
+
+    kind: str
+    level: str
+    row: int = -1
+    feature: int = -1
+    detail: str = ""
 
 
 class StateField:

@@ -14,7 +14,7 @@ import numpy as np
 from . import _forgetful_kernels as fk
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import ClassIndex, Learner, check_X
+from .base import ClassIndex, Learner, LearnerEvent, check_X
 
 _SALT_TREES = 0x4F46  # "FO"
 _MIN_ROWS = 64
@@ -98,6 +98,24 @@ class ForgetfulLearner(Learner):
         if not self._arrays:
             return 0
         return int(self._arrays["tree_int"][:, fk.COLLAPSED].sum())
+
+    def events(self) -> list[LearnerEvent]:
+        """A ``collapse`` event when trees forgot all their rows at the last batch.
+
+        A batch at or below chance accuracy makes a tree forget every old row (Yuan et al.
+        2023, Sec. 3.2, the abrupt-drift case of the adaptive retain size). In a forest single
+        trees collapse now and then; the event is a ``drift`` when at least half of the trees
+        collapsed at that batch (a single tree: always), a ``warning`` when fewer did.
+        """
+        collapsed = self.n_collapsed
+        if not collapsed:
+            return []
+        kept = self.retained_rows
+        level = "drift" if 2 * collapsed >= self._n_trees else "warning"
+        detail = (f"{collapsed} of {self._n_trees} forgetful tree(s) discarded their retained "
+                  "data (batch accuracy at or below chance); rows now retained: "
+                  f"{int(np.max(kept))} at most")
+        return [LearnerEvent("collapse", level, -1, -1, detail)]
 
     def memory_bytes(self) -> int:
         """Bytes held by the state arrays (divide by the number of trees for a per-tree figure)."""

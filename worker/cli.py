@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
 from . import __version__
 
 # subcommand modules, in the order they appear in --help
-_COMMAND_MODULES = (
-    "worker.settings", "worker.broker", "worker.topics", "worker.app", "worker.produce",
-    "worker.demo",
-)
+_COMMAND_MODULES = ("worker.settings", "worker.topics", "worker.app", "worker.warmup")
+# development tools (the local broker, producers, the demo): registered when the package
+# ships them; the worker image leaves worker.dev out
+_DEV_COMMAND_MODULES = ("worker.dev.broker", "worker.dev.produce", "worker.dev.demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"streamforest {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
+    modules = list(_COMMAND_MODULES)
+    if importlib.util.find_spec("worker.dev") is not None:
+        modules += _DEV_COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).add_parser(sub)
     return parser
 

@@ -31,5 +31,17 @@ def main(rows: int = 400) -> float:
     return time.perf_counter() - started
 
 
-if __name__ == "__main__":
+def add_parser(subparsers) -> None:
+    """Register ``streamforest warmup``."""
+    p = subparsers.add_parser(
+        "warmup", help="compile every numba kernel into the cache (run once after install)")
+    p.set_defaults(func=_cmd_warmup)
+
+
+def _cmd_warmup(args) -> int:
     print(f"numba kernels compiled in {main():.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    _cmd_warmup(None)

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from worker.app import Worker  # noqa: E402
 from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
-from worker.produce import instance_values, make_producer, produce_values  # noqa: E402
+from worker.dev.produce import instance_values, make_producer, produce_values  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
 
@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     broker = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        from worker.broker import LocalBroker, free_port
+        from worker.dev.broker import LocalBroker, free_port
 
         port = free_port()
         broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))

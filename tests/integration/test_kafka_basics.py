@@ -18,8 +18,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import ConfigResource
 
-from worker.broker import BrokerError, LocalBroker, free_port, pid_alive
-from worker.broker import main as broker_cli
+from worker.dev.broker import BrokerError, LocalBroker, free_port, pid_alive
+from worker.dev.broker import main as broker_cli
 from worker_support import read_partition_to_end
 
 pytestmark = pytest.mark.kafka

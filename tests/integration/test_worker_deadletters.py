@@ -11,7 +11,7 @@ import msgpack
 import pytest
 
 from schemas.deadletter import parse_deadletter_headers
-from worker.produce import instance_values, make_producer
+from worker.dev.produce import instance_values, make_producer
 from worker.topics import create_topics
 
 from worker_support import (

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from worker.broker import free_port
+from worker.dev.broker import free_port
 from worker.topics import create_topics
 
 from worker_support import (

@@ -14,7 +14,7 @@ from worker.app import PartitionTask
 from worker.batch import BatchDecoder, OutputEncoder
 from worker.metrics import WorkerMetrics
 from worker.pipeline import PipelineConfig
-from worker.produce import instance_values
+from worker.dev.produce import instance_values
 from worker.settings import load_settings
 
 CFG = PipelineConfig(predictor="forgetful_tree", importance=False, batch_size=10)

@@ -82,7 +82,7 @@ def find_pom() -> Path:
     (streamforest is installed editable from its repository).
     """
     env = os.environ.get(_POM_ENV)
-    repository = Path(__file__).resolve().parents[1]
+    repository = Path(__file__).resolve().parents[2]
     pom = Path(env).expanduser() if env else repository / "deploy" / "local-kafka" / "pom.xml"
     if not pom.is_file():
         raise BrokerError(
@@ -707,8 +707,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m worker.broker ACTION``: the broker subcommands without the rest of the CLI."""
-    parser = argparse.ArgumentParser(prog="python -m worker.broker")
+    """``python -m worker.dev.broker ACTION``: the broker subcommands without the rest of the CLI."""
+    parser = argparse.ArgumentParser(prog="python -m worker.dev.broker")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["broker", *(sys.argv[1:] if argv is None else argv)])
     return args.func(args)

@@ -132,7 +132,7 @@ def add_parser(subparsers) -> None:
 
 
 def _cmd_produce(args) -> int:
-    from .settings import ConfigError, load_settings
+    from ..settings import ConfigError, load_settings
 
     try:
         settings = load_settings()

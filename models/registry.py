@@ -1,0 +1,246 @@
+"""The one list of learner families: what each is, serves and reports.
+
+Every learner the worker can run is one :class:`LearnerSpec` in :data:`REGISTRY`, keyed by
+its name (the name users write in settings, the ``model`` of a prediction, the ``source``
+of an alert). Settings validation, the worker's pipeline factory, the numba warm-up and the
+learner contract suite all read this registry; nothing else names learners. Adding a family
+is one module plus one :func:`register` call at the bottom of this file.
+
+A spec declares
+
+* ``tasks``: the learning tasks it serves (:data:`CLASSIFICATION`, :data:`REGRESSION`);
+  detectors watch a per-row loss in ``[0, 1]`` and serve both;
+* ``roles``: :data:`PREDICTOR` (``learn_many``, ``predict_many``, and for classifiers
+  ``predict_proba_many`` and ``classes``), :data:`RANKER` (``learn_many``, ``importances()``),
+  :data:`SELECTOR` (``learn_many``, ``selected()``: the columns the predictor sees) and
+  :data:`DETECTOR` (``update_many`` over the loss sequence);
+* ``rankings``: which ``importances()`` keys it publishes, and under which ranking method;
+* ``events``: the kinds of :class:`~models.base.LearnerEvent` its ``events()`` reports
+  after a ``learn_many`` (none: ``events()`` is never asked);
+* ``warnings``: a detector that also flags warning zones
+  (``update_many(x, return_warnings=True)`` and ``warning_detected``);
+* ``defaults``: constructor arguments the worker uses beyond the class defaults;
+  ``role_params``: arguments a role requires (a ranker must track importances);
+* ``small_params``: small arguments for the contract suite and the warm-up.
+
+Examples
+--------
+>>> spec = get("online_random_forest")
+>>> sorted(spec.roles), dict(spec.rankings)
+(['predictor', 'ranker'], {'mda': 'orf_mda', 'mdg': 'orf_mdg'})
+>>> names(role=DETECTOR)
+['adwin', 'ddm']
+>>> check_params("forgetful_forest", {"n_treez": 3}, PREDICTOR)
+[('n_treez', 'unknown parameter of forgetful_forest; did you mean n_trees?')]
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .adwin import ADWIN
+from .ddm import DDM
+from .forgetful_forest import ForgetfulRandomForest
+from .forgetful_tree import ForgetfulDecisionTree
+from .online_forest import OnlineRandomForest
+
+CLASSIFICATION = "classification"
+REGRESSION = "regression"
+TASKS = (CLASSIFICATION, REGRESSION)
+
+PREDICTOR = "predictor"
+RANKER = "ranker"
+SELECTOR = "selector"
+DETECTOR = "detector"
+ROLES = (PREDICTOR, RANKER, SELECTOR, DETECTOR)
+
+
+def _frozen(mapping: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    """What the worker knows about one learner family (see the module doc)."""
+
+    name: str
+    cls: type
+    tasks: frozenset
+    roles: frozenset
+    summary: str
+    rankings: tuple = ()  # ((importances() key, ranking method), ...)
+    events: tuple = ()
+    warnings: bool = False
+    defaults: Mapping = field(default_factory=dict)
+    role_params: Mapping = field(default_factory=dict)  # role -> {param: required value}
+    small_params: Mapping = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        bad_tasks = set(self.tasks) - set(TASKS)
+        bad_roles = set(self.roles) - set(ROLES)
+        if bad_tasks or bad_roles or not self.tasks or not self.roles:
+            raise ValueError(f"learner {self.name!r}: tasks must be among {TASKS} and roles "
+                             f"among {ROLES} (got {sorted(self.tasks)}, {sorted(self.roles)})")
+        if self.rankings and RANKER not in self.roles:
+            raise ValueError(f"learner {self.name!r} publishes rankings but is no ranker")
+        for name in ("defaults", "small_params", "role_params"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+    @property
+    def parameters(self) -> dict[str, inspect.Parameter]:
+        """Constructor parameters by name (``self`` and ``*args`` excluded)."""
+        sig = inspect.signature(self.cls.__init__)
+        return {n: p for n, p in sig.parameters.items()
+                if n != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the learner takes a ``seed`` (given by the worker, never by settings)."""
+        return "seed" in self.parameters
+
+    def kwargs(self, params: Mapping | None, roles=(), seed: int | None = None) -> dict:
+        """Constructor arguments: worker defaults, then ``params``, then what ``roles`` need."""
+        out = {**self.defaults, **(params or {})}
+        for role in roles:
+            out.update(self.role_params.get(role, {}))
+        if self.seeded and seed is not None:
+            out["seed"] = int(seed)
+        return out
+
+    def build(self, params: Mapping | None = None, roles=(), seed: int | None = None):
+        """A new learner of this family."""
+        return self.cls(**self.kwargs(params, roles, seed))
+
+
+REGISTRY: dict[str, LearnerSpec] = {}
+
+
+def register(spec: LearnerSpec) -> LearnerSpec:
+    """Add a family (its name must be new)."""
+    if spec.name in REGISTRY:
+        raise ValueError(f"a learner named {spec.name!r} is registered already")
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove a family (tests that register a learner of their own clean up with it)."""
+    REGISTRY.pop(name, None)
+
+
+def get(name: str) -> LearnerSpec:
+    """The spec of ``name``; ``KeyError`` with the known names otherwise."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown learner {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+
+
+def names(role: str | None = None, task: str | None = None) -> list[str]:
+    """Registered names, sorted, optionally only those serving ``role`` and ``task``."""
+    return sorted(n for n, s in REGISTRY.items()
+                  if (role is None or role in s.roles) and (task is None or task in s.tasks))
+
+
+def by_kind(kind: str) -> LearnerSpec:
+    """The spec whose class has ``kind`` (the tag of a learner's ``to_state()``)."""
+    for spec in REGISTRY.values():
+        if getattr(spec.cls, "kind", None) == kind:
+            return spec
+    raise KeyError(f"no registered learner has state kind {kind!r}")
+
+
+def _type_problem(value: Any, default: Any) -> str | None:
+    """Why ``value`` cannot stand where the default is ``default`` (``None``: it can)."""
+    if default is inspect.Parameter.empty or default is None:
+        return None
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+        want = "true or false"
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        want = "an integer"
+    elif isinstance(default, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        want = "a number"
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+        want = "a string"
+    else:
+        return None
+    return None if ok else f"must be {want}, got {value!r}"
+
+
+def check_params(name: str, params: Mapping, role: str) -> list[tuple[str, str]]:
+    """Problems of ``params`` for learner ``name`` in ``role``: ``[(parameter, what to fix)]``.
+
+    Unknown names (with the closest known one), values of the wrong type, values that
+    contradict what the role needs, and values the learner's constructor refuses.
+    """
+    spec = get(name)
+    known = spec.parameters
+    problems = []
+    for key, value in params.items():
+        if key == "seed" and spec.seeded:
+            problems.append((key, "the seed comes from learners.seed and the stream id; "
+                                  "it cannot be set per learner"))
+        elif key not in known:
+            hint = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+            fix = f"did you mean {hint[0]}?" if hint else f"known: {', '.join(sorted(known))}"
+            problems.append((key, f"unknown parameter of {name}; {fix}"))
+        else:
+            why = _type_problem(value, known[key].default)
+            if why:
+                problems.append((key, why))
+    required = spec.role_params.get(role, {})
+    for key, value in required.items():
+        if key in params and params[key] != value:
+            problems.append((key, f"must be {value!r} when {name} is a {role}"))
+    if not problems:
+        try:
+            spec.build(params, (role,), seed=0)
+        except (TypeError, ValueError) as exc:
+            problems.append(("", f"{name} refuses these parameters: {exc}"))
+    return problems
+
+
+# --------------------------------------------------------------------------- the families
+
+register(LearnerSpec(
+    name="forgetful_forest", cls=ForgetfulRandomForest,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
+    summary="forgetful random forest (Yuan, Sun & Shasha 2023): predictions under drift",
+    events=("collapse",),
+    small_params={"n_trees": 4, "bagging": True, "dense_max_values": 4},
+))
+register(LearnerSpec(
+    name="forgetful_tree", cls=ForgetfulDecisionTree,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
+    summary="forgetful decision tree (Yuan, Sun & Shasha 2023)",
+    events=("collapse",),
+    small_params={"dense_max_values": 4},
+))
+register(LearnerSpec(
+    name="online_random_forest", cls=OnlineRandomForest,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR, RANKER}),
+    summary="Online Random Forest (Saffari 2009) with online MDA/MDG (Cassidy & Deviney 2014)",
+    rankings=(("mda", "orf_mda"), ("mdg", "orf_mdg")),
+    role_params={RANKER: {"track_importance": True}},
+    small_params={"n_trees": 4, "n_tests": 8, "min_samples": 5, "max_depth": 5,
+                  "gamma": 0.002, "track_importance": True, "importance_decay": 0.001},
+))
+register(LearnerSpec(
+    name="adwin", cls=ADWIN,
+    tasks=frozenset(TASKS), roles=frozenset({DETECTOR}),
+    summary="ADWIN (Bifet & Gavalda 2007) on the prequential loss",
+))
+register(LearnerSpec(
+    name="ddm", cls=DDM,
+    tasks=frozenset(TASKS), roles=frozenset({DETECTOR}), warnings=True,
+    summary="DDM (Gama et al. 2004) on the prequential loss, with warning zones",
+))
