@@ -1,7 +1,8 @@
 # streamforest developer entry points. Needs Python 3.11, a Java 17+ runtime and Maven (for the local broker).
 #
 #   make setup          .venv with the project (editable) and its test extra, broker jars in the cache
-#   make test           the whole test suite (integration tests start a local Kafka broker on free ports)
+#   make test           lint (ruff) and the whole test suite, docstring examples included (integration
+#                       tests start a local Kafka broker on free ports)
 #   make demo           the demo
 #   make broker-start   a local Kafka broker on BROKER_PORT (default 9092) in the background; make broker-stop
 #   make bench          the benchmark scripts tests/benchmarks/bench_*.py
@@ -39,6 +40,7 @@ $(FETCHED): deploy/local-kafka/pom.xml $(INSTALLED)
 	touch $@
 
 test: setup
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: setup

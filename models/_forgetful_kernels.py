@@ -44,8 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import njit
 from ._forgetful_split import ONE, best_split
+from ._jit import njit
 from ._retain import COLD_START_RATE, COLD_START_ROUND, adapt_retain
 from ._rng import randint
 from ._trees import find_leaf

@@ -328,11 +328,6 @@ class ForgetfulRandomForest(ForgetfulLearner):
                        **self.params}
         self._n_trees = int(n_trees)
 
-    @classmethod
-    def _contract_params(cls) -> dict:
-        """Small forest for the shared learner contract tests."""
-        return {"n_trees": 4, "bagging": True, "dense_max_values": 4}
-
     def _allocate(self, n_features: int, n_classes: int, rows: int) -> None:
         super()._allocate(n_features, n_classes, rows)
         self._arrays["forest_int"] = np.zeros(N_FOREST_INT, np.int64)

@@ -339,11 +339,6 @@ class ForgetfulDecisionTree(ForgetfulLearner):
 
     kind = "forgetful_tree"
 
-    @classmethod
-    def _contract_params(cls) -> dict:
-        """Small settings for the shared learner contract tests."""
-        return {"dense_max_values": 4}
-
     @property
     def collapsed(self) -> bool:
         """True when the last batch was at or below chance and all old rows were forgotten."""

@@ -149,12 +149,6 @@ class OnlineRandomForest(Learner):
         self._arrays: dict[str, np.ndarray] = {}
         self._classes = ClassIndex()
 
-    @classmethod
-    def _contract_params(cls) -> dict:
-        """Small forest for the shared learner contract tests."""
-        return {"n_trees": 4, "n_tests": 8, "min_samples": 5, "max_depth": 5, "gamma": 0.002,
-                "track_importance": True, "importance_decay": 0.001}
-
     # ------------------------------------------------------------------ properties
 
     @property

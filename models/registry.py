@@ -119,6 +119,12 @@ class LearnerSpec:
 
 REGISTRY: dict[str, LearnerSpec] = {}
 
+#: what a stream runs when no profile says otherwise (the defaults of ``learners.*``):
+#: predictor candidates by task, rankers and detectors
+DEFAULT_PREDICTORS = ("forgetful_forest",)
+DEFAULT_RANKERS = ("online_random_forest",)
+DEFAULT_DETECTORS = ("adwin",)
+
 
 def register(spec: LearnerSpec) -> LearnerSpec:
     """Add a family (its name must be new)."""
@@ -176,6 +182,12 @@ def _type_problem(value: Any, default: Any) -> str | None:
     return None if ok else f"must be {want}, got {value!r}"
 
 
+def _shown(value: Any) -> str:
+    """A value as users write it in settings (JSON: ``true``, not ``True``)."""
+    return {True: "true", False: "false", None: "null"}.get(value, repr(value)) \
+        if isinstance(value, bool | None) else repr(value)
+
+
 def check_params(name: str, params: Mapping, role: str) -> list[tuple[str, str]]:
     """Problems of ``params`` for learner ``name`` in ``role``: ``[(parameter, what to fix)]``.
 
@@ -200,7 +212,7 @@ def check_params(name: str, params: Mapping, role: str) -> list[tuple[str, str]]
     required = spec.role_params.get(role, {})
     for key, value in required.items():
         if key in params and params[key] != value:
-            problems.append((key, f"must be {value!r} when {name} is a {role}"))
+            problems.append((key, f"must be {_shown(value)} when {name} is a {role}"))
     if not problems:
         try:
             spec.build(params, (role,), seed=0)

@@ -2,7 +2,8 @@
 
 * :mod:`schemas.messages`: the versioned contracts (:class:`Instance`, :class:`FeatureArrival`,
   :class:`Prediction`, :class:`DriftAlert`, :class:`Ranking`).
-* :mod:`schemas.checkpoint`: :class:`Checkpoint`, a learner state tagged with its input offset.
+* :mod:`schemas.checkpoint`: :class:`StreamCheckpoint` (one stream's state and the input it
+  covers) and :class:`CheckpointManifest` (where a partition's latest checkpoint is).
 * :mod:`schemas.deadletter`: headers of dead-lettered records.
 * :mod:`schemas.codec`: msgpack/JSON encoding and validating decoding.
 * :mod:`schemas.errors`: :class:`DecodeError`, the one error of decoding.
@@ -10,7 +11,7 @@
 
 from __future__ import annotations
 
-from .checkpoint import Checkpoint, state_equal
+from .checkpoint import CheckpointManifest, StreamCheckpoint, state_equal
 from .codec import (
     CONTENT_TYPE,
     DEFAULT_MAX_BYTES,
@@ -62,7 +63,7 @@ __all__ = [
     "SOURCE_PARTITION",
     "SOURCE_TOPIC",
     "WORKER_VERSION",
-    "Checkpoint",
+    "CheckpointManifest",
     "Contract",
     "DecodeError",
     "DriftAlert",
@@ -70,6 +71,7 @@ __all__ = [
     "Instance",
     "Prediction",
     "Ranking",
+    "StreamCheckpoint",
     "deadletter_headers",
     "deadletter_record",
     "decode",

@@ -1,11 +1,17 @@
-"""Checkpoint envelope: a learner state, tagged with the input offset it covers.
+"""Checkpoint contracts: one stream's state, and the manifest of a partition's checkpoint.
 
-A :class:`Checkpoint` holds one state (``kind``, ``params``, named ``arrays``, plain
-``extra`` values) of one stream, and the position in the input it reflects: ``offset`` is the
-next input offset the state covers (last processed + 1), so recovery replays from exactly
-there. The same envelope stores a whole per-stream pipeline by nesting: ``extra`` may hold any
-structure :func:`~schemas.codec.encode_state` accepts, numpy arrays included, e.g.
-``{"learners": {"predictor": tree.to_state(), "detector": adwin.to_state()}}``.
+What the worker writes to the compacted checkpoints topic, and reads back on restore:
+
+* :class:`StreamCheckpoint`: the envelope of one stream's pipeline state: the consumer group,
+  the input topic(s) and partition, the stream, its learners by role with their parameters
+  (``config``), the input offsets the state covers (the next offset to process, per input
+  topic), and the state itself (plain values and numpy arrays). Large envelopes are cut into
+  chunks on the topic (:mod:`worker.checkpoint`).
+* :class:`CheckpointManifest`: the last record of a partition's checkpoint: the offsets it
+  covers and, for every stream, where the chunks of its latest envelope are.
+
+Restore checks that an envelope's group, topics, partition, stream and offsets are the ones
+the manifest it was found through names, so a record of another writer is never taken.
 
 Arrays travel as (dtype, shape, bytes) through the codec (:mod:`schemas.codec`), never pickled.
 """
@@ -15,15 +21,17 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .codec import ARRAY_KINDS, decode_state, encode_state
-from .messages import Contract, Count, Name, Timestamp
+from .messages import Contract, Count, Name, Timestamp, cross_field_error
 
-__all__ = ["Checkpoint", "decode_state", "encode_state", "state_equal"]
+__all__ = ["CheckpointManifest", "StreamCheckpoint", "decode_state", "encode_state",
+           "state_equal"]
 
 _SCALARS = (str, int, float, bool, bytes, type(None))
+Partition = Annotated[int, Field(ge=0, le=2**31 - 1)]
 
 
 def _check_plain(value: Any, where: str) -> None:
@@ -51,37 +59,55 @@ def _check_plain(value: Any, where: str) -> None:
         )
 
 
-class Checkpoint(Contract):
-    """The state of one stream's learner (or pipeline) at an input offset.
+class _Covering(Contract):
+    """Fields of every checkpoint record: who wrote it and which input it covers."""
+
+    group: Name
+    topics: Annotated[list[Name], Field(min_length=1)]
+    partition: Partition
+    offsets: dict[str, Count]
+    ts: Timestamp
+
+    @model_validator(mode="after")
+    def _offsets_per_topic(self):
+        if sorted(self.offsets) != sorted(self.topics):
+            raise cross_field_error("offsets", "must name exactly the input topics {topics}",
+                           topics=", ".join(self.topics))
+        return self
+
+
+class StreamCheckpoint(_Covering):
+    """One stream's pipeline state at input offsets (see the module doc).
 
     Parameters
     ----------
     v : int
         Schema version (1).
+    group : str
+        Consumer group of the worker that wrote it.
+    topics : list of str
+        Input topic(s) of the partition.
+    partition : int
+        Input partition (the checkpoint partition too).
     stream : str
         Stream id.
-    kind : str
-        Learner kind (``Learner.kind``), or a pipeline kind when ``extra`` nests several.
-    params : dict
-        Constructor keyword arguments (plain values).
-    topic, partition : str, int
-        Input topic partition the offset refers to.
-    offset : int
-        Next input offset the state covers (last processed + 1).
-    arrays : dict of str to numpy.ndarray
-        The learner's named state arrays.
-    extra : dict
-        Other plain values (class labels, feature names, nested states).
+    config : dict
+        The stream's learners by role and their parameters (its resolved profile).
+    offsets : dict of str to int
+        Per input topic, the next offset the state covers (last processed + 1).
+    state : dict
+        The pipeline's ``to_state()``: plain values and numpy arrays.
     ts : int
         Time of the checkpoint (ms).
 
     Examples
     --------
     >>> from schemas.codec import encode, decode
-    >>> cp = Checkpoint(stream="s1", kind="adwin", topic="sf.instances", partition=0,
-    ...                 offset=10, arrays={"n_seen": np.array([10])}, ts=0)
+    >>> cp = StreamCheckpoint(group="g", topics=["sf.instances"], partition=0, stream="s1",
+    ...                       config={"predictor": ["forgetful_tree"]},
+    ...                       offsets={"sf.instances": 10}, state={"n": np.array([10])}, ts=0)
     >>> value, headers = encode(cp)
-    >>> decode(value, Checkpoint, headers, max_bytes=len(value)).arrays["n_seen"]
+    >>> decode(value, StreamCheckpoint, headers, max_bytes=len(value)).state["n"]
     array([10])
     """
 
@@ -93,48 +119,14 @@ class Checkpoint(Contract):
     wire_arrays: ClassVar[bool] = True
 
     stream: Name
-    kind: Name
-    params: dict[str, Any] = Field(default_factory=dict)
-    topic: Name
-    partition: Annotated[int, Field(ge=0, le=2**31 - 1)]
-    offset: Count
-    arrays: dict[str, np.ndarray] = Field(default_factory=dict)
-    extra: dict[str, Any] = Field(default_factory=dict)
-    ts: Timestamp
+    config: dict[str, Any]
+    state: dict[str, Any]
 
-    @field_validator("arrays")
-    @classmethod
-    def _storable_arrays(cls, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        for name, arr in arrays.items():
-            _check_plain(arr, f"arrays[{name!r}]")
-        return arrays
-
-    @field_validator("params", "extra")
+    @field_validator("config", "state")
     @classmethod
     def _plain_values(cls, value: dict[str, Any], info) -> dict[str, Any]:
         _check_plain(value, info.field_name)
         return value
-
-    @classmethod
-    def from_learner_state(
-        cls, state: dict, *, stream: str, topic: str, partition: int, offset: int, ts: int
-    ) -> Checkpoint:
-        """Wrap ``Learner.to_state()`` output (``kind``, ``params``, ``extra``, ``arrays``)."""
-        return cls(
-            stream=stream,
-            kind=state["kind"],
-            params=state.get("params") or {},
-            arrays=state.get("arrays") or {},
-            extra=state.get("extra") or {},
-            topic=topic,
-            partition=partition,
-            offset=offset,
-            ts=ts,
-        )
-
-    def learner_state(self) -> dict:
-        """The state in the form ``Learner.from_state`` takes."""
-        return {"kind": self.kind, "params": self.params, "extra": self.extra, "arrays": self.arrays}
 
     def __eq__(self, other: object) -> bool:
         """Exact equality, arrays compared by dtype, shape and bytes (see :func:`state_equal`).
@@ -146,6 +138,26 @@ class Checkpoint(Contract):
         return state_equal(dict(self), dict(other))
 
     __hash__ = None  # mutable, like every pydantic model that is not frozen
+
+
+ChunkSpan = Annotated[list[Count], Field(min_length=3, max_length=3)]
+
+
+class CheckpointManifest(_Covering):
+    """Where the latest checkpoint of an input partition is (see the module doc).
+
+    ``streams`` maps each stream to ``[offset of its first chunk on the checkpoints topic,
+    number of chunks, size of the envelope in bytes]``.
+
+    Examples
+    --------
+    >>> m = CheckpointManifest(group="g", topics=["sf.instances"], partition=3,
+    ...                        offsets={"sf.instances": 500}, ts=0, streams={"s1": [40, 2, 900]})
+    >>> m.offsets["sf.instances"], m.streams["s1"][1]
+    (500, 2)
+    """
+
+    streams: dict[str, ChunkSpan] = Field(default_factory=dict)
 
 
 def state_equal(a: Any, b: Any) -> bool:

@@ -116,7 +116,7 @@ UNION_TAG_POSITION = {
 }
 
 
-def _invalid(
+def cross_field_error(
     where: str, message: str, code: str = "invalid_field", **ctx: Any
 ) -> PydanticCustomError:
     """An error on a field, raised from a model validator (which has no location itself).
@@ -222,22 +222,22 @@ class FeatureArrival(Contract):
     def _aligned(self) -> FeatureArrival:
         if type(self.values) is list:
             if self.ids is None:
-                raise _invalid(
+                raise cross_field_error(
                     "ids",
                     "required when 'values' is a list (the ids of the values)",
                     "missing_field",
                 )
             if len(self.ids) != len(self.values):
-                raise _invalid(
+                raise cross_field_error(
                     "ids",
                     "has {n_ids} ids but 'values' has {n_values} values",
                     n_ids=len(self.ids),
                     n_values=len(self.values),
                 )
         elif self.ids is not None:
-            raise _invalid("ids", "must be omitted when 'values' is a map (its keys are the ids)")
+            raise cross_field_error("ids", "must be omitted when 'values' is a map (its keys are the ids)")
         if self.ids is not None and len(set(map(repr, self.ids))) != len(self.ids):
-            raise _invalid("ids", "contains duplicate ids")
+            raise cross_field_error("ids", "contains duplicate ids")
         return self
 
 
@@ -283,9 +283,9 @@ class Prediction(Contract):
     def _aligned(self) -> Prediction:
         if self.proba is not None:
             if self.classes is None:
-                raise _invalid("classes", "required when 'proba' is given", "missing_field")
+                raise cross_field_error("classes", "required when 'proba' is given", "missing_field")
             if len(self.proba) != len(self.classes):
-                raise _invalid(
+                raise cross_field_error(
                     "proba",
                     "has {n_proba} values but 'classes' has {n_classes}",
                     n_proba=len(self.proba),
@@ -353,14 +353,14 @@ class Ranking(Contract):
     @model_validator(mode="after")
     def _aligned(self) -> Ranking:
         if len(self.scores) != len(self.features):
-            raise _invalid(
+            raise cross_field_error(
                 "scores",
                 "has {n_scores} values but 'features' has {n_features}",
                 n_scores=len(self.scores),
                 n_features=len(self.features),
             )
         if len(set(self.features)) != len(self.features):
-            raise _invalid("features", "contains duplicate names")
+            raise cross_field_error("features", "contains duplicate names")
         return self
 
 

@@ -60,7 +60,7 @@ def _docker_answers(timeout: float = 2.0) -> bool:
             return bool(client.ping())
         finally:
             client.close()
-    except Exception:  # noqa: BLE001 - any failure means "no usable daemon"
+    except Exception:
         return False
 
 
@@ -82,7 +82,13 @@ def _start_container() -> tuple[str, Callable[[], None]]:
 
 
 def _start_local(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Callable[[], None]]:
-    from worker.dev.broker import DEFAULT_JVM_OPTS, QUICK_JVM_OPTS, BrokerError, LocalBroker, free_port
+    from worker.dev.broker import (
+        DEFAULT_JVM_OPTS,
+        QUICK_JVM_OPTS,
+        BrokerError,
+        LocalBroker,
+        free_port,
+    )
 
     for attempt in range(3):
         port = free_port()
@@ -123,7 +129,7 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         began = time.monotonic()
         try:
             bootstrap, stop = start()
-        except Exception as exc:  # noqa: BLE001 - reported below with the source that failed
+        except Exception as exc:
             reasons.append(f"{name}: {type(exc).__name__}: {exc}")
             continue
         _broker_info.append(_BrokerInfo(name, bootstrap, time.monotonic() - began))
@@ -198,7 +204,7 @@ def make_topic(admin, request: pytest.FixtureRequest) -> Iterator[Callable[..., 
         for future in admin.delete_topics(created, operation_timeout=10).values():
             try:
                 future.result(timeout=TOPIC_TIMEOUT_S)
-            except Exception:  # noqa: BLE001 - cleanup only; the test's outcome is already decided
+            except Exception:
                 pass
 
 

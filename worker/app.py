@@ -35,6 +35,8 @@ import time
 import numpy as np
 from confluent_kafka import KafkaError, Message, TopicPartition
 
+from schemas.checkpoint import StreamCheckpoint
+
 from . import __version__
 from . import checkpoint as ckpt
 from .batch import BatchDecoder, OutputEncoder
@@ -48,8 +50,9 @@ from .kafka_io import (
 )
 from .logs import event
 from .metrics import MetricsServer, WorkerMetrics
-from .pipeline import Pipeline, PipelineConfig
+from .pipeline import Pipeline
 from .recovery import restore_partition
+from .settings import stream_profiles
 
 log = logging.getLogger("streamforest.worker")
 
@@ -86,7 +89,7 @@ class Faults:
 class PartitionTask:
     """What the worker holds for one assigned input partition."""
 
-    def __init__(self, topic: str, partition: int):
+    def __init__(self, group: str, topic: str, partition: int):
         self.topic = topic
         self.partition = partition
         self.ready = False
@@ -94,7 +97,7 @@ class PartitionTask:
         self.dirty: set[str] = set()
         self.position = 0  # next offset to process
         self.committed = 0  # offsets below it were committed (and are replayed silently)
-        self.manifest = ckpt.Manifest(topic, partition, 0)
+        self.manifest = ckpt.empty_manifest(group, topic, partition, 0)
         self.since_ckpt = 0
         self.last_ckpt = time.monotonic()
         self.restore_t0: float | None = None  # set while replaying after a restore
@@ -125,7 +128,7 @@ class Worker:
     def __init__(self, settings, faults: Faults | None = None):
         self.settings = settings
         self.topics = settings.topics
-        self.cfg = PipelineConfig.from_settings(settings.learners)
+        self.profiles = stream_profiles(settings)
         self.faults = faults or Faults()
         self.metrics = WorkerMetrics()
         self.tasks: dict[int, PartitionTask] = {}
@@ -134,6 +137,7 @@ class Worker:
         self.joined = False
         self.n_transactions = 0
         self.member = member_name(settings)
+        self.group = settings.kafka.group_id
         self.transactional_id = (settings.worker.transactional_id
                                  or f"{settings.kafka.group_id}-{self.member}")
         self.consumer = None
@@ -142,7 +146,7 @@ class Worker:
         self.server: MetricsServer | None = None
         self.writer: ckpt.CheckpointWriter | None = None
         self._last_lag = 0.0
-        self.decoder = BatchDecoder(self.cfg, settings.learners.max_streams, __version__,
+        self.decoder = BatchDecoder(self.profiles, settings.learners.max_streams, __version__,
                                     self._n_streams, self._streams_changed)
         self.encoder = OutputEncoder(self.topics, self.metrics, __version__)
         self._executor = None  # the commit thread (see _process_batch)
@@ -282,19 +286,19 @@ class Worker:
 
     def _on_assign(self, consumer, partitions) -> None:
         self.joined = True
-        self.metrics.rebalances.inc(event="assign")
+        self.metrics.rebalances.labels(event="assign").inc()
         consumer.incremental_assign(partitions)
         if partitions:
             consumer.pause(partitions)  # restored by the loop, outside this callback
         for tp in partitions:
-            self.tasks[tp.partition] = PartitionTask(tp.topic, tp.partition)
+            self.tasks[tp.partition] = PartitionTask(self.group, tp.topic, tp.partition)
             self.to_restore.add(tp.partition)
         self.metrics.assigned.set(len(self.tasks))
         event(log, logging.INFO, "partitions assigned",
               partitions=[tp.partition for tp in partitions])
 
     def _on_revoke(self, consumer, partitions) -> None:
-        self.metrics.rebalances.inc(event="revoke")
+        self.metrics.rebalances.labels(event="revoke").inc()
         parts = [tp.partition for tp in partitions if tp.partition in self.tasks]
         # the last batch is committed (once the commit in flight ends); a final checkpoint
         # saves the new owner a replay
@@ -307,7 +311,7 @@ class Worker:
         event(log, logging.INFO, "partitions revoked", partitions=parts)
 
     def _on_lost(self, consumer, partitions) -> None:
-        self.metrics.rebalances.inc(event="lost")
+        self.metrics.rebalances.labels(event="lost").inc()
         parts = [tp.partition for tp in partitions]
         if self.producer is not None:
             self.settle()  # the commit in flight ends (or fails and rewinds) first
@@ -320,8 +324,7 @@ class Worker:
             task = self.tasks.pop(p, None)
             self.to_restore.discard(p)
             if task is not None:
-                self.metrics.lag.remove(partition=p)
-                self.metrics.ckpt_age.remove(partition=p)
+                self.metrics.forget_partition(p)
         self.metrics.assigned.set(len(self.tasks))
         self.metrics.streams.set(self._n_streams())
 
@@ -340,7 +343,7 @@ class Worker:
                 self.to_restore.discard(p)
                 continue
             try:
-                r = restore_partition(self.consumer, self.reader, task.topic, p,
+                r = restore_partition(self.consumer, self.reader, self.group, task.topic, p,
                                       self.topics.checkpoints)
             except Exception as exc:  # noqa: BLE001 (stay paused; retried next turn)
                 event(log, logging.ERROR, "restore failed, will retry", partition=p,
@@ -351,7 +354,7 @@ class Worker:
             task.dirty.clear()
             task.position = r.start
             task.committed = r.committed
-            task.manifest = r.manifest or ckpt.Manifest(task.topic, p, r.start)
+            task.manifest = r.manifest or ckpt.empty_manifest(self.group, task.topic, p, r.start)
             task.since_ckpt = 0
             task.last_ckpt = time.monotonic()
             task.restore_t0 = time.monotonic() - r.seconds
@@ -363,7 +366,7 @@ class Worker:
             self.to_restore.discard(p)
             self.metrics.restore_seconds.observe(r.seconds)
             event(log, logging.INFO, "partition restored", partition=p, streams=len(r.pipelines),
-                  checkpoint_offset=r.manifest.offset if r.manifest else None,
+                  checkpoint_offset=r.manifest.offsets[task.topic] if r.manifest else None,
                   committed=r.committed, start=r.start, bytes=r.n_bytes,
                   seconds=round(r.seconds, 3))
         self.metrics.streams.set(self._n_streams())
@@ -431,7 +434,7 @@ class Worker:
         producer.produce_many(outputs)
         for key, value, headers, reason in dead:
             producer.produce(topics.deadletter, value, key, headers=headers)
-            self.metrics.deadletters.inc(reason=reason)
+            self.metrics.deadletters.labels(reason=reason).inc()
         self._due_checkpoints(list(per_part))
         n = self.n_transactions + 1
         if self.faults.get("crash_before_commit") == n:
@@ -543,20 +546,23 @@ class Worker:
     def _checkpoint(self, task: PartitionTask) -> None:
         """Write the changed streams of a partition (transaction open)."""
         t0 = time.perf_counter()
+        ts = int(time.time() * 1000)
+        offsets = {task.topic: task.position}
         blobs = {
-            s: ckpt.encode_blob(s, task.topic, task.partition, task.position,
-                                task.pipelines[s].to_state())
+            s: ckpt.encode_blob(StreamCheckpoint(
+                group=self.group, topics=[task.topic], partition=task.partition, stream=s,
+                config=task.pipelines[s].cfg.as_dict(), offsets=offsets,
+                state=task.pipelines[s].to_state(), ts=ts))
             for s in sorted(task.dirty) if s in task.pipelines
         }
-        base = ckpt.Manifest(task.topic, task.partition, task.position,
-                             int(time.time() * 1000), task.manifest.streams)
+        base = task.manifest.model_copy(update={"offsets": offsets, "ts": ts})
         manifest, n_bytes = self.writer.write(base, blobs)
         task.manifest = manifest
         task.dirty.clear()
         task.since_ckpt = 0
         task.last_ckpt = time.monotonic()
         self.metrics.ckpt_seconds.observe(time.perf_counter() - t0)
-        self.metrics.ckpt_bytes.set(n_bytes, partition=task.partition)
+        self.metrics.ckpt_bytes.labels(partition=task.partition).set(n_bytes)
         event(log, logging.DEBUG, "checkpoint written", partition=task.partition,
               offset=task.position, streams=len(blobs), bytes=n_bytes)
 
@@ -582,7 +588,7 @@ class Worker:
         if due:
             self._checkpoint_txn(due, False)
         for p, t in self.tasks.items():
-            self.metrics.ckpt_age.set(now - t.last_ckpt, partition=p)
+            self.metrics.ckpt_age.labels(partition=p).set(now - t.last_ckpt)
 
     def _update_lag(self) -> None:
         for p, task in self.tasks.items():
@@ -594,7 +600,7 @@ class Worker:
             except Exception:  # noqa: BLE001 (no fetch response yet)
                 continue
             if high is not None and high >= 0:
-                self.metrics.lag.set(max(0, high - task.position), partition=p)
+                self.metrics.lag.labels(partition=p).set(max(0, high - task.position))
 
 
 def run(settings, faults: Faults | None = None) -> int:
@@ -615,12 +621,8 @@ def add_parser(subparsers) -> None:
 
 def _cmd_run(args) -> int:
     from .logs import setup
-    from .settings import ConfigError, load_settings
+    from .settings import settings_or_exit
 
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(str(exc))
-        return 2
+    settings = settings_or_exit()
     setup(settings.worker.log_level)
     return run(settings, Faults(args.test_fault))

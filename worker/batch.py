@@ -24,7 +24,7 @@ from schemas.codec import decode_instance, instance_features
 from schemas.deadletter import deadletter_headers, deadletter_record
 from schemas.errors import DecodeError
 
-from .pipeline import Pipeline, PipelineConfig, PipelineError
+from .pipeline import Pipeline, PipelineError, Profiles
 from .wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
 
 # unbound accessors, for map() over a consumed batch
@@ -82,8 +82,8 @@ class BatchDecoder:
 
     Parameters
     ----------
-    cfg : PipelineConfig
-        What a new stream's pipeline is made of.
+    profiles : worker.pipeline.Profiles
+        What a new stream's pipeline is made of (its profile).
     max_streams : int
         Streams this worker may hold; a new stream beyond it is dead-lettered.
     version : str
@@ -94,9 +94,9 @@ class BatchDecoder:
         Called after a pipeline was created (metrics).
     """
 
-    def __init__(self, cfg: PipelineConfig, max_streams: int, version: str,
+    def __init__(self, profiles: Profiles, max_streams: int, version: str,
                  count_streams: Callable[[], int], on_new_stream: Callable[[], None]):
-        self.cfg = cfg
+        self.profiles = profiles
         self.max_streams = max_streams
         self.version = version
         self.count_streams = count_streams
@@ -128,8 +128,9 @@ class BatchDecoder:
 
     def _key_codes(self, pipelines: dict, mkeys: list):
         """Per message, the code of its key; per code, the known stream and its width
-        (-1: an unknown stream, decoded the long way)."""
-        uniq = set(mkeys)
+        (-1: decoded the long way: an unknown stream, or one that is not a classification
+        stream yet, whose labels the bulk kernel does not check)."""
+        uniq = dict.fromkeys(mkeys)  # first-seen order: outputs never depend on hash seeds
         if len(uniq) == 1:
             codes_of = {mkeys[0]: 0}
             codes = np.zeros(len(mkeys), dtype=np.int64)
@@ -142,7 +143,7 @@ class BatchDecoder:
         for k, c in codes_of.items():
             stream = self.keys.get(k)
             pl = pipelines.get(stream) if stream is not None else None
-            if pl is not None:
+            if pl is not None and _bulk_ready(pl):
                 width[c], names[c] = pl.n_features, stream
         return codes, names, width
 
@@ -179,7 +180,7 @@ class BatchDecoder:
         if fast is None or fast[0] != stream:
             return None
         pl = pipelines.get(stream)
-        if pl is None or len(fast[3]) != pl.n_features:
+        if pl is None or len(fast[3]) != pl.n_features or not _bulk_ready(pl):
             return None
         return stream, fast[3], fast[4], fast[1], fast[2]
 
@@ -222,18 +223,21 @@ class BatchDecoder:
         elif inst.stream != stream:
             raise PipelineError("key_mismatch", f"message key {stream!r} differs from "
                                 f"the instance's stream {inst.stream!r}")
-        if isinstance(inst.y, list):
-            raise PipelineError("invalid_target", "the stream's task is classification:"
-                                " y must be a class label, not a list of targets")
         return stream, pl, inst
 
     def _row(self, pipelines, stream, pl, inst) -> list:
-        """The instance's feature row; a new stream's first row creates its pipeline."""
+        """The instance's feature row; a new stream's first row creates its pipeline.
+
+        The label is checked by the stream's task (the first label fixes it when the
+        stream's profile does not).
+        """
         if pl is not None:
             row = instance_features(inst, pl.feature_names)
             if len(row) != pl.n_features:
                 raise DecodeError("feature_count", f"expected {pl.n_features} features,"
                                   f" got {len(row)}", "x")
+            if inst.y is not None:
+                pl.check_label(inst.y)
             return row
         names = list(inst.x) if isinstance(inst.x, dict) else None
         row = instance_features(inst, names)
@@ -241,7 +245,10 @@ class BatchDecoder:
             raise PipelineError(
                 "stream_cap", f"this worker already holds {self.max_streams} streams "
                 f"(learners.max_streams); stream {stream!r} is refused")
-        pipelines[stream] = Pipeline(stream, self.cfg, len(row), names)
+        pl = Pipeline(stream, self.profiles.for_stream(stream), len(row), names)
+        if inst.y is not None:
+            pl.check_label(inst.y)  # a stream whose first label is refused is not created
+        pipelines[stream] = pl
         self.on_new_stream()
         return row
 
@@ -251,6 +258,11 @@ class BatchDecoder:
                                                 task.topic, task.partition, m.offset(),
                                                 self.version)
         dead.append((key, value, headers, code))
+
+
+def _bulk_ready(pl: Pipeline) -> bool:
+    """The bulk kernels take integer labels unchecked: only for classification streams."""
+    return pl.task is not None and pl.task.name == "classification"
 
 
 def _rows_of(streams: dict, stream: str) -> StreamRows:
@@ -325,7 +337,7 @@ class OutputEncoder:
             values = encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba, offs[a:z],
                                         ts[a:z])
             outputs.append((ptopic, key, values))
-        self.metrics.outputs.inc(len(sr) - lo, kind="prediction")
+        self.metrics.outputs.labels(kind="prediction").inc(len(sr) - lo)
 
     def _alerts(self, stream, key, res, ts, lo, outputs) -> None:
         for a in res.alerts:
@@ -334,9 +346,9 @@ class OutputEncoder:
                 "position": a.position, "feature": a.feature, "detail": a.detail,
                 "ts": int(ts[lo + a.row]),
             })]))
-            self.metrics.drift_alerts.inc(source=a.source, level=a.level)
+            self.metrics.drift_alerts.labels(source=a.source, level=a.level).inc()
         if res.alerts:
-            self.metrics.outputs.inc(len(res.alerts), kind="drift")
+            self.metrics.outputs.labels(kind="drift").inc(len(res.alerts))
 
     def _rankings(self, stream, key, res, ts, lo, outputs) -> None:
         for rk in res.rankings:
@@ -345,4 +357,4 @@ class OutputEncoder:
                 "scores": rk.scores, "n_seen": rk.n_seen, "ts": int(ts[lo + rk.row]),
             })]))
         if res.rankings:
-            self.metrics.outputs.inc(len(res.rankings), kind="ranking")
+            self.metrics.outputs.labels(kind="ranking").inc(len(res.rankings))

@@ -1,18 +1,20 @@
 """Chunked, per-partition checkpoints on the compacted checkpoints topic, and their reading.
 
-Layout (checkpoint partition = input partition, so one owner writes each partition):
+The records are the contracts of :mod:`schemas.checkpoint`. Layout (checkpoint partition =
+input partition, so one owner writes each partition); keys carry the consumer group and the
+input topic, so deployments sharing a checkpoints topic never overwrite each other:
 
-* ``s\\x00<stream>\\x00<i>`` -> chunk ``i`` of the stream's state blob (msgpack of the pipeline's
-  ``to_state()`` in an envelope naming the input offset it covers). A blob larger than
+* ``s\\x00<group>\\x00<input topic>\\x00<stream>\\x00<i>`` -> chunk ``i`` of the stream's
+  :class:`~schemas.checkpoint.StreamCheckpoint` (msgpack). An envelope larger than
   ``checkpoint.max_message_bytes`` is cut into chunks, so states of any size fit topics with
   the broker's default message size.
-* ``m\\x00<input topic>\\x00<partition>`` -> the partition's *manifest*: the input offset the
-  checkpoint covers (next offset to process) and, for every stream of the partition, where
-  its latest chunks are (checkpoint-topic offset of chunk 0, chunk count, blob size). The
-  manifest is the last record of every checkpoint, written after its chunks were delivered,
-  in the same transaction as the outputs and the input offsets (Kafka Streams' and
+* ``m\\x00<group>\\x00<input topic>\\x00<partition>`` -> the partition's
+  :class:`~schemas.checkpoint.CheckpointManifest`: the input offsets the checkpoint covers
+  (next offset to process) and, for every stream of the partition, where its latest chunks
+  are. The manifest is the last record of every checkpoint, written after its chunks were
+  delivered, in the same transaction as the outputs and the input offsets (Kafka Streams' and
   quix-streams' rule: the checkpoint is the atomic unit; every snapshot is tagged with the
-  offset it covers).
+  offsets it covers).
 
 A checkpoint is incremental: only streams that changed since the last one are written; the
 manifest keeps pointing at the older chunks of the others, which compaction keeps because
@@ -20,7 +22,8 @@ they are still the latest record of their key.
 
 Reading: the latest committed manifest is found by reading the partition's tail backwards
 in growing windows with a ``read_committed`` consumer (aborted checkpoints are invisible),
-then each stream's chunks are read at the offsets the manifest names.
+then each stream's chunks are read at the offsets the manifest names, and each envelope is
+checked to be the one the manifest means (group, input topic, partition, stream, offsets).
 """
 
 from __future__ import annotations
@@ -28,70 +31,49 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, TopicPartition
 
-MANIFEST_VERSION = 1
+from schemas.checkpoint import CheckpointManifest, StreamCheckpoint
+from schemas.codec import decode, encode
+
 _CHUNK_SLACK = 4096  # room for key, headers and record overhead under the size limit
 
-
-def chunk_key(stream: str, i: int) -> bytes:
-    return b"s\x00" + stream.encode() + b"\x00" + str(i).encode()
+Manifest = CheckpointManifest
 
 
-def manifest_key(input_topic: str, partition: int) -> bytes:
-    return b"m\x00" + input_topic.encode() + b"\x00" + str(partition).encode()
+def _sep(*parts) -> bytes:
+    return b"\x00".join(p if isinstance(p, bytes) else str(p).encode() for p in parts)
 
 
-def _codec():
-    from schemas import codec
-
-    return codec
+def chunk_key(group: str, topic: str, stream: str, i: int) -> bytes:
+    return _sep(b"s", group, topic, stream, i)
 
 
-def encode_blob(stream: str, topic: str, partition: int, offset: int, state: dict) -> bytes:
-    """Envelope of one stream's state: where it comes from and the input offset it covers."""
-    return _codec().encode_state({
-        "v": MANIFEST_VERSION, "stream": stream, "topic": topic, "partition": partition,
-        "offset": int(offset), "state": state,
-    })
+def manifest_key(group: str, topic: str, partition: int) -> bytes:
+    return _sep(b"m", group, topic, partition)
 
 
-def decode_blob(blob: bytes) -> dict:
-    return _codec().decode_state(blob)
+def empty_manifest(group: str, topic: str, partition: int, offset: int) -> CheckpointManifest:
+    """The manifest of a partition nothing was checkpointed for yet."""
+    return CheckpointManifest(group=group, topics=[topic], partition=partition,
+                              offsets={topic: offset}, ts=0)
+
+
+def encode_blob(envelope: StreamCheckpoint) -> bytes:
+    """msgpack of one stream's envelope (cut into chunks by the writer)."""
+    return encode(envelope)[0]
+
+
+def decode_blob(blob: bytes) -> StreamCheckpoint:
+    """The envelope of reassembled chunks (validated: a :class:`~schemas.DecodeError` if not)."""
+    return decode(blob, StreamCheckpoint, max_bytes=max(len(blob), 1))
 
 
 def split(blob: bytes, chunk_bytes: int) -> list[bytes]:
     """Cut a blob into chunks of at most ``chunk_bytes`` (at least one chunk)."""
     size = max(1, chunk_bytes)
     return [blob[i:i + size] for i in range(0, max(len(blob), 1), size)] or [b""]
-
-
-@dataclass
-class Manifest:
-    """Where the latest checkpoint of an input partition is."""
-
-    topic: str
-    partition: int
-    offset: int  # next input offset the checkpoint covers
-    ts: int = 0
-    streams: dict = field(default_factory=dict)  # stream -> [first offset, n chunks, n bytes]
-
-    def encode(self) -> bytes:
-        return _codec().encode_state({
-            "v": MANIFEST_VERSION, "topic": self.topic, "partition": self.partition,
-            "offset": self.offset, "ts": self.ts,
-            "streams": {s: list(e) for s, e in self.streams.items()},
-        })
-
-    @classmethod
-    def decode(cls, value: bytes) -> Manifest:
-        d = _codec().decode_state(value)
-        if d.get("v") != MANIFEST_VERSION:
-            raise ValueError(f"checkpoint manifest version {d.get('v')!r} is not supported")
-        return cls(d["topic"], int(d["partition"]), int(d["offset"]), int(d.get("ts", 0)),
-                   {s: [int(v) for v in e] for s, e in d["streams"].items()})
 
 
 class CheckpointWriter:
@@ -118,31 +100,36 @@ class CheckpointWriter:
         self.crash_after_chunks = crash_after_chunks
         self.n_chunks_written = 0
 
-    def write(self, manifest: Manifest, blobs: dict[str, bytes]) -> tuple[Manifest, int]:
+    def write(self, manifest: CheckpointManifest,
+              blobs: dict[str, bytes]) -> tuple[CheckpointManifest, int]:
         """Produce the blobs of changed streams, then the updated manifest.
 
-        Returns the new manifest and the number of bytes written. Chunks are flushed before
-        the manifest is produced, because the manifest names their offsets.
+        ``manifest`` carries the new offsets and the previous checkpoint's streams; returns
+        the new manifest and the number of bytes written. Chunks are flushed before the
+        manifest is produced, because the manifest names their offsets.
         """
         p = manifest.partition
+        group, topic = manifest.group, manifest.topics[0]
         firsts: dict[str, int] = {}
         errors: list = []
         written = 0
+        first_keys = {chunk_key(group, topic, s, 0): s for s in blobs}
 
         def on_delivery(err, msg, _firsts=firsts, _errors=errors):
             if err is not None:
                 _errors.append(err)
-            elif msg.key().endswith(b"\x000"):
-                s = msg.key()[2:-2].decode()
-                _firsts[s] = msg.offset()
+            else:
+                stream = first_keys.get(msg.key())
+                if stream is not None:
+                    _firsts[stream] = msg.offset()
 
         sizes: dict[str, tuple[int, int]] = {}
         for stream, blob in blobs.items():
             chunks = split(blob, self.chunk_bytes)
             sizes[stream] = (len(chunks), len(blob))
             for i, chunk in enumerate(chunks):
-                self.producer.produce(self.topic, chunk, chunk_key(stream, i), partition=p,
-                                      on_delivery=on_delivery)
+                self.producer.produce(self.topic, chunk, chunk_key(group, topic, stream, i),
+                                      partition=p, on_delivery=on_delivery)
                 written += len(chunk)
                 self.n_chunks_written += 1
                 self._maybe_crash()
@@ -152,11 +139,12 @@ class CheckpointWriter:
             from .kafka_io import AbortableError
 
             raise AbortableError(f"checkpoint chunk not delivered: {errors[0]}")
-        new = Manifest(manifest.topic, p, manifest.offset, manifest.ts, dict(manifest.streams))
+        streams = dict(manifest.streams)
         for stream, (n, size) in sizes.items():
-            new.streams[stream] = [firsts[stream], n, size]
-        value = new.encode()
-        self.producer.produce(self.topic, value, manifest_key(new.topic, p), partition=p)
+            streams[stream] = [firsts[stream], n, size]
+        new = manifest.model_copy(update={"streams": streams})
+        value = encode(new)[0]
+        self.producer.produce(self.topic, value, manifest_key(group, topic, p), partition=p)
         return new, written + len(value)
 
     def _maybe_crash(self) -> None:
@@ -204,9 +192,30 @@ def _read_range(reader, topic: str, partition: int, start: int, stop: int | None
         reader.unassign()
 
 
-def read_latest(reader, topic: str, partition: int, input_topic: str,
-                timeout_s: float = 60.0) -> tuple[Manifest | None, dict[str, bytes]]:
-    """Latest committed manifest of an input partition and the blobs it names.
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used: incomplete, corrupt, or not the one its manifest means."""
+
+
+def _verify(env: StreamCheckpoint, manifest: CheckpointManifest, stream: str) -> None:
+    """The envelope is the one ``manifest`` names for ``stream`` (another writer's is not)."""
+    wrong = [name for name, ok in (
+        ("group", env.group == manifest.group),
+        ("topics", env.topics == manifest.topics),
+        ("partition", env.partition == manifest.partition),
+        ("stream", env.stream == stream),
+        ("offsets", all(env.offsets[t] <= manifest.offsets[t] for t in manifest.topics)),
+    ) if not ok]
+    if wrong:
+        raise CheckpointError(
+            f"checkpoint of stream {stream!r} does not belong to the manifest of group "
+            f"{manifest.group!r}, {manifest.topics}[{manifest.partition}]: "
+            f"{', '.join(wrong)} differ")
+
+
+def read_latest(reader, topic: str, partition: int, group: str, input_topic: str,
+                timeout_s: float = 60.0
+                ) -> tuple[CheckpointManifest | None, dict[str, StreamCheckpoint], int]:
+    """Latest committed manifest of an input partition, the envelopes it names, their bytes.
 
     Parameters
     ----------
@@ -216,14 +225,20 @@ def read_latest(reader, topic: str, partition: int, input_topic: str,
         Checkpoints topic.
     partition : int
         Input partition (= checkpoint partition).
-    input_topic : str
-        Input topic, part of the manifest key.
+    group, input_topic : str
+        Consumer group and input topic: part of the keys.
+
+    Raises
+    ------
+    CheckpointError
+        When a stream's chunks are missing or corrupt, or an envelope is not the one the
+        manifest names.
     """
-    mkey = manifest_key(input_topic, partition)
+    mkey = manifest_key(group, input_topic, partition)
     low, high = reader.get_watermark_offsets(TopicPartition(topic, partition),
                                              timeout=timeout_s)
     if high <= low:
-        return None, {}
+        return None, {}, 0
     window = 64
     stop = None
     start = high
@@ -237,9 +252,17 @@ def read_latest(reader, topic: str, partition: int, input_topic: str,
         stop = start
         window *= 8
     if found is None:
-        return None, {}
-    manifest = Manifest.decode(found.value())
-    blobs: dict[str, bytes] = {}
+        return None, {}, 0
+    try:
+        manifest = decode(found.value(), CheckpointManifest, max_bytes=len(found.value()))
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint manifest of {input_topic}[{partition}] cannot be "
+                              f"read: {exc}") from None
+    if (manifest.group, manifest.topics, manifest.partition) != (group, [input_topic],
+                                                                   partition):
+        raise CheckpointError(f"the manifest under {mkey!r} names another partition")
+    envelopes: dict[str, StreamCheckpoint] = {}
+    n_bytes = 0
     # streams sorted by where their chunks are; consecutive ones are read in one pass
     entries = sorted(manifest.streams.items(), key=lambda kv: kv[1][0])
     k = 0
@@ -251,9 +274,10 @@ def read_latest(reader, topic: str, partition: int, input_topic: str,
         while j + 1 < len(entries) and entries[j + 1][1][0] <= last + 16:
             j += 1
             last = max(last, entries[j][1][0] + entries[j][1][1])
-        wanted = {chunk_key(s, i): (s, i) for s, e in entries[k:j + 1] for i in range(e[1])}
+        wanted = {chunk_key(group, input_topic, s, i): (s, i)
+                  for s, e in entries[k:j + 1] for i in range(e[1])}
         msgs = _read_range(reader, topic, partition, first, last, timeout_s,
-                           want=lambda key: key in wanted)
+                           want=wanted.__contains__)
         parts: dict[str, dict[int, bytes]] = {}
         for m in msgs:
             s, i = wanted[m.key()]
@@ -262,17 +286,24 @@ def read_latest(reader, topic: str, partition: int, input_topic: str,
         for s, e in entries[k:j + 1]:
             got = parts.get(s, {})
             if len(got) != e[1]:
-                raise RuntimeError(
+                raise CheckpointError(
                     f"checkpoint of stream {s!r} on {topic}[{partition}] is incomplete: "
                     f"{len(got)} of {e[1]} chunks found from offset {e[0]}")
             blob = b"".join(got[i] for i in range(e[1]))
             if len(blob) != e[2]:
-                raise RuntimeError(f"checkpoint of stream {s!r} has {len(blob)} bytes, "
-                                   f"expected {e[2]}")
-            blobs[s] = blob
+                raise CheckpointError(f"checkpoint of stream {s!r} has {len(blob)} bytes, "
+                                      f"expected {e[2]}")
+            try:
+                env = decode_blob(blob)
+            except ValueError as exc:
+                raise CheckpointError(f"checkpoint of stream {s!r} cannot be read: "
+                                      f"{exc}") from None
+            _verify(env, manifest, s)
+            envelopes[s] = env
+            n_bytes += len(blob)
         k = j + 1
-    return manifest, blobs
+    return manifest, envelopes, n_bytes
 
 
-__all__ = ["CheckpointWriter", "Manifest", "read_latest", "encode_blob", "decode_blob",
-           "split", "chunk_key", "manifest_key"]
+__all__ = ["CheckpointError", "CheckpointWriter", "Manifest", "chunk_key", "decode_blob",
+           "empty_manifest", "encode_blob", "manifest_key", "read_latest", "split"]

@@ -16,7 +16,9 @@ import sys
 from . import __version__
 
 # subcommand modules, in the order they appear in --help
-_COMMAND_MODULES = ("worker.settings", "worker.topics", "worker.app", "worker.warmup")
+_COMMAND_MODULES = (
+    "worker.settings", "worker.catalog", "worker.topics", "worker.app", "worker.warmup",
+)
 # development tools (the local broker, producers, the demo): registered when the package
 # ships them; the worker image leaves worker.dev out
 _DEV_COMMAND_MODULES = ("worker.dev.broker", "worker.dev.produce", "worker.dev.demo")

@@ -50,30 +50,26 @@ def committed_offset(consumer, topic: str, partition: int, timeout_s: float) -> 
     return tp.offset if tp.offset >= 0 else None
 
 
-def restore_partition(consumer, reader, topic: str, partition: int, ckpt_topic: str,
-                      timeout_s: float = 60.0) -> Restored:
+def restore_partition(consumer, reader, group: str, topic: str, partition: int,
+                      ckpt_topic: str, timeout_s: float = 60.0) -> Restored:
     """Read the partition's checkpoint and decide the replay range (see module doc)."""
     t0 = time.monotonic()
     committed = committed_offset(consumer, topic, partition, timeout_s)
     low, _high = reader.get_watermark_offsets(TopicPartition(topic, partition),
                                               timeout=timeout_s)
-    manifest, blobs = ckpt.read_latest(reader, ckpt_topic, partition, topic, timeout_s)
-    if manifest is not None and committed is not None and manifest.offset > committed:
+    manifest, envelopes, n_bytes = ckpt.read_latest(reader, ckpt_topic, partition, group, topic,
+                                                    timeout_s)
+    covered = manifest.offsets[topic] if manifest is not None else None
+    if manifest is not None and committed is not None and covered > committed:
         event(log, logging.WARNING, "checkpoint ahead of committed offset: not used",
-              topic=topic, partition=partition, checkpoint=manifest.offset,
-              committed=committed)
-        manifest, blobs = None, {}
+              topic=topic, partition=partition, checkpoint=covered, committed=committed)
+        manifest, envelopes, n_bytes = None, {}, 0
     if manifest is not None and committed is None:
         event(log, logging.WARNING, "checkpoint without committed offset: resuming from it",
-              topic=topic, partition=partition, checkpoint=manifest.offset)
-    pipelines = {}
-    n_bytes = 0
-    for stream, blob in blobs.items():
-        env = ckpt.decode_blob(blob)
-        pipelines[stream] = Pipeline.from_state(env["state"])
-        n_bytes += len(blob)
+              topic=topic, partition=partition, checkpoint=covered)
+    pipelines = {s: Pipeline.from_state(env.state) for s, env in envelopes.items()}
     if manifest is not None:
-        start = manifest.offset
+        start = covered
     else:
         start = low
         if committed is not None and low > 0:

@@ -2,7 +2,7 @@
 
 Every field maps to an environment variable ``STREAMFOREST_<SECTION>__<FIELD>`` (case does
 not matter), e.g. ``STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS=broker:9092`` or
-``STREAMFOREST_LEARNERS__N_TREES=10``. Maps take JSON (``STREAMFOREST_KAFKA__EXTRA=
+``STREAMFOREST_LEARNERS__BATCH_SIZE=50``. Maps take JSON (``STREAMFOREST_KAFKA__EXTRA=
 '{"fetch.wait.max.ms":"50"}'``), and ``kafka.extra`` also takes one key per variable
 (``STREAMFOREST_KAFKA__EXTRA__FETCH.WAIT.MAX.MS=50``). A whole section can be given as one
 JSON object (``STREAMFOREST_TOPICS='{"partitions": 8}'``).
@@ -40,7 +40,19 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict, SettingsError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+from models import registry
+from schemas.messages import MAX_NAME_LENGTH
+
+from .pipeline.config import PipelineConfig, check_config
+from .pipeline.profiles import Profiles, pattern_problems
 
 ENV_PREFIX = "STREAMFOREST_"
 NESTED_DELIMITER = "__"
@@ -227,27 +239,78 @@ class TopicSettings(Section):
         return self
 
 
-class LearnerSettings(Section):
-    """What each stream learns (``STREAMFOREST_LEARNERS__*``).
+def _names(value: Any) -> Any:
+    """Learner names: a JSON list, or names separated by commas (``none`` or empty: none)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                return json.loads(text)
+            except ValueError as exc:
+                raise ValueError(f"is not a valid JSON list ({exc})") from None
+        if text.lower() in ("", "none"):
+            return []
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
 
-    ``params`` passes extra keyword arguments per learner kind, as JSON:
-    ``STREAMFOREST_LEARNERS__PARAMS='{"online_random_forest": {"n_tests": 5}}'``.
+
+Names = Annotated[list[str], NoDecode, BeforeValidator(_names)]
+
+
+def _optional_name(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in ("", "none"):
+        return None
+    return value
+
+
+class LearnerSettings(Section):
+    """What each stream learns: the default profile (``STREAMFOREST_LEARNERS__*``).
+
+    Learners are named as in :mod:`models.registry` (``streamforest learners`` lists them).
+    ``predictor`` lists candidates: a stream uses the first that serves its task;
+    ``rankers`` and ``detectors`` list every one to run (``none`` for none); lists are JSON
+    or comma-separated. ``params`` passes constructor arguments per learner, as JSON:
+    ``STREAMFOREST_LEARNERS__PARAMS='{"forgetful_forest": {"n_trees": 10}}'``.
     """
 
-    task: Literal["classification"] = "classification"
-    predictor: Literal["forgetful_forest", "forgetful_tree", "online_random_forest"] = (
-        "forgetful_forest"
-    )
-    importance: bool = Field(True, description="online random forest MDA/MDG tracker")
-    drift_detector: Literal["adwin", "ddm", "none"] = "adwin"
-    batch_size: Positive = Field(100, description="forgetful learners' mini-batch")
-    n_trees: Positive = Field(20, description="trees of the forgetful forest")
-    orf_trees: Positive = Field(10, description="trees of the online random forest")
+    task: Literal["auto", "classification", "regression"] = Field(
+        "auto", description="auto: fixed by a stream's first labelled instance")
+    predictor: Names = Field(default_factory=lambda: list(registry.DEFAULT_PREDICTORS))
+    selector: Annotated[str | None, BeforeValidator(_optional_name)] = None
+    rankers: Names = Field(default_factory=lambda: list(registry.DEFAULT_RANKERS))
+    detectors: Names = Field(default_factory=lambda: list(registry.DEFAULT_DETECTORS))
+    batch_size: Positive = Field(100, description="labelled rows per mini-batch")
     ranking_every: Positive = Field(1000, description="instances between rankings")
     top_k: Positive = 5
     max_streams: Positive = Field(1000, description="streams one worker holds at most")
     seed: int = Field(1, ge=0, le=2**63 - 1)
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+#: fields a profile may set (everything else is per worker)
+PROFILE_FIELDS = ("task", "predictor", "selector", "rankers", "detectors", "batch_size",
+                  "ranking_every", "top_k", "seed", "params")
+
+
+class ProfileSettings(Section):
+    """One per-stream profile: streams whose id matches ``match`` (a glob) get these learners.
+
+    Fields left out are the default profile's (``learners``); ``params`` are merged per
+    learner, the profile's values winning.
+    """
+
+    match: str = Field(description="glob pattern of stream ids: *, ?, [seq]")
+    name: str | None = Field(None, min_length=1, description="shown in messages and metrics")
+    task: Literal["auto", "classification", "regression"] | None = None
+    predictor: Names | None = None
+    selector: Annotated[str | None, BeforeValidator(_optional_name)] = None
+    rankers: Names | None = None
+    detectors: Names | None = None
+    batch_size: Positive | None = None
+    ranking_every: Positive | None = None
+    top_k: Positive | None = None
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+    params: dict[str, dict[str, Any]] | None = None
 
 
 class CheckpointSettings(Section):
@@ -329,9 +392,9 @@ class Settings(BaseSettings):
 
     Examples
     --------
-    >>> s = load_settings({"STREAMFOREST_LEARNERS__N_TREES": "5"})
-    >>> s.learners.n_trees, s.topics.instances
-    (5, 'sf.instances')
+    >>> s = load_settings({"STREAMFOREST_LEARNERS__BATCH_SIZE": "50"})
+    >>> s.learners.batch_size, s.learners.predictor, s.topics.instances
+    (50, ['forgetful_forest'], 'sf.instances')
     """
 
     model_config = SettingsConfigDict(
@@ -347,6 +410,8 @@ class Settings(BaseSettings):
     learners: LearnerSettings = Field(default_factory=LearnerSettings)
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    profiles: list[ProfileSettings] = Field(
+        default_factory=list, description="per-stream profiles, first match wins (JSON list)")
 
     @classmethod
     def settings_customise_sources(
@@ -402,15 +467,18 @@ def _env_name(*parts: str) -> str:
     return ENV_PREFIX + NESTED_DELIMITER.join(p.upper() for p in parts)
 
 
-def _sections() -> dict[str, type[BaseModel]]:
-    return {name: f.annotation for name, f in Settings.model_fields.items()}
+def _sections() -> dict[str, type[BaseModel] | None]:
+    """Top-level settings: sections (models) by name; ``None`` for a list (``profiles``)."""
+    return {name: f.annotation if isinstance(f.annotation, type) else None
+            for name, f in Settings.model_fields.items()}
 
 
 def _known_env_names() -> list[str]:
     names = []
     for section, model in _sections().items():
         names.append(_env_name(section))
-        names += [_env_name(section, field) for field in model.model_fields]
+        if model is not None:
+            names += [_env_name(section, field) for field in model.model_fields]
     return names
 
 
@@ -428,7 +496,7 @@ def _scan_environ(environ: Mapping[str, str]) -> list[tuple[str, str]]:
         parts = name[len(ENV_PREFIX):].lower().split(NESTED_DELIMITER)
         model = sections.get(parts[0])
         field = model.model_fields.get(parts[1]) if model is not None and len(parts) > 1 else None
-        if model is None or (len(parts) > 1 and field is None) or "" in parts:
+        if (parts[0] not in sections or (len(parts) > 1 and field is None) or "" in parts):
             hint = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
             fix = f"did you mean {hint[0]}?" if hint else "see `streamforest config` for the keys"
             problems.append((key, f"unknown setting; {fix}"))
@@ -441,10 +509,11 @@ def _scan_environ(environ: Mapping[str, str]) -> list[tuple[str, str]]:
                 )
             continue
         if len(parts) == 1 or _is_map(field.annotation):
+            expected = "a JSON list" if model is None else "a JSON object"
             try:
                 json.loads(value)
             except ValueError as exc:
-                problems.append((key, f"is not valid JSON ({exc}); expected a JSON object"))
+                problems.append((key, f"is not valid JSON ({exc}); expected {expected}"))
     return problems
 
 
@@ -517,7 +586,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         raise ConfigError(problems)
     token = _ENVIRON.set(environ)
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             loc = tuple(err["loc"])
@@ -525,22 +594,110 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
                 loc = (*loc, err["ctx"]["field"])
             secret = any(isinstance(p, str) and _SECRET_KEY.search(p) for p in loc)
             problems.append((_locate(loc, environ, overrides), _describe(err, secret)))
+        problems += _learner_problems_beside(exc, environ, overrides)
         raise ConfigError(problems) from None
     except SettingsError as exc:  # a value pydantic-settings could not parse
         raise ConfigError([("environment", str(exc))]) from None
     finally:
         _ENVIRON.reset(token)
+    problems = _learner_problems(settings, environ, overrides)
+    if problems:
+        raise ConfigError(problems)
+    return settings
+
+
+def _learner_problems_beside(exc: ValidationError, environ: Mapping[str, str],
+                             overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The learner problems too, when other sections failed but the learners' are valid.
+
+    Failed sections are replaced by their defaults for this check, so every problem is
+    reported at once (called while the environment mapping is set).
+    """
+    failed = {err["loc"][0] for err in exc.errors() if err["loc"]}
+    if failed & {"learners", "profiles"} or not failed <= set(Settings.model_fields):
+        return []
+    # init arguments win over the environment key by key: a whole default section does
+    fallback = {**overrides, **{name: Settings.model_fields[name].default_factory().model_dump()
+                                for name in failed}}
+    try:
+        partial = Settings(**fallback)
+    except (ValidationError, SettingsError):
+        return []
+    return _learner_problems(partial, environ, overrides)
+
+
+# =========================================================================== profiles
+
+
+def pipeline_config(learners: LearnerSettings,
+                    profile: ProfileSettings | None = None) -> PipelineConfig:
+    """The pipeline configuration of the default profile, or of ``profile`` over it."""
+    values = {f: getattr(learners, f) for f in PROFILE_FIELDS}
+    name = "default"
+    if profile is not None:
+        name = profile.name or profile.match
+        for f in PROFILE_FIELDS:
+            mine = getattr(profile, f)
+            if f == "params" and mine is not None:
+                merged = {k: dict(v) for k, v in values["params"].items()}
+                for learner, params in mine.items():
+                    merged[learner] = {**merged.get(learner, {}), **params}
+                values["params"] = merged
+            elif f in profile.model_fields_set:
+                values[f] = mine
+    return PipelineConfig(**values, profile=name)
+
+
+def stream_profiles(settings: Settings) -> Profiles:
+    """Which pipeline configuration each stream id gets (first matching profile wins)."""
+    default = pipeline_config(settings.learners)
+    return Profiles(default, [(p.match, pipeline_config(settings.learners, p))
+                              for p in settings.profiles])
+
+
+def _learner_problems(settings: Settings, environ: Mapping[str, str],
+                      overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Learner choices and parameters checked against the registry, by variable."""
+    problems = []
+    default = pipeline_config(settings.learners)
+    seen = set()
+    for field, text in check_config(default):
+        top, _, inner = field.partition(".")
+        where = _locate(("learners", top), environ, overrides)
+        if inner:
+            where = f"{where[:-1]}.{inner})" if where.endswith(")") else f"{where} (field {inner})"
+        problems.append((where, text))
+        seen.add((field, text))
+    patterns = [p.match for p in settings.profiles]
+    bad_patterns = dict(pattern_problems(patterns, MAX_NAME_LENGTH))
+    for i, profile in enumerate(settings.profiles):
+        base = _locate(("profiles",), environ, overrides)
+        label = f"profile {i} {profile.match!r}"
+        if i in bad_patterns:
+            problems.append((f"{base} ({label}, field match)", bad_patterns[i]))
+        for field, text in check_config(pipeline_config(settings.learners, profile)):
+            top = field.partition(".")[0]
+            if (field, text) in seen and top not in profile.model_fields_set:
+                continue  # the default profile's problem, already reported
+            problems.append((f"{base} ({label}, field {field})", text))
+    return problems
 
 
 # =========================================================================== CLI
 
 
-def _config_command(args: argparse.Namespace) -> int:
+def settings_or_exit() -> Settings:
+    """The settings of a command: on a configuration problem, say what to fix on stderr and
+    exit with code 2 (before anything connects or consumes)."""
     try:
-        settings = load_settings()
+        return load_settings()
     except ConfigError as exc:
         print(exc, file=sys.stderr)
-        return 2
+        raise SystemExit(2) from None
+
+
+def _config_command(args: argparse.Namespace) -> int:
+    settings = settings_or_exit()
     print(json.dumps(settings.masked_dict(), indent=2))
     return 0
 

@@ -88,13 +88,9 @@ def add_parser(subparsers) -> None:
 
 
 def _cmd_create(args) -> int:
-    from .settings import ConfigError, load_settings
+    from .settings import settings_or_exit
 
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(str(exc))
-        return 2
+    settings = settings_or_exit()
     for name, status in create_topics(settings, args.partitions).items():
         print(f"{name}: {status}")
     return 0

@@ -2,7 +2,9 @@
 
 The worker image runs this at build time (``deploy/docker/Dockerfile``) so that a new pod
 starts processing at once instead of compiling its first stream's kernels while its
-partitions wait. It runs each pipeline kind on a short synthetic stream.
+partitions wait. It runs every learner of the registry (:mod:`models.registry`) in every
+role it can take, with its small parameters, through a pipeline on a short synthetic stream
+of each task it serves, and every detector behind it.
 """
 
 from __future__ import annotations
@@ -11,23 +13,49 @@ import time
 
 import numpy as np
 
+from models import registry
+from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, RANKER, REGRESSION, SELECTOR
+
 from .pipeline import Pipeline, PipelineConfig
 
-_PREDICTORS = ("forgetful_forest", "forgetful_tree", "online_random_forest")
-_DETECTORS = ("adwin", "ddm")
+
+def _stream(task: str, rows: int, rng) -> tuple[np.ndarray, list]:
+    X = rng.random((rows, 4))
+    if task == CLASSIFICATION:
+        return X, ["a" if v > 0.5 else "b" for v in X[:, 0]]
+    return X, [[float(a), float(a + b)] for a, b in X[:, :2]]
+
+
+def configs() -> list[PipelineConfig]:
+    """One pipeline per (learner, role, task) of the registry, with every detector."""
+    small = {n: dict(registry.get(n).small_params) for n in registry.names()}
+    detectors = registry.names(role=DETECTOR)
+    out = []
+    for task in (CLASSIFICATION, REGRESSION):
+        predictors = registry.names(PREDICTOR, task)
+        if not predictors:
+            continue
+        first = predictors[0]
+        for name in predictors:
+            out.append(PipelineConfig(task=task, predictor=name, rankers=[], detectors=detectors,
+                                      params=small, batch_size=50, ranking_every=100))
+        for name in registry.names(RANKER, task):
+            out.append(PipelineConfig(task=task, predictor=first, rankers=[name], detectors=[],
+                                      params=small, batch_size=50, ranking_every=100))
+        for name in registry.names(SELECTOR, task):
+            out.append(PipelineConfig(task=task, predictor=first, selector=name, rankers=[],
+                                      detectors=[], params=small, batch_size=50,
+                                      ranking_every=100))
+    return out
 
 
 def main(rows: int = 400) -> float:
-    """Run every predictor and detector on ``rows`` synthetic instances; return the seconds."""
+    """Run every configuration of :func:`configs` on ``rows`` instances; return the seconds."""
     started = time.perf_counter()
     rng = np.random.default_rng(0)
-    X = rng.random((rows, 4))
-    y = ["a" if v > 0.5 else "b" for v in X[:, 0]]
-    for predictor in _PREDICTORS:
-        for detector in _DETECTORS:
-            cfg = PipelineConfig(predictor=predictor, drift_detector=detector, n_trees=3,
-                                 orf_trees=3, batch_size=50, ranking_every=100)
-            Pipeline("warmup", cfg, X.shape[1]).process(X, y)
+    for cfg in configs():
+        X, y = _stream(cfg.task, rows, rng)
+        Pipeline("warmup", cfg, X.shape[1]).process(X, y)
     return time.perf_counter() - started
 
 

@@ -414,7 +414,10 @@ def encode_predictions(const: dict, ids: list, y_pred: list, y_true: list,
         int_ids = ids.dtype.kind in "iu"
     else:
         int_ids = _only(ids, _INT)
-    if k > 15 or not int_ids:
+    # regression targets (lists of floats) take the plain way: one map per row
+    targets = const.get("classes") is None and (list in set(map(type, y_pred))
+                                                or list in set(map(type, y_true)))
+    if k > 15 or not int_ids or targets:
         ids, offsets, ts = _plain(ids), _plain(offsets), _plain(ts)
         return [_packb({**const, "id": ids[r], "y_pred": y_pred[r], "y_true": y_true[r],
                         "proba": [] if proba is None else proba[r].tolist(),

@@ -48,10 +48,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.shared_data import data_dir  # noqa: E402
-
 from models.forgetful_forest import ForgetfulRandomForest  # noqa: E402
 from models.forgetful_tree import ForgetfulDecisionTree  # noqa: E402
+from tests.shared_data import data_dir  # noqa: E402
 from worker.dev.datasets import load  # noqa: E402
 
 DATA_DIR = data_dir()

@@ -50,10 +50,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.shared_data import data_dir  # noqa: E402
-
 from models.hyperplane import RotatingHyperplane  # noqa: E402
 from models.online_forest import OnlineRandomForest  # noqa: E402
+from tests.shared_data import data_dir  # noqa: E402
 from worker.dev.datasets import load  # noqa: E402
 
 DATA_DIR = data_dir()

@@ -30,14 +30,14 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from worker.app import Worker  # noqa: E402
-from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from worker.dev.produce import instance_values, make_producer, produce_values  # noqa: E402
-from worker.settings import load_settings  # noqa: E402
+from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from worker.settings import load_settings, stream_profiles  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
 
 PIPELINES = {
     "forgetful_tree + ADWIN (lightest)": dict(LEARNERS__PREDICTOR="forgetful_tree",
-                                               LEARNERS__IMPORTANCE="false"),
+                                               LEARNERS__RANKERS="none"),
     "forgetful_tree + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_tree"),
     "forgetful_forest(20) + ADWIN + ORF(10) ranking": dict(
         LEARNERS__PREDICTOR="forgetful_forest"),
@@ -88,8 +88,8 @@ def produce(bootstrap: str, topic: str, streams: dict, chunk: int = 1000) -> int
 
 def in_process(settings, streams: dict, chunk: int, warm: int) -> float:
     """Prequential instances/s of the same pipelines, on arrays (no Kafka, no codec)."""
-    cfg = PipelineConfig.from_settings(settings.learners)
-    ps = {s: Pipeline(s, cfg, X.shape[1]) for s, (X, _) in streams.items()}
+    profiles = stream_profiles(settings)
+    ps = {s: Pipeline(s, profiles.for_stream(s), X.shape[1]) for s, (X, _) in streams.items()}
     for s, (X, y) in streams.items():
         ps[s].process(X[:warm], y[:warm])
     n = 0
@@ -196,7 +196,7 @@ def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
     prefix = f"bb-{uuid.uuid4().hex[:6]}"
     settings = load_settings(env_for(bootstrap, prefix, TOPICS__PARTITIONS="1"))
     create_topics(settings)
-    cfg = PipelineConfig(predictor="forgetful_forest", n_trees=20, orf_trees=10)
+    cfg = PipelineConfig(predictor="forgetful_forest")  # the default: 20 trees, ORF-10 ranker
     X, y = make_streams(1, 20000)["s0"]
     p = Pipeline("big", cfg, X.shape[1])
     p.process(X, y)

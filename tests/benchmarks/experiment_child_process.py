@@ -61,12 +61,13 @@ def child_main(conn) -> None:
     cpu0 = time.process_time()
     while (msg := inbox.get()) is not None:
         t = time.perf_counter()
-        cfg, jobs = msg
+        profiles, jobs = msg
         out = []
         for key, n_features, names, X, ys, offs, live in jobs:
             pl = pipelines.get(key)
             if pl is None:
-                pl = pipelines[key] = Pipeline(key[1], cfg, n_features, names)
+                pl = pipelines[key] = Pipeline(key[1], profiles.for_stream(key[1]), n_features,
+                                               names)
             if live > 0:
                 pl.process(X[:live], ys[:live], offs[:live], emit=False)
             out.append(pl.process(X[live:], ys[live:], offs[live:]) if live < len(ys) else None)
@@ -107,7 +108,7 @@ class ChildProcessWorker(Worker):
                 metas.append((task, stream, pl, sr))
                 n_live += len(sr) - sr.live
             task.position = int(pos[-1]) + 1
-        self._conn.send((self.cfg, jobs))
+        self._conn.send((self.profiles, jobs))
         self._finish_inflight()
         offsets = [TopicPartition(self.topics.instances, p, self.tasks[p].position)
                    for p in per_part]

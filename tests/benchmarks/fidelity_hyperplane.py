@@ -46,8 +46,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from models.hyperplane import RotatingHyperplane  # noqa: E402
-from models.online_forest import OnlineRandomForest  # noqa: E402
+from models.hyperplane import RotatingHyperplane
+from models.online_forest import OnlineRandomForest
 
 N_ROWS = 10_000
 FIRST = 100
@@ -193,7 +193,7 @@ def main(argv=None) -> int:
     parser.add_argument("--k", default="2,5", help="settings to run (K values), e.g. '5'")
     parser.add_argument("--orf", default="", help="ORF overrides, e.g. 'importance_decay=0.01'")
     args = parser.parse_args(argv)
-    overrides = eval(f"dict({args.orf})")  # noqa: S307 (command-line convenience)
+    overrides = eval(f"dict({args.orf})")
     settings = tuple(int(k) for k in args.k.split(","))
     results = run(args.streams, args.trees_window, args.seed_offset, overrides,
                   with_window=not args.no_window, settings=settings)

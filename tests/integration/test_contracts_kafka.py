@@ -4,16 +4,23 @@ letters keep the refused record's exact bytes and original headers, plus readabl
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from confluent_kafka import Producer
+from worker_support import read_partition_to_end
 
-from schemas import Checkpoint, DriftAlert, FeatureArrival, Instance, Prediction, Ranking
+from schemas import (
+    CheckpointManifest,
+    DriftAlert,
+    FeatureArrival,
+    Instance,
+    Prediction,
+    Ranking,
+    StreamCheckpoint,
+)
 from schemas.codec import decode, encode
 from schemas.deadletter import deadletter_headers, deadletter_record, parse_deadletter_headers
 from schemas.errors import DecodeError
-from worker_support import read_partition_to_end
 
 pytestmark = pytest.mark.kafka
 
@@ -45,14 +52,14 @@ def _samples() -> list[object]:
         Ranking(
             stream="s1", method="orf_mda", features=["f2", "f0", "f1"], scores=[0.5, 0.25, -0.125], n_seen=1000, ts=TS
         ),
-        Checkpoint(
-            stream="s1",
-            kind="forgetful_forest",
-            params={"n_trees": 3, "seed": 1, "name": "ff"},
-            topic="sf.instances",
+        StreamCheckpoint(
+            group="streamforest",
+            topics=["sf.instances"],
             partition=2,
-            offset=10_000,
-            arrays={
+            stream="s1",
+            config={"predictor": ["forgetful_forest"], "params": {"forgetful_forest": {"n_trees": 3}}},
+            offsets={"sf.instances": 10_000},
+            state={
                 "node_feature": rng.integers(-1, 10, size=(3, 64)).astype(np.int32),
                 "threshold": rng.normal(size=(3, 64)),
                 "counts": rng.random((3, 64, 2), dtype=np.float32),
@@ -60,12 +67,14 @@ def _samples() -> list[object]:
                 "n_seen": np.array([10_000], dtype=np.int64),
                 "empty": np.zeros((0, 4)),
                 "flags": np.array([True, False]),
-            },
-            extra={
                 "classes": ["DOWN", "UP"],
                 "detector": {"kind": "adwin", "arrays": {"window": np.arange(5, dtype=np.float64)}},
             },
             ts=TS,
+        ),
+        CheckpointManifest(
+            group="streamforest", topics=["sf.instances"], partition=2, offsets={"sf.instances": 10_000},
+            ts=TS, streams={"s1": [17, 3, 2_900_000]},
         ),
     ]
 
@@ -82,13 +91,14 @@ def test_every_contract_round_trips_through_kafka(kafka_bootstrap, make_topic, f
     topic = make_topic()
     messages = _samples()
     encoded = [encode(msg, fmt) for msg in messages]
-    _produce(kafka_bootstrap, topic, [(msg.stream.encode(), *wire) for msg, wire in zip(messages, encoded, strict=True)])
+    keys = [getattr(msg, "stream", "manifest").encode() for msg in messages]
+    _produce(kafka_bootstrap, topic, [(key, *wire) for key, wire in zip(keys, encoded, strict=True)])
     records = read_partition_to_end(kafka_bootstrap, topic, timeout_s=TIMEOUT_S)
     assert len(records) == len(messages)
     content_type = b"application/msgpack" if fmt == "msgpack" else b"application/json"
-    for msg, (value, _), record in zip(messages, encoded, records, strict=True):
+    for msg, key, (value, _), record in zip(messages, keys, encoded, records, strict=True):
         model = type(msg)
-        assert record.key() == msg.stream.encode()
+        assert record.key() == key
         assert record.value() == value  # the broker hands back the exact bytes
         assert dict(record.headers())["content-type"] == content_type
         decoded = decode(record.value(), model, record.headers(), max_bytes=len(record.value()))
@@ -112,16 +122,17 @@ def test_checkpoint_larger_than_the_default_message_size(kafka_bootstrap, make_t
     limit = 8 * 1024 * 1024
     topic = make_topic(config={"cleanup.policy": "compact", "max.message.bytes": str(limit)})
     state = np.random.default_rng(3).normal(size=400_000)  # 3.2 MB of float64
-    cp = Checkpoint(
-        stream="big", kind="orf", topic="sf.instances", partition=0, offset=1, arrays={"w": state}, ts=TS
+    cp = StreamCheckpoint(
+        group="g", topics=["sf.instances"], partition=0, stream="big", config={}, offsets={"sf.instances": 1},
+        state={"w": state}, ts=TS,
     )
     value, headers = encode(cp, "msgpack")
     assert 3_000_000 < len(value) < limit
     _produce(kafka_bootstrap, topic, [(b"big", value, headers)], **{"message.max.bytes": limit})
     (record,) = read_partition_to_end(kafka_bootstrap, topic, timeout_s=TIMEOUT_S)
-    decoded = decode(record.value(), Checkpoint, record.headers(), max_bytes=limit)
+    decoded = decode(record.value(), StreamCheckpoint, record.headers(), max_bytes=limit)
     assert decoded == cp
-    assert np.array_equal(decoded.arrays["w"], state)
+    assert np.array_equal(decoded.state["w"], state)
 
 
 def test_dead_letter_keeps_bytes_and_explains(kafka_bootstrap, make_topic) -> None:

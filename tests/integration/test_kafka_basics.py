@@ -17,10 +17,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import ConfigResource
+from worker_support import read_partition_to_end
 
 from worker.dev.broker import BrokerError, LocalBroker, free_port, pid_alive
 from worker.dev.broker import main as broker_cli
-from worker_support import read_partition_to_end
 
 pytestmark = pytest.mark.kafka
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from worker.topics import create_topics
-
 from worker_support import (
     WorkerProc,
     assert_exact,
@@ -23,6 +20,8 @@ from worker_support import (
     wait_for,
     worker_env,
 )
+
+from worker.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

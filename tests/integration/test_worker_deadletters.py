@@ -9,11 +9,6 @@ import random
 
 import msgpack
 import pytest
-
-from schemas.deadletter import parse_deadletter_headers
-from worker.dev.produce import instance_values, make_producer
-from worker.topics import create_topics
-
 from worker_support import (
     WorkerProc,
     assert_exact,
@@ -24,6 +19,10 @@ from worker_support import (
     settings_from,
     worker_env,
 )
+
+from schemas.deadletter import parse_deadletter_headers
+from worker.dev.produce import instance_values, make_producer
+from worker.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

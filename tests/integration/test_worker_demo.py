@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from worker_support import REPO
 
 pytestmark = pytest.mark.kafka

@@ -8,10 +8,6 @@ import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-
-from worker.dev.broker import free_port
-from worker.topics import create_topics
-
 from worker_support import (
     WorkerProc,
     assert_exact,
@@ -25,6 +21,9 @@ from worker_support import (
     wait_for,
     worker_env,
 )
+
+from worker.dev.broker import free_port
+from worker.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

@@ -4,9 +4,6 @@ rebalance of the group, and the outputs stay exact."""
 from __future__ import annotations
 
 import pytest
-
-from worker.topics import create_topics
-
 from worker_support import (
     WorkerProc,
     assert_exact,
@@ -20,6 +17,8 @@ from worker_support import (
     wait_for,
     worker_env,
 )
+
+from worker.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

@@ -40,12 +40,12 @@ def worker_env(bootstrap: str, prefix: str, member: str, **over) -> dict[str, st
         "TOPICS__CHECKPOINTS": f"{prefix}.checkpoints",
         "TOPICS__PARTITIONS": "2",
         "LEARNERS__PREDICTOR": "forgetful_tree",
-        "LEARNERS__DRIFT_DETECTOR": "adwin",
+        "LEARNERS__DETECTORS": "adwin",
         "LEARNERS__BATCH_SIZE": "50",
-        "LEARNERS__ORF_TREES": "3",
         "LEARNERS__RANKING_EVERY": "400",
         "LEARNERS__TOP_K": "3",
-        "LEARNERS__PARAMS": {"online_random_forest": {"min_samples": 20, "n_tests": 5}},
+        "LEARNERS__PARAMS": {"online_random_forest": {"n_trees": 3, "min_samples": 20,
+                                                      "n_tests": 5}},
         "CHECKPOINT__EVERY_INSTANCES": "400",
         "CHECKPOINT__MAX_MESSAGE_BYTES": "20000",
         "WORKER__CONSUME_BATCH": "300",
@@ -56,7 +56,7 @@ def worker_env(bootstrap: str, prefix: str, member: str, **over) -> dict[str, st
     env.update(over)
     out = {}
     for k, v in env.items():
-        out["STREAMFOREST_" + k] = json.dumps(v) if isinstance(v, dict) else str(v)
+        out["STREAMFOREST_" + k] = json.dumps(v) if isinstance(v, dict | list) else str(v)
     return out
 
 
@@ -243,12 +243,13 @@ def reference_outputs(settings, streams: dict) -> dict:
 
     Also returns drift alerts and rankings per stream, keyed "drift:<s>" / "rank:<s>".
     """
-    from worker.pipeline import Pipeline, PipelineConfig
+    from worker.pipeline import Pipeline
+    from worker.settings import stream_profiles
 
-    cfg = PipelineConfig.from_settings(settings.learners)
+    profiles = stream_profiles(settings)
     ref = {}
     for s, (X, y) in streams.items():
-        p = Pipeline(s, cfg, X.shape[1])
+        p = Pipeline(s, profiles.for_stream(s), X.shape[1])
         res = p.process(np.ascontiguousarray(X), list(y))
         preds = []
         for b in res.blocks:

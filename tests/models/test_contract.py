@@ -1,41 +1,50 @@
-"""One contract suite run over every learner of the numba core.
+"""One contract suite run over every learner family of the registry.
 
-Learners are discovered, not listed: every :class:`models.base.Learner` subclass that defines a
-``_contract_params()`` classmethod (small constructor arguments) is checked here, so a new
-learner is covered the moment it exists. The checks follow the contract in
-:mod:`models.base`: predictions before learning are defined, inputs are never mutated, equal
-seeds give equal outputs, ``to_state() -> msgpack -> from_state()`` predicts identically and
-keeps learning identically, and bad input raises a readable ``ValueError``.
+Learners are found through :mod:`models.registry`, not listed here, so a new family is
+covered the moment it is registered: every predictor, ranker and selector is built with its
+spec's ``small_params`` and checked for each task it serves (classification: labels and
+probabilities; multi-target regression: ``(n, n_targets)`` targets and predictions);
+every detector is checked on a loss sequence. The checks follow the contract in
+:mod:`models.base`: predictions before learning are defined, inputs are never mutated,
+equal seeds give equal outputs, ``to_state() -> msgpack -> from_state()`` predicts
+identically and keeps learning identically, and bad input raises a readable ``ValueError``.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 import numpy as np
 import pytest
 
-import models
-from models.base import Learner
+from models import registry
+from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, REGRESSION
 from schemas.codec import decode_state, encode_state
+from tests.models.reference.least_squares import SPEC as LEAST_SQUARES
+
+#: learners whose columns grow as features arrive: checked by their own suites
+GROWING = frozenset()
 
 
-def _all_learners() -> list[type]:
-    for info in pkgutil.iter_modules(models.__path__):
-        importlib.import_module(f"models.{info.name}")
-    found, todo = [], list(Learner.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        todo.extend(cls.__subclasses__())
-        if "_contract_params" in vars(cls) or any(
-            "_contract_params" in vars(b) for b in cls.__mro__[1:-1] if b is not Learner
-        ):
-            found.append(cls)
-    return sorted(set(found), key=lambda c: c.__name__)
+def _cases(task: str) -> list[str]:
+    return [n for n in registry.names(task=task)
+            if set(registry.get(n).roles) - {DETECTOR} and n not in GROWING]
 
 
-LEARNERS = _all_learners()
+@pytest.fixture(autouse=True, scope="module")
+def reference_regressor():
+    """A test-only regressor runs the regression cases beside the registered families."""
+    registry.register(LEAST_SQUARES)
+    yield
+    registry.unregister(LEAST_SQUARES.name)
+
+
+CLASSIFIERS = _cases(CLASSIFICATION)
+REGRESSORS = _cases(REGRESSION) + [LEAST_SQUARES.name]
+DETECTORS = registry.names(role=DETECTOR)
+
+
+def _build(name: str, seed: int = 1):
+    spec = registry.get(name)
+    return spec.build(spec.small_params, tuple(spec.roles - {DETECTOR}), seed=seed)
 
 
 def _stream(seed: int, n: int = 400, d: int = 5, labels=("a", "b", "c")):
@@ -47,90 +56,42 @@ def _stream(seed: int, n: int = 400, d: int = 5, labels=("a", "b", "c")):
     return X, y
 
 
+def _targets(seed: int, n: int = 400, d: int = 5):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    Y = np.column_stack([2.0 * X[:, 0] + X[:, 1], np.where(X[:, 2] > 0.5, 3.0, -1.0),
+                         X[:, 3] * X[:, 4]]) + rng.normal(0, 0.05, (n, 3))
+    return X, Y
+
+
 def _learn(model, X, y, batch: int = 50) -> None:
     for start in range(0, X.shape[0], batch):
         model.learn_many(X[start:start + batch], y[start:start + batch])
 
 
 def _outputs(model, X):
-    return np.asarray(model.predict_proba_many(X)), list(model.predict_many(X))
+    """Whatever the learner answers for ``X``, as comparable arrays/lists."""
+    if hasattr(model, "predict_proba_many"):
+        return np.asarray(model.predict_proba_many(X)), list(model.predict_many(X))
+    if hasattr(model, "predict_many"):
+        return np.asarray(model.predict_many(X), dtype=np.float64), []
+    return np.asarray(model.selected()), []
 
 
-def _build(cls):
-    return cls(**cls._contract_params())
-
-
-def test_learners_are_discovered():
-    names = {cls.__name__ for cls in LEARNERS}
-    assert names, "no learner defines _contract_params()"
-
-
-@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
-def test_predictions_before_learning_are_defined(cls):
-    model = _build(cls)
-    X, _ = _stream(0, n=7)
-    proba = np.asarray(model.predict_proba_many(X))
-    labels = model.predict_many(X)
-    assert len(labels) == 7
-    assert proba.shape[0] == 7 and np.isfinite(proba).all()
-    if proba.shape[1]:
-        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    assert model.n_seen == 0
-
-
-@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
-def test_learning_counts_and_predicts_known_labels(cls):
-    model = _build(cls)
-    X, y = _stream(1)
-    _learn(model, X, y)
-    assert model.n_seen == X.shape[0]
-    proba, labels = _outputs(model, X)
-    assert set(labels) <= set(y)
-    assert proba.shape == (X.shape[0], len(set(y)))
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    # the stream is learnable: far better than the 1/3 of a constant guess
-    assert np.mean(np.array(labels) == np.array(y)) > 0.5
-
-
-@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
-def test_inputs_are_not_mutated(cls):
-    model = _build(cls)
-    X, y = _stream(2)
-    X_copy, y_copy = X.copy(), list(y)
-    _learn(model, X, y)
-    model.predict_many(X)
-    model.predict_proba_many(X)
-    np.testing.assert_array_equal(X, X_copy)
-    assert y == y_copy
-
-
-@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
-def test_same_seed_same_outputs(cls):
-    X, y = _stream(3)
-    a, b = _build(cls), _build(cls)
-    _learn(a, X, y)
-    _learn(b, X, y)
-    pa, la = _outputs(a, X)
-    pb, lb = _outputs(b, X)
-    np.testing.assert_array_equal(pa, pb)
-    assert la == lb
+def _importances_equal(a, b) -> None:
     ia, ib = a.importances(), b.importances()
     assert ia.keys() == ib.keys()
     for key in ia:
         np.testing.assert_array_equal(ia[key], ib[key])
 
 
-@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
-def test_state_round_trip_through_msgpack(cls):
-    X, y = _stream(4, n=600)
-    original = _build(cls)
-    _learn(original, X[:300], y[:300])
-    restored = cls.from_state(decode_state(encode_state(original.to_state())))
+def _round_trip(original, X, learn_rest) -> None:
+    restored = type(original).from_state(decode_state(encode_state(original.to_state())))
     assert restored.n_seen == original.n_seen
     np.testing.assert_array_equal(_outputs(restored, X)[0], _outputs(original, X)[0])
     # both continue identically, random-number state included
-    _learn(original, X[300:], y[300:])
-    _learn(restored, X[300:], y[300:])
+    learn_rest(original)
+    learn_rest(restored)
     po, lo = _outputs(original, X)
     pr, lr = _outputs(restored, X)
     np.testing.assert_array_equal(po, pr)
@@ -141,25 +102,171 @@ def test_state_round_trip_through_msgpack(cls):
         np.testing.assert_array_equal(so["arrays"][key], sr["arrays"][key], err_msg=key)
 
 
-@pytest.mark.parametrize("cls", LEARNERS, ids=lambda c: c.__name__)
-def test_bad_input_raises_clear_value_error(cls):
-    model = _build(cls)
+def test_the_registry_has_learners_of_every_role():
+    assert CLASSIFIERS and DETECTORS
+    for name in registry.names():
+        spec = registry.get(name)
+        assert spec.summary and spec.cls.__doc__, name
+        if PREDICTOR in spec.roles and CLASSIFICATION in spec.tasks:
+            assert hasattr(spec.cls, "predict_proba_many"), name
+
+
+# --- classification ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_predictions_before_learning_are_defined(name):
+    model = _build(name)
+    X, _ = _stream(0, n=7)
+    proba, labels = _outputs(model, X)
+    if hasattr(model, "predict_many"):
+        assert len(labels) == 7
+        assert proba.shape[0] == 7 and np.isfinite(proba).all()
+        if proba.shape[1]:
+            np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert model.n_seen == 0
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_learning_counts_and_predicts_known_labels(name):
+    model = _build(name)
+    X, y = _stream(1)
+    _learn(model, X, y)
+    assert model.n_seen == X.shape[0]
+    if not hasattr(model, "predict_many"):
+        return
+    proba, labels = _outputs(model, X)
+    assert set(labels) <= set(y)
+    assert proba.shape == (X.shape[0], len(set(y)))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # the stream is learnable: far better than the 1/3 of a constant guess
+    assert np.mean(np.array(labels) == np.array(y)) > 0.5
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_inputs_are_not_mutated(name):
+    model = _build(name)
+    X, y = _stream(2)
+    X_copy, y_copy = X.copy(), list(y)
+    _learn(model, X, y)
+    _outputs(model, X)
+    np.testing.assert_array_equal(X, X_copy)
+    assert y == y_copy
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_same_seed_same_outputs(name):
+    X, y = _stream(3)
+    a, b = _build(name), _build(name)
+    _learn(a, X, y)
+    _learn(b, X, y)
+    pa, la = _outputs(a, X)
+    pb, lb = _outputs(b, X)
+    np.testing.assert_array_equal(pa, pb)
+    assert la == lb
+    _importances_equal(a, b)
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_bad_input_raises_clear_value_error(name):
+    model = _build(name)
     X, y = _stream(5, n=100)
     _learn(model, X, y)
-    with pytest.raises(ValueError, match="features"):
-        model.predict_many(X[:, :3])
     with pytest.raises(ValueError, match="features"):
         model.learn_many(X[:, :3], y)
     bad = X.copy()
     bad[4, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         model.learn_many(bad, y)
-    with pytest.raises(ValueError, match="NaN"):
-        model.predict_many(bad)
-    with pytest.raises(ValueError, match="2-D"):
-        model.predict_many(X[0])
     with pytest.raises(ValueError):
         model.learn_many(X[:10], y[:9])
+    if hasattr(model, "predict_many"):
+        with pytest.raises(ValueError, match="features"):
+            model.predict_many(X[:, :3])
+        with pytest.raises(ValueError, match="NaN"):
+            model.predict_many(bad)
+        with pytest.raises(ValueError, match="2-D"):
+            model.predict_many(X[0])
+
+
+# --- multi-target regression ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_regressor_predictions_before_learning_are_defined(name):
+    model = _build(name)
+    X, _ = _targets(0, n=7)
+    Y = np.asarray(model.predict_many(X))
+    assert Y.shape[0] == 7 and np.isfinite(Y).all() and model.n_seen == 0
+
+
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_regressor_learns_every_target(name):
+    model = _build(name)
+    X, Y = _targets(1, n=2000)
+    _learn(model, X, Y)
+    assert model.n_seen == X.shape[0]
+    P = np.asarray(model.predict_many(X))
+    assert P.shape == Y.shape and np.isfinite(P).all()
+    # better than predicting each target's mean
+    assert np.abs(P - Y).mean() < np.abs(Y - Y.mean(axis=0)).mean()
+
+
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_regressor_inputs_are_not_mutated_and_seeds_repeat(name):
+    X, Y = _targets(2)
+    X_copy, Y_copy = X.copy(), Y.copy()
+    a, b = _build(name), _build(name)
+    _learn(a, X, Y)
+    _learn(b, X, Y)
+    np.testing.assert_array_equal(X, X_copy)
+    np.testing.assert_array_equal(Y, Y_copy)
+    np.testing.assert_array_equal(np.asarray(a.predict_many(X)), np.asarray(b.predict_many(X)))
+    _importances_equal(a, b)
+
+
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_regressor_bad_input_raises_clear_value_error(name):
+    model = _build(name)
+    X, Y = _targets(5, n=100)
+    _learn(model, X, Y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict_many(X[:, :3])
+    with pytest.raises(ValueError, match="target"):
+        model.learn_many(X, Y[:, :2])
+    bad = X.copy()
+    bad[4, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.learn_many(bad, Y)
+
+
+# --- both tasks -------------------------------------------------------------------------------
+
+BOTH = [pytest.param(n, _stream, id=n) for n in CLASSIFIERS] + [
+    pytest.param(n, _targets, id=f"{n}-regression") for n in REGRESSORS]
+
+
+@pytest.mark.parametrize(("name", "data"), BOTH)
+def test_state_round_trip_through_msgpack(name, data):
+    X, y = data(4, n=600)
+    original = _build(name)
+    _learn(original, X[:300], y[:300])
+    _round_trip(original, X, lambda m: _learn(m, X[300:], y[300:]))
+
+
+# --- detectors --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_detector_reports_positions_and_round_trips(name):
+    rng = np.random.default_rng(6)
+    loss = np.concatenate([rng.random(2000) < 0.1, rng.random(2000) < 0.6]).astype(float)
+    a = _build(name)
+    drifts = np.asarray(a.update_many(loss[:2500]))
+    assert drifts.dtype.kind == "i" and drifts.size and drifts.max() < 2500
+    b = type(a).from_state(decode_state(encode_state(a.to_state())))
+    np.testing.assert_array_equal(np.asarray(a.update_many(loss[2500:])),
+                                  np.asarray(b.update_many(loss[2500:])))
 
 
 def test_check_x_takes_float_matrices_as_they_are_and_finds_bad_values():

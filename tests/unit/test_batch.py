@@ -12,12 +12,12 @@ from schemas.codec import decode
 from schemas.deadletter import parse_deadletter_headers
 from worker.app import PartitionTask
 from worker.batch import BatchDecoder, OutputEncoder
-from worker.metrics import WorkerMetrics
-from worker.pipeline import PipelineConfig
 from worker.dev.produce import instance_values
+from worker.metrics import WorkerMetrics
+from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
 
-CFG = PipelineConfig(predictor="forgetful_tree", importance=False, batch_size=10)
+CFG = PipelineConfig(predictor="forgetful_tree", rankers=[], batch_size=10)
 
 
 def _messages(values_keys, first_offset=0, partition=0):
@@ -35,7 +35,8 @@ def _stream(stream, n, d=3, start=0, seed=0):
 
 def _decoder(task, max_streams=10, cfg=CFG):
     """A decoder for one partition (the worker counts the streams of all its partitions)."""
-    return BatchDecoder(cfg, max_streams, "test", lambda: len(task.pipelines), lambda: None)
+    return BatchDecoder(Profiles(cfg), max_streams, "test", lambda: len(task.pipelines),
+                        lambda: None)
 
 
 def _decode(dec, task, msgs, dead):
@@ -44,7 +45,7 @@ def _decode(dec, task, msgs, dead):
 
 
 def test_first_messages_create_streams_later_batches_decode_in_bulk():
-    task = PartitionTask("in", 0)
+    task = PartitionTask("g", "in", 0)
     dec = _decoder(task)
     Xa, ya, a = _stream("a", 8, seed=1)
     Xb, yb, b = _stream("b", 8, seed=2)
@@ -71,7 +72,7 @@ def test_first_messages_create_streams_later_batches_decode_in_bulk():
 
 
 def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
-    task = PartitionTask("in", 3)
+    task = PartitionTask("g", "in", 3)
     dec = _decoder(task, max_streams=1)
     _, _, good = _stream("a", 3)
     pack = msgpack.packb
@@ -98,7 +99,7 @@ def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
         assert (h["topic"], h["partition"], h["offset"]) == ("in", 3, m.offset())
         assert h["reason"]
     # replayed messages were dead-lettered when they were live: not again
-    task2 = PartitionTask("in", 3)
+    task2 = PartitionTask("g", "in", 3)
     task2.committed = len(msgs)
     dead2: list = []
     rows2 = _decode(_decoder(task2, max_streams=1), task2, msgs, dead2)
@@ -110,10 +111,11 @@ def test_output_encoder_writes_the_contracts_in_row_order():
 
     settings = load_settings({})
     enc = OutputEncoder(settings.topics, WorkerMetrics(), "test")
-    task = PartitionTask("in", 1)
+    task = PartitionTask("g", "in", 1)
     X, y, vals = _stream("s", 60, seed=4)
-    dec = _decoder(task, cfg=PipelineConfig(predictor="forgetful_tree", importance=True,
-                                            batch_size=10, ranking_every=20, orf_trees=2))
+    dec = _decoder(task, cfg=PipelineConfig(
+        predictor="forgetful_tree", batch_size=10, ranking_every=20,
+        params={"online_random_forest": {"n_trees": 2}}))
     dead: list = []
     sr = _decode(dec, task, _messages(vals), dead)["s"]
     sr.finish(3)

@@ -15,13 +15,13 @@ from hypothesis.extra import numpy as hnp
 
 import schemas
 from schemas import (
-    Checkpoint,
     DecodeError,
     DriftAlert,
     FeatureArrival,
     Instance,
     Prediction,
     Ranking,
+    StreamCheckpoint,
     decode,
     decode_instance,
     decode_state,
@@ -162,15 +162,15 @@ state_trees = st.recursive(
 
 @st.composite
 def checkpoints(draw):
-    return Checkpoint(
-        stream=draw(names),
-        kind=draw(names),
-        params=draw(st.dictionaries(st.text(max_size=6), plain_scalars, max_size=4)),
-        topic=draw(names),
+    topic = draw(names)
+    return StreamCheckpoint(
+        group=draw(names),
+        topics=[topic],
         partition=draw(st.integers(0, 1000)),
-        offset=draw(timestamps),
-        arrays=draw(st.dictionaries(st.text(max_size=6), arrays, max_size=4)),
-        extra=draw(st.dictionaries(st.text(max_size=6), state_trees, max_size=3)),
+        stream=draw(names),
+        config=draw(st.dictionaries(st.text(max_size=6), plain_scalars, max_size=4)),
+        offsets={topic: draw(timestamps)},
+        state=draw(st.dictionaries(st.text(max_size=6), state_trees, max_size=4)),
         ts=draw(timestamps),
     )
 
@@ -215,11 +215,9 @@ def test_checkpoint_round_trip(fmt):
     @given(checkpoints())
     def check(cp):
         value, headers = encode(cp, fmt)
-        back = decode(value, Checkpoint, headers, max_bytes=len(value))
-        assert back == cp  # Checkpoint.__eq__ compares arrays by dtype, shape and bytes
-        assert state_equal(back.arrays, cp.arrays)
-        for arr in back.arrays.values():
-            assert arr.flags.writeable and arr.flags.c_contiguous
+        back = decode(value, StreamCheckpoint, headers, max_bytes=len(value))
+        assert back == cp  # StreamCheckpoint.__eq__ compares arrays by dtype, shape and bytes
+        assert state_equal(back.state, cp.state)
 
     check()
 
@@ -288,22 +286,22 @@ def test_state_refuses_malformed_bytes():
 
 
 def test_json_checkpoint_is_plain_json_with_tagged_arrays():
-    cp = Checkpoint(
-        stream="s1",
-        kind="adwin",
-        topic="sf.instances",
+    cp = StreamCheckpoint(
+        group="g",
+        topics=["sf.instances"],
         partition=0,
-        offset=7,
-        arrays={"w": np.array([1.0, 2.0])},
-        extra={"raw": b"ab", "nan": math.nan},
+        stream="s1",
+        config={"detectors": ["adwin"]},
+        offsets={"sf.instances": 7},
+        state={"w": np.array([1.0, 2.0]), "raw": b"ab", "nan": math.nan},
         ts=1,
     )
     value, headers = encode(cp, "json")
     doc = json.loads(value)
-    assert doc["arrays"]["w"] == {"__ndarray__": "<f8", "shape": [2], "data": "AAAAAAAA8D8AAAAAAAAAQA=="}
-    assert doc["extra"] == {"raw": {"__bytes__": "YWI="}, "nan": {"__float__": "nan"}}
+    assert doc["state"]["w"] == {"__ndarray__": "<f8", "shape": [2], "data": "AAAAAAAA8D8AAAAAAAAAQA=="}
+    assert doc["state"]["raw"] == {"__bytes__": "YWI="} and doc["state"]["nan"] == {"__float__": "nan"}
     assert headers == [("content-type", b"application/json")]
-    assert decode(value, Checkpoint) == cp
+    assert decode(value, StreamCheckpoint) == cp
 
 
 # --------------------------------------------------------------------------- format

@@ -10,16 +10,17 @@ from pydantic import ValidationError
 
 from schemas import (
     MESSAGE_TYPES,
-    Checkpoint,
+    CheckpointManifest,
     DecodeError,
     DriftAlert,
     FeatureArrival,
     Instance,
     Prediction,
     Ranking,
-    decode_state,
+    StreamCheckpoint,
     deadletter_headers,
     deadletter_record,
+    decode_state,
     encode_state,
     parse_deadletter_headers,
     state_equal,
@@ -32,7 +33,7 @@ def error_types(exc: ValidationError) -> list[tuple[str, tuple]]:
 
 
 def test_every_contract_is_versioned_and_closed():
-    for model in (*MESSAGE_TYPES, Checkpoint):
+    for model in (*MESSAGE_TYPES, StreamCheckpoint, CheckpointManifest):
         assert model.model_fields["v"].default == 1
         assert model.model_config["extra"] == "forbid"
         assert model.model_config["strict"] is True
@@ -132,38 +133,50 @@ def make_state():
     }
 
 
-def test_checkpoint_wraps_a_learner_state():
-    state = make_state()
-    cp = Checkpoint.from_learner_state(state, stream="s1", topic="sf.instances", partition=2, offset=43, ts=9)
-    assert cp.offset == 43 and cp.kind == "online_random_forest"
-    assert state_equal(cp.learner_state(), state)
+def _checkpoint(**over):
+    fields = dict(group="g", topics=["t"], partition=0, stream="s", config={}, offsets={"t": 1},
+                  state={}, ts=0)
+    fields.update(over)
+    return StreamCheckpoint(**fields)
+
+
+def test_checkpoint_carries_a_pipeline_state_and_what_it_covers():
+    pipeline = {"stages": {"predictor": make_state(), "detectors": [{"arrays": {"w": np.zeros(3)}}]}}
+    cp = _checkpoint(state=pipeline, config={"predictor": ["online_random_forest"],
+                                             "params": {"online_random_forest": {"n_trees": 3}}},
+                     offsets={"t": 43}, partition=2)
+    assert cp.state["stages"]["predictor"]["arrays"]["n_seen"][0] == 42
+    assert cp.offsets == {"t": 43} and cp.partition == 2
     # the state survives the state codec exactly, dtypes included
-    assert state_equal(decode_state(encode_state(cp.learner_state())), state)
-
-
-def test_checkpoint_nests_a_pipeline():
-    pipeline = {"learners": {"predictor": make_state(), "detector": {"arrays": {"w": np.zeros(3)}}}}
-    cp = Checkpoint(stream="s", kind="pipeline", topic="t", partition=0, offset=1, extra=pipeline, ts=0)
-    assert cp.extra["learners"]["predictor"]["arrays"]["n_seen"][0] == 42
+    assert state_equal(decode_state(encode_state(cp.state)), pipeline)
 
 
 def test_checkpoint_equality_compares_arrays_exactly():
-    a = Checkpoint(stream="s", kind="k", topic="t", partition=0, offset=1, arrays={"w": np.zeros(2)}, ts=0)
-    b = a.model_copy(update={"arrays": {"w": np.zeros(2)}})
-    c = a.model_copy(update={"arrays": {"w": np.zeros(2, dtype=np.float32)}})
+    a = _checkpoint(state={"w": np.zeros(2)})
+    b = a.model_copy(update={"state": {"w": np.zeros(2)}})
+    c = a.model_copy(update={"state": {"w": np.zeros(2, dtype=np.float32)}})
     assert a == b and a != c
 
 
-def test_checkpoint_refuses_unstorable_values():
-    base = dict(stream="s", kind="k", topic="t", partition=0, offset=1, ts=0)
-    with pytest.raises(ValidationError, match=r"arrays\['w'\]: dtype object cannot be stored"):
-        Checkpoint(**base, arrays={"w": np.array([None], dtype=object)})
-    with pytest.raises(ValidationError, match=r"extra\['fn'\]: values of type function"):
-        Checkpoint(**base, extra={"fn": lambda: 0})
+def test_checkpoint_refuses_unstorable_values_and_bad_coverage():
+    with pytest.raises(ValidationError, match=r"state\['w'\]: dtype object cannot be stored"):
+        _checkpoint(state={"w": np.array([None], dtype=object)})
+    with pytest.raises(ValidationError, match=r"state\['fn'\]: values of type function"):
+        _checkpoint(state={"fn": lambda: 0})
     with pytest.raises(ValidationError):
-        Checkpoint(**base, arrays={"w": [1.0, 2.0]})  # arrays must be numpy arrays
+        _checkpoint(offsets={"t": -1})
+    with pytest.raises(ValidationError, match="input topics"):
+        _checkpoint(offsets={"t": 1, "u": 2})
     with pytest.raises(ValidationError):
-        Checkpoint(**{**base, "offset": -1})
+        _checkpoint(topics=[])
+
+
+def test_manifest_names_chunk_spans():
+    m = CheckpointManifest(group="g", topics=["t"], partition=1, offsets={"t": 9}, ts=0,
+                           streams={"s": [3, 2, 100]})
+    assert m.streams["s"] == [3, 2, 100]
+    with pytest.raises(ValidationError):
+        m.model_validate({**m.model_dump(), "streams": {"s": [3, 2]}})
 
 
 def test_state_equal_is_exact():

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Producer
 
 from worker import settings as settings_module
-from worker.settings import MASK, ConfigError, Settings, add_parser, load_settings
+from worker.settings import MASK, ConfigError, Settings, add_parser, load_settings, stream_profiles
 
 SASL = {
     "STREAMFOREST_KAFKA__SECURITY_PROTOCOL": "SASL_PLAINTEXT",
@@ -41,10 +41,10 @@ def test_defaults():
     )
     assert (s.topics.partitions, s.topics.replication_factor) == (4, 1)
     learners = s.learners
-    assert (learners.task, learners.predictor, learners.importance, learners.drift_detector) == (
-        "classification", "forgetful_forest", True, "adwin",
+    assert (learners.task, learners.predictor, learners.rankers, learners.detectors) == (
+        "auto", ["forgetful_forest"], ["online_random_forest"], ["adwin"],
     )
-    assert (learners.batch_size, learners.n_trees, learners.orf_trees) == (100, 20, 10)
+    assert (learners.selector, learners.batch_size, s.profiles) == (None, 100, [])
     assert (learners.ranking_every, learners.top_k, learners.max_streams, learners.seed) == (1000, 5, 1000, 1)
     assert learners.params == {}
     c = s.checkpoint
@@ -71,8 +71,9 @@ def test_environment_nesting_and_case():
     s = load_settings(
         {
             "STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS": "b1:9092,b2:9092",
-            "streamforest_learners__n_trees": "7",  # names are case-insensitive
-            "STREAMFOREST_LEARNERS__IMPORTANCE": "false",
+            "streamforest_learners__batch_size": "7",  # names are case-insensitive
+            "STREAMFOREST_LEARNERS__RANKERS": "none",
+            "STREAMFOREST_LEARNERS__DETECTORS": "adwin, ddm",
             "STREAMFOREST_LEARNERS__PARAMS": '{"online_random_forest": {"n_tests": 5}}',
             "STREAMFOREST_WORKER__LOG_LEVEL": "debug",
             "STREAMFOREST_TOPICS": '{"partitions": 8, "instances": "in"}',  # a whole section
@@ -82,7 +83,8 @@ def test_environment_nesting_and_case():
         }
     )
     assert s.kafka.bootstrap_servers == "b1:9092,b2:9092"
-    assert (s.learners.n_trees, s.learners.importance) == (7, False)
+    assert (s.learners.batch_size, s.learners.rankers, s.learners.detectors) == (
+        7, [], ["adwin", "ddm"])
     assert s.learners.params == {"online_random_forest": {"n_tests": 5}}
     assert s.worker.log_level == "DEBUG"
     assert (s.topics.partitions, s.topics.instances, s.topics.predictions) == (8, "in", "sf.predictions")
@@ -172,7 +174,6 @@ def test_bad_values_name_the_variable_and_the_fix():
             {
                 "STREAMFOREST_TOPICS__PARTITIONS": "zero",
                 "STREAMFOREST_WORKER__METRICS_PORT": "70000",
-                "STREAMFOREST_LEARNERS__PREDICTOR": "forest",
                 "STREAMFOREST_LEARNERS__BATCH_SIZE": "0",
                 "STREAMFOREST_WORKER__CONSUME_TIMEOUT_S": "-1",
                 "STREAMFOREST_TOPICS__DRIFT": "bad topic!",
@@ -182,13 +183,17 @@ def test_bad_values_name_the_variable_and_the_fix():
     assert "valid integer" in found["STREAMFOREST_TOPICS__PARTITIONS"]
     assert "'zero'" in found["STREAMFOREST_TOPICS__PARTITIONS"]
     assert "less than or equal to 65535" in found["STREAMFOREST_WORKER__METRICS_PORT"]
-    assert "'forgetful_forest', 'forgetful_tree' or 'online_random_forest'" in found[
-        "STREAMFOREST_LEARNERS__PREDICTOR"
-    ]
     assert "greater than or equal to 1" in found["STREAMFOREST_LEARNERS__BATCH_SIZE"]
     assert "greater than 0" in found["STREAMFOREST_WORKER__CONSUME_TIMEOUT_S"]
     assert "letters, digits" in found["STREAMFOREST_TOPICS__DRIFT"]
-    assert len(found) == 6
+    assert len(found) == 5
+    # learner choices are checked against the registry beside the other sections' problems
+    found = dict(problems({"STREAMFOREST_TOPICS__PARTITIONS": "zero",
+                           "STREAMFOREST_LEARNERS__PREDICTOR": "forest"}))
+    assert "unknown learner 'forest'; the predictors are: forgetful_forest" in found[
+        "STREAMFOREST_LEARNERS__PREDICTOR"
+    ]
+    assert "valid integer" in found["STREAMFOREST_TOPICS__PARTITIONS"]
 
 
 def test_cross_field_rules():
@@ -221,6 +226,82 @@ def test_static_membership_needs_a_stable_member_name():
     assert "group.instance.id" not in producer_config(s, "t")
     plain = load_settings({"STREAMFOREST_WORKER__MEMBER_NAME": "pod-0"})
     assert "group.instance.id" not in consumer_config(plain)
+
+
+def test_learner_lists_take_json_or_commas():
+    for value, want in (('["adwin", "ddm"]', ["adwin", "ddm"]), ("adwin,ddm", ["adwin", "ddm"]),
+                        ("none", []), ("", []), ("ddm", ["ddm"])):
+        assert load_settings({"STREAMFOREST_LEARNERS__DETECTORS": value}).learners.detectors == want
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__DETECTORS": '["adwin"'})
+    assert key == "STREAMFOREST_LEARNERS__DETECTORS" and "JSON list" in text
+
+
+def test_learners_and_parameters_are_checked_against_the_registry_at_start():
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS":
+                              '{"forgetful_forest": {"n_treez": 3}}'})
+    assert key == "STREAMFOREST_LEARNERS__PARAMS (field forgetful_forest.n_treez)"
+    assert "unknown parameter of forgetful_forest; did you mean n_trees?" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forgetful_forest": {"n_trees": "3"}}'})
+    assert key.endswith("(field forgetful_forest.n_trees)") and "must be an integer" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forgetful_forest": {"n_trees": 0}}'})
+    assert "refuses these parameters: n_trees must be >= 1" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forest": {"n_trees": 3}}'})
+    assert key.endswith("(field forest)") and "unknown learner 'forest'" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"adwin": {"seed": 3}}'})
+    assert "unknown parameter of adwin" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forgetful_tree": {"seed": 3}}'})
+    assert "seed comes from learners.seed" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__RANKERS": "forgetful_forest"})
+    assert key == "STREAMFOREST_LEARNERS__RANKERS" and "forgetful_forest cannot be a ranker" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__SELECTOR": "adwin"})
+    assert key == "STREAMFOREST_LEARNERS__SELECTOR" and "adwin cannot be a selector" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS":
+                              '{"online_random_forest": {"track_importance": false}}'})
+    assert "must be true when online_random_forest is a ranker" in text
+
+
+def test_profiles_first_match_wins_and_inherit_the_default():
+    s = load_settings({
+        "STREAMFOREST_LEARNERS__PARAMS": '{"online_random_forest": {"n_trees": 5, "n_tests": 4}}',
+        "STREAMFOREST_PROFILES": json.dumps([
+            {"match": "sensor-*", "name": "sensors", "predictor": "forgetful_tree",
+             "params": {"online_random_forest": {"n_trees": 3}}},
+            {"match": "sensor-7*", "predictor": "online_random_forest"},
+            {"match": "web-?", "detectors": "ddm", "batch_size": 10},
+        ]),
+    })
+    profiles = stream_profiles(s)
+    sensor = profiles.for_stream("sensor-71")
+    assert sensor.profile == "sensors" and sensor.predictor == ("forgetful_tree",)
+    assert sensor.params["online_random_forest"] == {"n_trees": 3, "n_tests": 4}  # merged
+    assert sensor.rankers == ("online_random_forest",) and sensor.batch_size == 100  # inherited
+    web = profiles.for_stream("web-1")
+    assert web.detectors == ("ddm",) and web.batch_size == 10 and web.predictor == ("forgetful_forest",)
+    other = profiles.for_stream("web-12")
+    assert other.profile == "default" and other.params["online_random_forest"]["n_trees"] == 5
+
+
+def test_profile_problems_name_the_profile_and_the_field():
+    found = problems({"STREAMFOREST_PROFILES": json.dumps([
+        {"match": "*"},
+        {"match": "a-*", "predictor": "nope"},
+        {"match": ""},
+        {"match": "b-*", "task": "regression"},
+        {"match": "c-*", "params": {"forgetful_tree": {"increase_rat": 0.5}}},
+    ])})
+    text = "\n".join(f"{k}: {v}" for k, v in found)
+    assert "STREAMFOREST_PROFILES (profile 1 'a-*', field match): never used" in text
+    assert "STREAMFOREST_PROFILES (profile 1 'a-*', field predictor): unknown learner 'nope'" in text
+    assert "STREAMFOREST_PROFILES (profile 2 '', field match): an empty pattern" in text
+    assert ("STREAMFOREST_PROFILES (profile 3 'b-*', field predictor): the profile's task is "
+            "regression but none of forgetful_forest serves it") in text
+    assert "field params.forgetful_tree.increase_rat): unknown parameter" in text
+    [(key, text)] = problems({"STREAMFOREST_PROFILES": '[{"predictor": "forgetful_tree"}]'})
+    assert key.startswith("STREAMFOREST_PROFILES") and "required" in text.lower()
+    [(key, text)] = problems({"STREAMFOREST_PROFILES": '{"match": "x"}'})
+    assert key == "STREAMFOREST_PROFILES"
+    [(key, text)] = problems({"STREAMFOREST_PROFILES__MATCH": "x"})
+    assert "unknown setting" in text
 
 
 def test_bad_json_and_section_fields():
@@ -289,16 +370,19 @@ def run_config(monkeypatch, capsys, env):
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
     args = parser.parse_args(["config"])
-    code = args.func(args)
+    try:
+        code = args.func(args)
+    except SystemExit as stop:  # the one helper every command loads its settings with
+        code = stop.code
     out = capsys.readouterr()
     return code, out.out, out.err
 
 
 def test_config_command_prints_masked_json(monkeypatch, capsys):
-    code, out, err = run_config(monkeypatch, capsys, {**SASL, "STREAMFOREST_LEARNERS__N_TREES": "3"})
+    code, out, err = run_config(monkeypatch, capsys, {**SASL, "STREAMFOREST_LEARNERS__BATCH_SIZE": "3"})
     assert code == 0 and err == ""
     shown = json.loads(out)
-    assert shown["learners"]["n_trees"] == 3
+    assert shown["learners"]["batch_size"] == 3
     assert shown["kafka"]["sasl_password"] == "**********"
     assert "hunter2" not in out
 
@@ -310,6 +394,23 @@ def test_config_command_fails_readably(monkeypatch, capsys):
         "invalid streamforest settings (1 problem):\n"
         "  STREAMFOREST_KAFKA__BOOTSTRP: unknown setting; did you mean STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS?"
     )
+
+
+@pytest.mark.parametrize("command", [["run"], ["topics", "create"], ["config"],
+                                     ["produce", "hyperplane", "-n", "1"]])
+def test_every_command_refuses_bad_settings_on_stderr_with_code_2(command):
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("STREAMFOREST_")}
+    env["STREAMFOREST_LEARNERS__PARAMS"] = '{"forgetful_forest": {"n_treez": 3}}'
+    proc = subprocess.run([sys.executable, "-m", "worker", *command], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    assert ("STREAMFOREST_LEARNERS__PARAMS (field forgetful_forest.n_treez): unknown parameter "
+            "of forgetful_forest; did you mean n_trees?") in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_docstring_examples():

@@ -130,7 +130,7 @@ def _key(value):
     try:
         d = msgpack.unpackb(value)
         s = d.get("stream") if isinstance(d, dict) else None
-    except Exception:  # noqa: BLE001
+    except Exception:
         s = None
     return s.encode("utf-8", "surrogatepass") if isinstance(s, str) else b"\xff"
 

@@ -9,6 +9,7 @@ import urllib.request
 
 import pytest
 
+from schemas import DecodeError, StreamCheckpoint
 from worker import checkpoint as ckpt
 from worker.app import Faults
 from worker.cli import build_parser
@@ -26,30 +27,60 @@ def test_split_covers_the_blob_in_order():
     assert ckpt.split(b"", 10) == [b""]
 
 
-def test_keys_and_manifest_round_trip():
-    assert ckpt.chunk_key("s1", 0) == b"s\x00s1\x000"
-    assert ckpt.chunk_key("s1", 10).endswith(b"\x0010")
-    assert ckpt.manifest_key("sf.instances", 3) == b"m\x00sf.instances\x003"
-    m = ckpt.Manifest("sf.instances", 3, 1234, 99, {"a": [10, 2, 1500], "b": [12, 1, 7]})
-    back = ckpt.Manifest.decode(m.encode())
-    assert back == m
+def test_keys_carry_group_and_input_topic():
+    assert ckpt.chunk_key("g", "sf.instances", "s1", 0) == b"s\x00g\x00sf.instances\x00s1\x000"
+    assert ckpt.chunk_key("g", "t", "s1", 10).endswith(b"\x0010")
+    assert ckpt.manifest_key("g", "sf.instances", 3) == b"m\x00g\x00sf.instances\x003"
+    # two deployments sharing the checkpoints topic write distinct keys
+    assert ckpt.chunk_key("g1", "t", "s", 0) != ckpt.chunk_key("g2", "t", "s", 0)
+    assert ckpt.manifest_key("g", "t1", 0) != ckpt.manifest_key("g", "t2", 0)
 
 
-def test_blob_envelope_keeps_arrays_and_offset():
+def _envelope(**over):
     import numpy as np
 
-    state = {"arrays": {"w": np.arange(5, dtype=np.float32)}, "n": 3}
-    env = ckpt.decode_blob(ckpt.encode_blob("s", "t", 1, 77, state))
-    assert env["offset"] == 77 and env["stream"] == "s" and env["partition"] == 1
-    assert env["state"]["arrays"]["w"].dtype == np.float32
-    assert env["state"]["arrays"]["w"].tolist() == [0, 1, 2, 3, 4]
+    fields = dict(group="g", topics=["t"], partition=1, stream="s",
+                  config={"predictor": ["forgetful_tree"], "params": {}}, offsets={"t": 77},
+                  state={"arrays": {"w": np.arange(5, dtype=np.float32)}, "n": 3}, ts=5)
+    fields.update(over)
+    return StreamCheckpoint(**fields)
 
 
-def test_manifest_of_an_unknown_version_is_refused():
-    from schemas.codec import encode_state
+def test_blob_envelope_is_the_contract_and_keeps_arrays():
+    import numpy as np
 
-    with pytest.raises(ValueError, match="version"):
-        ckpt.Manifest.decode(encode_state({"v": 99}))
+    env = ckpt.decode_blob(ckpt.encode_blob(_envelope()))
+    assert env == _envelope()
+    assert env.offsets == {"t": 77} and env.stream == "s" and env.partition == 1
+    assert env.state["arrays"]["w"].dtype == np.float32
+    assert env.state["arrays"]["w"].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_envelope_offsets_name_exactly_the_input_topics():
+    with pytest.raises(ValueError, match="input topics"):
+        _envelope(offsets={"other": 3})
+
+
+def test_manifest_round_trips_and_unknown_versions_are_refused():
+    from schemas.codec import decode, encode, encode_state
+
+    m = ckpt.empty_manifest("g", "sf.instances", 3, 1234)
+    m = m.model_copy(update={"streams": {"a": [10, 2, 1500], "b": [12, 1, 7]}})
+    value = encode(m)[0]
+    assert decode(value, ckpt.Manifest, max_bytes=len(value)) == m
+    with pytest.raises(DecodeError, match="version"):
+        decode(encode_state({"v": 99}), ckpt.Manifest)
+
+
+def test_restore_refuses_an_envelope_of_another_writer():
+    m = ckpt.empty_manifest("g", "t", 1, 100)
+    ckpt._verify(_envelope(), m, "s")  # the right one passes
+    for bad, what in ((dict(group="other"), "group"), (dict(partition=2), "partition"),
+                      (dict(offsets={"t": 101}), "offsets")):
+        with pytest.raises(ckpt.CheckpointError, match=what):
+            ckpt._verify(_envelope(**bad), m, "s")
+    with pytest.raises(ckpt.CheckpointError, match="stream"):
+        ckpt._verify(_envelope(), m, "other-stream")
 
 
 def test_faults_parse_and_refuse_unknown_names():
@@ -64,18 +95,23 @@ def test_faults_parse_and_refuse_unknown_names():
 def test_metrics_text_format_and_endpoints():
     m = WorkerMetrics()
     m.instances_in.inc(5)
-    m.outputs.inc(3, kind="prediction")
-    m.lag.set(42, partition=1)
+    m.outputs.labels(kind="prediction").inc(3)
+    m.lag.labels(partition=1).set(42)
     m.batch_latency.observe(0.003)
     m.batch_latency.observe(2.0)
-    text = m.registry.render()
+    text = m.render()
+    # the metric names of earlier versions, now exported by prometheus_client
     assert "# TYPE streamforest_instances_total counter" in text
-    assert "streamforest_instances_total 5" in text
-    assert 'streamforest_outputs_total{kind="prediction"} 3' in text
-    assert 'streamforest_partition_lag{partition="1"} 42' in text
-    assert 'streamforest_batch_seconds_bucket{le="0.005"} 1' in text
-    assert 'streamforest_batch_seconds_bucket{le="+Inf"} 2' in text
-    assert "streamforest_batch_seconds_count 2" in text
+    assert "streamforest_instances_total 5.0" in text
+    assert 'streamforest_outputs_total{kind="prediction"} 3.0' in text
+    assert 'streamforest_partition_lag{partition="1"} 42.0' in text
+    assert 'streamforest_batch_seconds_bucket{le="0.005"} 1.0' in text
+    assert 'streamforest_batch_seconds_bucket{le="+Inf"} 2.0' in text
+    assert "streamforest_batch_seconds_count 2.0" in text
+    assert "_created" not in text
+    m.forget_partition(1)
+    m.forget_partition(7)  # never set: nothing to forget
+    assert "streamforest_partition_lag{" not in m.render()
     server = MetricsServer(m, 0, host="127.0.0.1", stale_s=60).start()
     try:
         def get(path):
@@ -85,7 +121,7 @@ def test_metrics_text_format_and_endpoints():
             except urllib.error.HTTPError as e:
                 return e.code, ""
 
-        assert get("/metrics")[0] == 200 and "streamforest_instances_total 5" in get("/metrics")[1]
+        assert get("/metrics")[0] == 200 and "streamforest_instances_total 5.0" in get("/metrics")[1]
         assert get("/healthz")[0] == 200
         assert get("/readyz")[0] == 503
         m.ready = True

@@ -444,7 +444,8 @@ class LocalBroker:
             return
         cmd = [
             java, "-Xmx256m", *QUICK_JVM_OPTS, f"-Dlog4j2.configurationFile={self._log_config}",
-            "-cp", classpath, "kafka.tools.StorageTool", "format", f"--cluster-id={new_cluster_id()}", "-c", str(properties),
+            "-cp", classpath, "kafka.tools.StorageTool", "format", f"--cluster-id={new_cluster_id()}",
+            "-c", str(properties),
         ]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
@@ -510,7 +511,7 @@ class LocalBroker:
             cmd.append(f"-Dstreamforest.tag={os.environ[_TAG_ENV]}")
         cmd += ["-cp", classpath, "kafka.Kafka", str(properties)]
         with open(self.log_file, "ab") as log:
-            self._proc = subprocess.Popen(  # noqa: S603 - fixed command line built above
+            self._proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 cwd=self.data_dir, start_new_session=self.detach,
             )  # fmt: skip

@@ -123,9 +123,9 @@ class LiveView:
 def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: int | None = None,
              partitions: int = 2, timeout_s: float = 900.0, out=sys.stdout) -> int:
     """Run the demo (see module doc); returns 0 when every instance got its prediction."""
-    from .datasets import load
     from ..settings import load_settings
     from ..topics import create_topics
+    from .datasets import load
 
     broker = None
     if bootstrap is None:

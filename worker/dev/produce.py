@@ -132,13 +132,9 @@ def add_parser(subparsers) -> None:
 
 
 def _cmd_produce(args) -> int:
-    from ..settings import ConfigError, load_settings
+    from ..settings import settings_or_exit
 
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(str(exc))
-        return 2
+    settings = settings_or_exit()
     if args.produce_command == "dataset":
         from .datasets import load
 

@@ -1,0 +1,408 @@
+"""Per-stream pipeline: the segmenting engine that drives a stream's stages, test-then-train.
+
+One :class:`Pipeline` serves one stream (the Kafka key of its instances). It is plain Python
+around the numba learners of :mod:`models` and knows nothing about Kafka: the worker hands it
+the decoded rows of one stream, in partition order, and turns what it returns into messages.
+
+Semantics (the same for every learner, so that results never depend on how the input was
+cut into consume batches)
+
+* The stream's task (:mod:`worker.pipeline.tasks`) is its profile's, or fixed by its first
+  labelled instance; the stages (:mod:`worker.pipeline.stages`) are built for that task.
+* Every instance is predicted by the model as it stands; labelled instances are appended to a
+  pending buffer after they were predicted (test-then-train).
+* When the buffer holds ``batch_size`` labelled rows, the selector, the predictor and the
+  rankers learn it as one mini-batch (``learn_many``). The forgetful learners are mini-batch
+  learners by definition (Yuan et al. 2023, Sec. 3: each batch is tested before it is
+  learned); row-by-row learners (the online random forest, Saffari et al. 2009) learn the
+  same mini-batches row by row inside their kernels, so an instance is still predicted before
+  it is learned, by a model at most ``batch_size - 1`` labelled rows old.
+* The per-row prequential loss (0/1 for classifiers) feeds the drift detectors (ADWIN, Bifet
+  & Gavaldà 2007; DDM, Gama et al. 2004); every warning or drift becomes an alert.
+* Events a learner reports while learning (a forgetful forest whose trees forget all their
+  rows, Yuan et al. 2023, Sec. 3.2) become alerts from that learner.
+* Rankings (one per method of every ranker) are emitted every ``ranking_every`` instances and
+  after a mini-batch whenever the top-k order of a method changed.
+
+Input is processed in *segments* whose boundaries depend only on the stream itself (the
+point where the buffer fills, the next ranking point), so an uninterrupted run, a run cut
+into other consume batches and a run restored from a checkpoint give identical outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from models.registry import CLASSIFICATION, PREDICTOR, RANKER, SELECTOR
+
+from .config import AUTO, PipelineConfig, stream_seed
+from .errors import PipelineError
+from .results import Alert, PredictionBlock, RankingOut, StreamResult
+from .stages import Stage, detect
+from .tasks import Task, make_task, task_of_label
+
+STATE_VERSION = 2
+
+
+def _own(a: np.ndarray) -> np.ndarray:
+    """``a`` itself if it owns its data, else a copy."""
+    return a if a.base is None else np.array(a)
+
+
+class Pipeline:
+    """The stages of one stream (selector, predictor, rankers, detectors), test-then-train.
+
+    Parameters
+    ----------
+    stream : str
+        Stream id (the Kafka key).
+    cfg : PipelineConfig
+        What to build (the stream's profile).
+    n_features : int
+        Feature count, fixed by the stream's first message.
+    feature_names : list of str, optional
+        Names, when the first message carried ``x`` as a mapping; they fix the column order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).random((300, 3))
+    >>> y = [int(v > 0.5) for v in X[:, 0]]
+    >>> cfg = PipelineConfig(predictor="forgetful_tree", rankers=[], batch_size=50)
+    >>> p = Pipeline("s1", cfg, n_features=3)
+    >>> res = p.process(X, y)
+    >>> p.task.name, p.n_instances, round(p.accuracy, 2) > 0.8
+    ('classification', 300, True)
+    """
+
+    def __init__(self, stream: str, cfg: PipelineConfig, n_features: int,
+                 feature_names: list[str] | None = None):
+        self.stream = stream
+        self.cfg = cfg
+        self.n_features = int(n_features)
+        self.feature_names = list(feature_names) if feature_names else None
+        self.seed = stream_seed(stream, cfg.seed)
+        self.task: Task | None = None
+        self.predictor: Stage | None = None
+        self.selector: Stage | None = None
+        self.rankers: list[Stage] = []
+        self.detectors = [Stage.build(n, cfg.params_of(n), (), None) for n in cfg.detectors]
+        self._pending_X: list[np.ndarray] = []
+        self._pending_y: list = []
+        self._pending_off: list[np.ndarray] = []
+        self._pending_pos: list[np.ndarray] = []
+        self.n_pending = 0
+        self.n_instances = 0
+        self.n_labelled = 0
+        self.loss_sum = 0.0
+        self.next_ranking = cfg.ranking_every
+        self.last_topk: dict[str, list] = {}
+        self.n_events = 0
+        if cfg.task == CLASSIFICATION:  # a regression profile waits for the target count
+            self._build(CLASSIFICATION, None)
+
+    # -- the task and the stages ---------------------------------------------------------------
+
+    def check_label(self, y: Any) -> None:
+        """Refuse (:class:`PipelineError`) a label this stream cannot take; fix the task at the
+        first label when the profile leaves it open."""
+        if self.task is not None:
+            self.task.check_label(y)
+            return
+        task = task_of_label(y)
+        if self.cfg.task not in (AUTO, task):
+            raise PipelineError(
+                "invalid_target", f"stream {self.stream!r} is a {self.cfg.task} stream (its "
+                f"profile {self.cfg.profile} says so) but y is a {task} label")
+        if self.cfg.predictor_for(task) is None:
+            raise PipelineError(
+                "unsupported_task", f"stream {self.stream!r} sends {task} labels but its profile "
+                f"({self.cfg.profile}) has no {task} predictor among "
+                f"{', '.join(self.cfg.predictor) or 'none'}; name one in learners.predictor")
+        self._build(task, y)
+
+    def _build(self, task: str, first_label: Any) -> None:
+        """Make the task object and the stages serving it (once per stream)."""
+        cfg, stream = self.cfg, self.stream
+        self.task = make_task(task, first_label)
+        pname = cfg.predictor_for(task)
+        rankers = cfg.rankers_for(task)
+        roles = (PREDICTOR, RANKER) if pname in rankers else (PREDICTOR,)
+        self.predictor = Stage.build(pname, cfg.params_of(pname), roles, self.seed)
+        sname = cfg.selector_for(task)
+        if sname is not None:
+            self.selector = Stage.build(sname, cfg.params_of(sname), (SELECTOR,),
+                                        stream_seed(stream, cfg.seed, "selector"))
+        self.rankers = []
+        n_own = 0
+        for name in rankers:
+            if name == pname:
+                self.rankers.append(self.predictor)
+                continue
+            salt = "importance" if n_own == 0 else f"importance:{name}"
+            n_own += 1
+            self.rankers.append(Stage.build(name, cfg.params_of(name), (RANKER,),
+                                            stream_seed(stream, cfg.seed, salt)))
+
+    @property
+    def names(self) -> list[str]:
+        """Feature names used in rankings (``x0, x1, ...`` when the stream sends lists)."""
+        if self.feature_names:
+            return self.feature_names
+        return [f"x{j}" for j in range(self.n_features)]
+
+    @property
+    def model_name(self) -> str:
+        """Registry name of the predictor (the ``model`` of predictions)."""
+        return self.predictor.name if self.predictor is not None else self.cfg.model_name
+
+    @property
+    def classes(self) -> list:
+        """Class labels known to the predictor (class-index order; empty for regression)."""
+        if self.task is None or self.predictor is None:
+            return []
+        return self.task.classes(self.predictor.learner)
+
+    @property
+    def mean_loss(self) -> float:
+        """Mean prequential loss of the labelled instances so far."""
+        return self.loss_sum / self.n_labelled if self.n_labelled else float("nan")
+
+    @property
+    def accuracy(self) -> float:
+        """Prequential accuracy so far (classification: 1 minus the mean 0/1 loss)."""
+        return 1.0 - self.mean_loss
+
+    # -- processing ----------------------------------------------------------------------------
+
+    def process(self, X: np.ndarray, y: list, offsets: np.ndarray | None = None,
+                emit: bool = True) -> StreamResult:
+        """Test-then-train over consecutive rows of this stream.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, n_features)
+            Finite float64 rows, in stream order.
+        y : list of length n
+            Labels (checked with :meth:`check_label`), ``None`` for unlabelled rows.
+        offsets : ndarray of int64, optional
+            Source offsets of the rows (kept with pending rows, reported if a learn fails).
+        emit : bool
+            ``False`` while replaying input whose outputs were already committed: the state
+            advances exactly as when emitting, but probabilities are not computed.
+        """
+        n = X.shape[0]
+        if offsets is None:
+            offsets = np.full(n, -1, dtype=np.int64)
+        out = StreamResult()
+        if None in y:
+            labelled = np.fromiter((v is not None for v in y), dtype=bool, count=n)
+        else:  # all labelled (the common case): no per-row test
+            labelled = np.ones(n, dtype=bool)
+        if self.task is None and labelled.any():
+            self.check_label(y[int(np.argmax(labelled))])
+        lab_idx = np.flatnonzero(labelled)
+        B = self.cfg.batch_size
+        every = self.cfg.ranking_every if self.cfg.rankers else 0
+        start = self.n_instances  # stream position of input row 0
+        losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
+        i = 0
+        while i < n:
+            j = n
+            need = B - self.n_pending
+            k = int(np.searchsorted(lab_idx, i))
+            if k + need - 1 < lab_idx.shape[0]:
+                j = int(lab_idx[k + need - 1]) + 1
+            if every:
+                j = min(j, i + max(1, self.next_ranking - self.n_instances))
+            self._segment(X, y, labelled, offsets, i, j, emit, out, losses)
+            i = j
+        if self.detectors and losses:
+            # detectors only read the loss sequence, never feed the learners: one call over
+            # the whole run gives the alerts the per-segment calls would
+            self._detect(np.concatenate(losses), lab_idx, start, out)
+        # pending rows may be views of the caller's arrays, which it may reuse: keep copies
+        if self._pending_X:
+            self._pending_X = [_own(a) for a in self._pending_X]
+            self._pending_off = [_own(a) for a in self._pending_off]
+        return out
+
+    def _view(self, X: np.ndarray) -> np.ndarray:
+        """The columns the predictor sees: all, or the selector's with the rest read as 0."""
+        if self.selector is None:
+            return X
+        cols = self.selector.selected()
+        if not cols:
+            return X
+        mask = np.zeros(X.shape[1])
+        mask[cols] = 1.0
+        return X * mask
+
+    def _segment(self, X, y, labelled, offsets, i, j, emit, out: StreamResult,
+                 losses: list) -> None:
+        """Rows ``i:j``: one model predicts them all; then learn / rank if a boundary is hit."""
+        Xs = X[i:j]
+        task = self.task
+        if task is None:  # no label yet, nothing learned: no prediction
+            classes, y_pred, proba = [], [None] * (j - i), (np.zeros((j - i, 0)) if emit else None)
+        else:
+            classes, y_pred, proba = task.predict(self.predictor.learner, self._view(Xs), emit)
+        out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
+
+        if labelled[i:j].all():  # all labelled (the common case): no index lists
+            rows = np.arange(i, j)
+            y_true, preds, Xl, offs = y[i:j], y_pred, Xs, offsets[i:j]
+        else:
+            lab = np.flatnonzero(labelled[i:j])
+            rows = i + lab
+            y_true = [y[r] for r in rows.tolist()]
+            preds = [y_pred[r] for r in lab.tolist()]
+            Xl, offs = Xs[lab], offsets[rows]
+        n_lab = len(y_true)
+        if n_lab:
+            loss = task.losses(preds, y_true)
+            losses.append(loss)
+            self.loss_sum += float(loss.sum())
+            self.n_labelled += n_lab
+            self._pending_X.append(Xl)
+            self._pending_y.extend(y_true)
+            self._pending_off.append(offs)
+            self._pending_pos.append(self.n_instances + rows - i)
+            self.n_pending += n_lab
+        self.n_instances += j - i
+        if self.n_pending >= self.cfg.batch_size:
+            self._learn(j - 1, out)
+        if self.cfg.ranking_every and self.n_instances >= self.next_ranking:
+            if self.rankers:
+                self._rank(j - 1, out, only_changed=False)
+            every = self.cfg.ranking_every
+            self.next_ranking = (self.n_instances // every + 1) * every
+
+    def _detect(self, loss: np.ndarray, rows: np.ndarray, start: int, out: StreamResult) -> None:
+        """Alerts of every detector, merged into ``out.alerts`` in row order.
+
+        At a shared row, detectors' alerts come before events of learners (the order of one
+        call per segment) and detectors keep their configured order.
+        """
+        new: list[Alert] = []
+        for stage in self.detectors:
+            new += detect(stage, loss, rows, start)
+        if new:
+            new.sort(key=lambda a: a.row)  # stable: detector order, warnings first
+            merged = new + out.alerts
+            merged.sort(key=lambda a: a.row)
+            out.alerts[:] = merged
+
+    def _learn(self, row: int, out: StreamResult) -> None:
+        """Learn the pending mini-batch: selector, predictor, then the rankers of their own."""
+        pX, yp, pO, pP = self._pending_X, self._pending_y, self._pending_off, self._pending_pos
+        Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
+        self._pending_X, self._pending_y, self._pending_off, self._pending_pos = [], [], [], []
+        self.n_pending = 0
+        stages = [s for s in (self.selector, self.predictor) if s is not None]
+        stages += [s for s in self.rankers if s is not self.predictor]
+        targets = self.task.learn_targets(yp)
+        try:
+            for stage in stages:
+                stage.learner.learn_many(self._view(Xp) if stage is self.predictor else Xp,
+                                         targets)
+        except ValueError as exc:
+            out.rejected.append((np.concatenate(pO).astype(np.int64, copy=False),
+                                 PipelineError("learner_rejected", str(exc))))
+            return
+        positions = np.concatenate(pP)
+        names = self.names
+        for stage in stages:
+            for ev in stage.events():
+                self.n_events += 1
+                position = int(positions[ev.row]) if ev.row >= 0 else self.n_instances - 1
+                feature = names[ev.feature] if ev.feature >= 0 else None
+                out.alerts.append(Alert(row, stage.name, ev.level, position, ev.detail, feature))
+        if self.rankers:
+            self._rank(row, out, only_changed=True)
+
+    def _rank(self, row: int, out: StreamResult, only_changed: bool) -> None:
+        """Rankings of every method (all of them, or those whose top-k changed)."""
+        names = self.names
+        for stage in self.rankers:
+            n_seen = int(stage.learner.n_seen)
+            for method, scores in stage.rankings():
+                # stable order: ties broken by column index, so rankings are reproducible
+                order = np.lexsort((np.arange(scores.shape[0]), -scores))
+                top = [int(c) for c in order[: self.cfg.top_k]]
+                if only_changed and self.last_topk.get(method) == top:
+                    continue
+                self.last_topk[method] = top
+                out.rankings.append(RankingOut(
+                    row, method, [names[c] for c in order], [float(scores[c]) for c in order],
+                    n_seen))
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def to_state(self) -> dict:
+        """Everything that decides the stream's future outputs, as plain values and arrays."""
+        if self._pending_X:
+            pX = np.ascontiguousarray(np.concatenate(self._pending_X))
+            pO = np.concatenate(self._pending_off)
+            pP = np.concatenate(self._pending_pos)
+        else:
+            pX = np.zeros((0, self.n_features))
+            pO = np.zeros(0, dtype=np.int64)
+            pP = np.zeros(0, dtype=np.int64)
+        stages = {"detectors": [s.to_state() for s in self.detectors]}
+        if self.predictor is not None:
+            stages["predictor"] = self.predictor.to_state()
+            stages["rankers"] = [None if s is self.predictor else s.to_state()
+                                 for s in self.rankers]
+        if self.selector is not None:
+            stages["selector"] = self.selector.to_state()
+        return {
+            "v": STATE_VERSION,
+            "stream": self.stream,
+            "config": self.cfg.as_dict(),
+            "n_features": self.n_features,
+            "feature_names": self.feature_names,
+            "task": None if self.task is None else self.task.to_state(),
+            "stages": stages,
+            "pending_X": pX,
+            "pending_y": list(self._pending_y),
+            "pending_offsets": pO,
+            "pending_positions": pP,
+            "counters": [self.n_instances, self.n_labelled, self.next_ranking, self.n_events],
+            "loss_sum": self.loss_sum,
+            "last_topk": {k: list(v) for k, v in self.last_topk.items()},
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> Pipeline:
+        """Rebuild a pipeline that continues exactly where :meth:`to_state` left it."""
+        if state.get("v") != STATE_VERSION:
+            raise ValueError(f"pipeline state version {state.get('v')!r} is not supported")
+        cfg = PipelineConfig.from_dict(state["config"])
+        p = cls.__new__(cls)
+        p.stream, p.cfg = state["stream"], cfg
+        p.n_features = int(state["n_features"])
+        p.feature_names = state["feature_names"]
+        p.seed = stream_seed(p.stream, cfg.seed)
+        p.task = Task.from_state(state["task"])
+        stages = state["stages"]
+        p.detectors = [Stage.restore(e) for e in stages["detectors"]]
+        p.predictor = Stage.restore(stages["predictor"]) if "predictor" in stages else None
+        p.selector = Stage.restore(stages["selector"]) if "selector" in stages else None
+        p.rankers = [p.predictor if e is None else Stage.restore(e)
+                     for e in stages.get("rankers", [])]
+        pX = np.asarray(state["pending_X"], dtype=np.float64).reshape(-1, p.n_features)
+        p._pending_X, p._pending_y, p._pending_off, p._pending_pos = [], [], [], []
+        p.n_pending = int(pX.shape[0])
+        if p.n_pending:
+            p._pending_X = [pX]
+            p._pending_y = list(state["pending_y"])
+            p._pending_off = [np.asarray(state["pending_offsets"], dtype=np.int64)]
+            p._pending_pos = [np.asarray(state["pending_positions"], dtype=np.int64)]
+        p.n_instances, p.n_labelled, p.next_ranking, p.n_events = (
+            int(v) for v in state["counters"])
+        p.loss_sum = float(state["loss_sum"])
+        p.last_topk = {k: [int(c) for c in v] for k, v in state["last_topk"].items()}
+        return p

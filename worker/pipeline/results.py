@@ -1,0 +1,56 @@
+"""What a pipeline returns for a run of rows: prediction blocks, alerts, rankings, rejections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class PredictionBlock:
+    """Predictions of rows ``start:stop`` of the input, made by the same model.
+
+    ``classes`` and ``proba`` (``(stop - start, len(classes))``, ``None`` when not asked for)
+    belong to classifiers; a regression block has ``classes = None`` and lists of floats (or
+    ``None`` before anything was learned) in ``y_pred``.
+    """
+
+    start: int
+    stop: int
+    classes: list | None
+    y_pred: list
+    proba: np.ndarray | None
+
+
+@dataclass
+class Alert:
+    """A drift alert: a detector fired on the loss, or a learner reported an event."""
+
+    row: int  # input row that triggered it (its timestamp is used)
+    source: str  # registry name of the detector or learner
+    level: str  # "warning" | "drift"
+    position: int  # stream position (0-based instance index)
+    detail: str = ""
+    feature: str | None = None
+
+
+@dataclass
+class RankingOut:
+    """One ranking of every feature by one method, best first."""
+
+    row: int
+    method: str
+    features: list
+    scores: list
+    n_seen: int
+
+
+@dataclass
+class StreamResult:
+    """What :meth:`worker.pipeline.Pipeline.process` produced for one run of rows."""
+
+    blocks: list = field(default_factory=list)
+    alerts: list = field(default_factory=list)
+    rankings: list = field(default_factory=list)
+    rejected: list = field(default_factory=list)  # (row offsets, PipelineError) of a failed learn

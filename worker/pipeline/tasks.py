@@ -1,0 +1,195 @@
+"""Learning tasks: what differs between classification and multi-target regression streams.
+
+A :class:`Task` owns, for one stream,
+
+* how a label ``y`` is checked (a class label, or a list of a fixed number of targets),
+* the bounded per-row *prequential loss* in ``[0, 1]`` that drift detectors watch,
+* how the stream's predictor is asked for a prediction and what a prediction carries
+  (``y_pred``, ``proba`` and ``classes`` for classifiers; a list of floats for regression).
+
+A stream's task is fixed by its first labelled instance (a class label means
+classification, a list of numbers regression) unless its profile names it
+(:func:`task_of_label`, :func:`make_task`); labels of the other kind are refused later.
+
+Examples
+--------
+>>> t = make_task("regression", [3.0, 1.0])
+>>> t.n_targets, t.name
+(2, 'regression')
+>>> task_of_label("UP"), task_of_label([1.0, 2.0])
+('classification', 'regression')
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from models.registry import CLASSIFICATION, REGRESSION
+
+from .errors import PipelineError
+
+_ne = operator.ne  # 1.0 for a wrong prediction (0/1 loss)
+
+
+def task_of_label(y: Any) -> str:
+    """The task a label implies: a list of numbers is regression, anything else a class."""
+    return REGRESSION if isinstance(y, list) else CLASSIFICATION
+
+
+class Task:
+    """Base class (see the module doc)."""
+
+    name = ""
+
+    def check_label(self, y: Any) -> None:
+        """Raise :class:`PipelineError` when ``y`` is no label of this stream."""
+
+    def losses(self, y_pred: list, y_true: list) -> np.ndarray:
+        """Per-row prequential loss in ``[0, 1]`` of labelled rows, in row order."""
+        raise NotImplementedError
+
+    def predict(self, predictor, X: np.ndarray, emit: bool):
+        """``(classes, y_pred, proba)`` of rows ``X`` by ``predictor`` (``None``: nothing yet)."""
+        raise NotImplementedError
+
+    def learn_targets(self, ys: list):
+        """The ``y`` a predictor's ``learn_many`` takes, from a list of checked labels."""
+        return ys
+
+    def classes(self, predictor) -> list:
+        """Class labels the predictor knows (empty for regression)."""
+        return []
+
+    def to_state(self) -> dict:
+        return {"name": self.name}
+
+    @staticmethod
+    def from_state(state: dict | None) -> Task | None:
+        if state is None:
+            return None
+        if state["name"] == CLASSIFICATION:
+            return ClassificationTask()
+        task = RegressionTask(int(state["n_targets"]))
+        task.load(state)
+        return task
+
+
+class ClassificationTask(Task):
+    """Class labels (ints or strings); the loss is 0/1 (the prequential error)."""
+
+    name = CLASSIFICATION
+
+    def check_label(self, y: Any) -> None:
+        if isinstance(y, list):
+            raise PipelineError(
+                "invalid_target", "the stream's task is classification (fixed by its first "
+                "labelled instance or its profile): y must be a class label, not a list of "
+                "targets")
+
+    def losses(self, y_pred: list, y_true: list) -> np.ndarray:
+        return np.fromiter(map(_ne, y_pred, y_true), dtype=np.float64, count=len(y_true))
+
+    def classes(self, predictor) -> list:
+        if predictor is None:
+            return []
+        c = predictor.classes
+        return list(c) if c is not None else []
+
+    def predict(self, predictor, X: np.ndarray, emit: bool):
+        n = X.shape[0]
+        classes = self.classes(predictor)
+        if not classes:  # nothing learned yet: no class to predict
+            return classes, [None] * n, (np.zeros((n, 0)) if emit else None)
+        y_pred = predictor.predict_many(X)
+        if type(y_pred) is not list:
+            y_pred = list(y_pred)
+        proba = np.asarray(predictor.predict_proba_many(X)) if emit else None
+        return classes, y_pred, proba
+
+
+class RegressionTask(Task):
+    """``y`` is a list of ``n_targets`` floats; predictions are lists of floats.
+
+    The loss watched by detectors is the mean over targets of the absolute error divided
+    by the target's running mean absolute deviation (MAD) so far, each term clipped to
+    ``[0, 1]``: an error as large as the target's usual spread counts as a full miss, so the
+    loss is bounded like the 0/1 error of classifiers and comparable across targets of any
+    scale. The running statistics are updated after each row's loss (test, then learn).
+    """
+
+    name = REGRESSION
+
+    def __init__(self, n_targets: int):
+        if n_targets < 1:
+            raise ValueError("a regression stream has at least one target")
+        self.n_targets = int(n_targets)
+        self.n = 0
+        self.mean = np.zeros(self.n_targets)
+        self.mad = np.zeros(self.n_targets)
+
+    def check_label(self, y: Any) -> None:
+        if not isinstance(y, list):
+            raise PipelineError(
+                "invalid_target", "the stream's task is multi-target regression (fixed by its "
+                "first labelled instance or its profile): y must be a list of numbers, not a "
+                "class label")
+        if len(y) != self.n_targets:
+            raise PipelineError(
+                "target_count", f"expected {self.n_targets} targets (fixed by the stream's "
+                f"first labelled instance), got {len(y)}")
+
+    def learn_targets(self, ys: list) -> np.ndarray:
+        return np.asarray(ys, dtype=np.float64).reshape(len(ys), self.n_targets)
+
+    def losses(self, y_pred: list, y_true: list) -> np.ndarray:
+        out = np.empty(len(y_true))
+        for r, (p, t) in enumerate(zip(y_pred, y_true)):
+            t = np.asarray(t, dtype=np.float64)
+            if p is None:
+                out[r] = 1.0
+            else:
+                err = np.abs(np.asarray(p, dtype=np.float64) - t)
+                scaled = np.where(self.mad > 0, err / np.where(self.mad > 0, self.mad, 1.0),
+                                  (err > 0).astype(np.float64))
+                out[r] = float(np.minimum(scaled, 1.0).mean())
+            self._update(t)
+        return out
+
+    def _update(self, t: np.ndarray) -> None:
+        self.n += 1
+        self.mean += (t - self.mean) / self.n
+        self.mad += (np.abs(t - self.mean) - self.mad) / self.n
+
+    def predict(self, predictor, X: np.ndarray, emit: bool):
+        n = X.shape[0]
+        if predictor is None or predictor.n_seen == 0:
+            return None, [None] * n, None
+        Y = np.asarray(predictor.predict_many(X), dtype=np.float64)
+        return None, [list(map(float, row)) for row in Y], None
+
+    def to_state(self) -> dict:
+        return {"name": self.name, "n_targets": self.n_targets, "n": self.n,
+                "mean": self.mean.copy(), "mad": self.mad.copy()}
+
+    def load(self, state: dict) -> None:
+        self.n = int(state["n"])
+        self.mean = np.asarray(state["mean"], dtype=np.float64).copy()
+        self.mad = np.asarray(state["mad"], dtype=np.float64).copy()
+
+
+def make_task(name: str, first_label: Any = None) -> Task:
+    """The task object of a stream; regression takes its target count from ``first_label``."""
+    if name == CLASSIFICATION:
+        return ClassificationTask()
+    if name == REGRESSION:
+        if not isinstance(first_label, list) or not first_label:
+            raise PipelineError("invalid_target", "a regression stream's labels are non-empty "
+                                "lists of numbers")
+        if not all(isinstance(v, int | float) and math.isfinite(v) for v in first_label):
+            raise PipelineError("invalid_target", "regression targets must be finite numbers")
+        return RegressionTask(len(first_label))
+    raise ValueError(f"unknown task {name!r}")
