@@ -56,7 +56,7 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .base import Learner, StateField
+from .base import Learner, StateField, check_index
 
 _INITIAL_ROWS = 8  # windows of up to ~640 values; most per-tree detectors never grow past it
 
@@ -303,6 +303,15 @@ def check_int(name: str, value, low: int) -> int:
 
 class _ADWINArrays(Learner):
     """State, growth and kernel calls shared by :class:`ADWINBank` and :class:`ADWIN`."""
+
+    state_arrays = {**{name: (np.dtype(dtype).str, 1 + len(tail(1, 1)))
+                       for name, (dtype, tail) in _LAYOUT.items()}, "n_seen": ("<i8", 1)}
+
+    def _check_state(self) -> None:
+        """Bucket counts and row counts stay inside the bucket arrays."""
+        a, mb = self._arrays, self._settings[2]
+        check_index(a["bucket_count"], 0, mb + 2, "bucket_count")
+        check_index(a["n_rows"], 1, a["bucket_count"].shape[1] + 1, "n_rows")
 
     def _init_adwin(self, n_detectors, delta, clock, max_buckets, min_window_length,
                     grace_period) -> None:

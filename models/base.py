@@ -183,6 +183,9 @@ class Learner:
     """
 
     kind: ClassVar[str] = "learner"
+    #: the state arrays a learner of this kind holds once it has learned: name ->
+    #: (dtype string, number of dimensions). A restored state must match it exactly.
+    state_arrays: ClassVar[dict[str, tuple[str, int]]] = {}
 
     params: dict[str, Any]
     _arrays: dict[str, np.ndarray]
@@ -220,8 +223,22 @@ class Learner:
         obj._arrays = {
             k: np.ascontiguousarray(np.array(v, copy=True)) for k, v in state["arrays"].items()
         }
+        # a checkpoint is read from a topic: kernels index these arrays without bounds
+        # checks, so nothing reaches them before their layout and ranges are verified
+        if obj._arrays:
+            check_layout(obj._arrays, cls.state_arrays, cls.kind)
         obj._load_extra_state(state.get("extra") or {})
+        if obj._arrays:
+            obj._check_state()
         return obj
+
+    def _check_state(self) -> None:
+        """Raise ``ValueError`` when restored arrays break the learner's invariants.
+
+        Called by :meth:`from_state` after the layout check (names, dtypes, dimensions);
+        subclasses check shapes against each other and index ranges.
+        """
+        return None
 
     def _extra_state(self) -> dict:
         return {}
@@ -232,3 +249,61 @@ class Learner:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"{type(self).__name__}({args})"
+
+
+def check_layout(arrays: dict, layout: dict, kind: str) -> None:
+    """``ValueError`` unless ``arrays`` has exactly the names, dtypes and dimensions of ``layout``.
+
+    Examples
+    --------
+    >>> check_layout({"n": np.zeros(1, np.int64)}, {"n": ("<i8", 1)}, "demo")
+    >>> check_layout({"n": np.zeros(1)}, {"n": ("<i8", 1)}, "demo")
+    Traceback (most recent call last):
+    ...
+    ValueError: demo state array 'n' is float64 with 1 dimension(s); expected <i8 with 1
+    """
+    if set(arrays) != set(layout):
+        missing = sorted(set(layout) - set(arrays))
+        extra = sorted(set(arrays) - set(layout))
+        raise ValueError(f"{kind} state arrays differ from the learner's: missing {missing}, unexpected {extra}")
+    for name, (dtype, ndim) in layout.items():
+        arr = arrays[name]
+        if arr.dtype != np.dtype(dtype) or arr.ndim != ndim:
+            raise ValueError(f"{kind} state array {name!r} is {arr.dtype} with {arr.ndim} dimension(s); "
+                             f"expected {dtype} with {ndim}")
+
+
+def check_index(arr: np.ndarray, lo: int, hi: int, name: str) -> None:
+    """``ValueError`` unless every value of the integer array ``arr`` lies in ``[lo, hi)``.
+
+    Examples
+    --------
+    >>> check_index(np.array([0, 3, -1]), -1, 4, "left")
+    >>> check_index(np.array([0, 4]), -1, 4, "left")
+    Traceback (most recent call last):
+    ...
+    ValueError: state array 'left' holds 4, outside [-1, 4)
+    """
+    if arr.size == 0:
+        return
+    a, b = int(arr.min()), int(arr.max())
+    if a < lo or b >= hi:
+        bad = a if a < lo else b
+        raise ValueError(f"state array {name!r} holds {bad}, outside [{lo}, {hi})")
+
+
+def check_shapes(arrays: dict, shapes: dict) -> None:
+    """``ValueError`` unless each ``arrays[name].shape`` equals ``shapes[name]``.
+
+    Examples
+    --------
+    >>> check_shapes({"a": np.zeros((2, 3))}, {"a": (2, 3)})
+    >>> check_shapes({"a": np.zeros((2, 3))}, {"a": (2, 4)})
+    Traceback (most recent call last):
+    ...
+    ValueError: state array 'a' has shape (2, 3), expected (2, 4)
+    """
+    for name, shape in shapes.items():
+        if arrays[name].shape != tuple(shape):
+            raise ValueError(f"state array {name!r} has shape {arrays[name].shape}, expected {tuple(shape)}")
+

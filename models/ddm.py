@@ -106,6 +106,9 @@ def _check_errors(values, name: str) -> np.ndarray:
 class _DDMArrays(Learner):
     """State and kernel calls shared by :class:`DDMBank` and :class:`DDM`."""
 
+    state_arrays = {**{name: (np.dtype(dtype).str, 1) for name, (dtype, _) in _LAYOUT.items()},
+                    "n_seen": ("<i8", 1)}
+
     def _init_ddm(self, n_detectors, warm_start, warning_threshold, drift_threshold) -> None:
         warning_threshold, drift_threshold = float(warning_threshold), float(drift_threshold)
         if not 0.0 < warning_threshold <= drift_threshold:

@@ -15,7 +15,8 @@ from ._retain import COLD_START_RATE, COLD_START_ROUND, max_height_for
 from ._rng import poisson, randint
 from ._stats import student_t_sf
 from ._trees import find_leaf
-from .forgetful_tree import ForgetfulLearner
+from .base import check_shapes
+from .forgetful_tree import ForgetfulDecisionTree, ForgetfulLearner
 
 # Columns of the forest-level integer state ``forest_int``.
 F_LAST_T = 0        # previous window of the forest: correct votes
@@ -310,6 +311,11 @@ class ForgetfulRandomForest(ForgetfulLearner):
     """
 
     kind = "forgetful_forest"
+    state_arrays = {**ForgetfulDecisionTree.state_arrays, "forest_int": ("<i8", 1)}
+
+    def _check_state(self) -> None:
+        super()._check_state()
+        check_shapes(self._arrays, {"forest_int": (N_FOREST_INT,)})
 
     def __init__(self, n_trees: int = 20, bagging: bool = False, t_threshold: float = 0.05,
                  replacement: str = "intent", increase_rate: float = 0.3,

@@ -14,7 +14,7 @@ import numpy as np
 from . import _forgetful_kernels as fk
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import ClassIndex, Learner, LearnerEvent, check_X
+from .base import ClassIndex, Learner, LearnerEvent, check_index, check_shapes, check_X
 
 _SALT_TREES = 0x4F46  # "FO"
 _MIN_ROWS = 64
@@ -120,6 +120,34 @@ class ForgetfulLearner(Learner):
     def memory_bytes(self) -> int:
         """Bytes held by the state arrays (divide by the number of trees for a per-tree figure)."""
         return int(sum(a.nbytes for a in self._arrays.values()))
+
+    # ------------------------------------------------------------------ restore checks
+
+    def _check_state(self) -> None:
+        """Shapes agree with each other and every index stays inside its array."""
+        a, T = self._arrays, self._n_trees
+        F, R = a["rows_x"].shape[1], a["rows_x"].shape[2]
+        N, K = a["node_counts"].shape[1], a["node_counts"].shape[2]
+        D = self.params["dense_max_values"]
+        check_shapes(a, {
+            "rows_x": (T, F, R), "rows_y": (T, R), "sorted_rows": (T, F, R), "sorted_valid": (T, F),
+            "features": (T, F), "node_feature": (T, N), "node_threshold": (T, N), "node_left": (T, N),
+            "node_right": (T, N), "node_rows": (T, N), "node_counts": (T, N, K), "node_class": (T, N),
+            "node_free": (T, N), "tree_int": (T, fk.N_TREE_INT), "tree_irate": (T,), "dense": (F,),
+            "dense_values": (F, D), "dense_count": (F,), "rng": (T,), "n_seen": (1,),
+        })
+        if len(self._classes) > K:
+            raise ValueError(f"{len(self._classes)} class labels but class counts for {K}")
+        for name, lo, hi in (("rows_y", 0, K), ("sorted_rows", 0, R), ("features", 0, F),
+                             ("node_feature", -1, F), ("node_left", -1, N), ("node_right", -1, N),
+                             ("node_class", 0, K), ("node_free", 0, N), ("dense", 0, 2),
+                             ("dense_count", 0, D + 1), ("node_rows", -1, R + 1)):
+            check_index(a[name], lo, hi, name)
+        ti = a["tree_int"]
+        for col, lo, hi, what in ((fk.N_ROWS, 0, R + 1, "retained rows"), (fk.N_FEAT, 0, F + 1, "subset size"),
+                                  (fk.N_USED, 1, N + 1, "nodes used"), (fk.N_FREE, 0, N + 1, "free nodes"),
+                                  (fk.MAX_HEIGHT, 0, 64, "max height")):
+            check_index(ti[:, col], lo, hi, what)
 
     # ------------------------------------------------------------------ allocation
 
@@ -338,6 +366,14 @@ class ForgetfulDecisionTree(ForgetfulLearner):
     """
 
     kind = "forgetful_tree"
+    state_arrays = {
+        "rows_x": ("<f8", 3), "rows_y": ("<i4", 2), "sorted_rows": ("<i4", 3), "sorted_valid": ("|u1", 2),
+        "features": ("<i4", 2), "node_feature": ("<i4", 2), "node_threshold": ("<f8", 2),
+        "node_left": ("<i4", 2), "node_right": ("<i4", 2), "node_rows": ("<i4", 2),
+        "node_counts": ("<i4", 3), "node_class": ("<i4", 2), "node_free": ("<i4", 2),
+        "tree_int": ("<i8", 2), "tree_irate": ("<f8", 1), "dense": ("|u1", 1), "dense_values": ("<f8", 2),
+        "dense_count": ("<i8", 1), "rng": ("<u8", 1), "n_seen": ("<i8", 1),
+    }
 
     @property
     def collapsed(self) -> bool:

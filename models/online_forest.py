@@ -13,7 +13,7 @@ from . import _orf_importance as imp
 from ._orf_kernels import NODES_FULL, SLOTS_FULL, _init_forest, _learn_rows, _predict_proba_rows
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import ClassIndex, Learner, check_X
+from .base import ClassIndex, Learner, check_index, check_shapes, check_X
 
 _SALT_TREES = 0x0F0F
 _SALT_IMPORTANCE = 0x1A1A
@@ -118,6 +118,16 @@ class OnlineRandomForest(Learner):
     """
 
     kind = "online_random_forest"
+    state_arrays = {
+        "node_feature": ("<i8", 2), "node_threshold": ("<f8", 2), "node_left": ("<i8", 2),
+        "node_right": ("<i8", 2), "node_depth": ("<i8", 2), "node_slot": ("<i8", 2), "node_count": ("<f8", 3),
+        "n_nodes": ("<i8", 1), "slot_feature": ("<i8", 3), "slot_threshold": ("<f8", 3),
+        "slot_count": ("<f8", 5), "slot_lo": ("<f8", 3), "slot_hi": ("<f8", 3), "slot_n": ("<f8", 2),
+        "slot_free": ("<i8", 2), "n_free": ("<i8", 1), "tree_age": ("<f8", 1), "tree_oob_n": ("<f8", 1),
+        "tree_oob_err": ("<f8", 1), "feat_lo": ("<f8", 1), "feat_hi": ("<f8", 1), "rng": ("<u8", 1),
+        "n_seen": ("<i8", 1), "n_replaced": ("<i8", 1), "imp_count": ("<f8", 3), "imp_oob": ("<f8", 2),
+        "imp_delta": ("<f8", 2), "imp_scale": ("<f8", 1), "rng_imp": ("<u8", 1),
+    }
 
     _INITIAL_NODES = 16
     _INITIAL_SLOTS = 8
@@ -225,6 +235,32 @@ class OnlineRandomForest(Learner):
                      a["tree_age"], a["tree_oob_n"], a["tree_oob_err"], a["feat_lo"],
                      a["feat_hi"], a["rng"])
         self._arrays = a
+
+    def _check_state(self) -> None:
+        """Shapes agree with the parameters and each other; every index stays inside its array."""
+        a, p = self._arrays, self.params
+        T, M = p["n_trees"], p["n_tests"]
+        N, S = a["node_feature"].shape[1], a["slot_feature"].shape[1]
+        F, C = a["feat_lo"].shape[0], a["node_count"].shape[2]
+        Ti, Ni = (T, N) if p["track_importance"] else (0, 0)
+        if N > self._max_nodes or S > self._max_slots:
+            raise ValueError(f"{N} nodes and {S} slots per tree exceed max_depth {p['max_depth']}")
+        check_shapes(a, {
+            "node_feature": (T, N), "node_threshold": (T, N), "node_left": (T, N), "node_right": (T, N),
+            "node_depth": (T, N), "node_slot": (T, N), "node_count": (T, N, C), "n_nodes": (T,),
+            "slot_feature": (T, S, M), "slot_threshold": (T, S, M), "slot_count": (T, S, M, 2, C),
+            "slot_lo": (T, S, F), "slot_hi": (T, S, F), "slot_n": (T, S), "slot_free": (T, S),
+            "n_free": (T,), "tree_age": (T,), "tree_oob_n": (T,), "tree_oob_err": (T,), "feat_hi": (F,),
+            "rng": (T + 1,), "n_seen": (1,), "n_replaced": (1,), "imp_count": (T, Ni, C),
+            "imp_oob": (Ti, 2), "imp_delta": (Ti, F), "imp_scale": (1,), "rng_imp": (Ti,),
+        })
+        if len(self._classes) > C:
+            raise ValueError(f"{len(self._classes)} class labels but class counts for {C}")
+        for name, lo, hi in (("node_feature", -1, F), ("node_left", -1, N), ("node_right", -1, N),
+                             ("node_slot", -1, S), ("node_depth", 0, p["max_depth"] + 1),
+                             ("n_nodes", 0, N + 1), ("slot_feature", 0, F), ("slot_free", 0, S),
+                             ("n_free", 0, S + 1)):
+            check_index(a[name], lo, hi, name)
 
     def _grow_classes(self, n_classes: int) -> None:
         a = self._arrays

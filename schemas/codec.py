@@ -32,6 +32,7 @@ import base64
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgpack
@@ -685,6 +686,43 @@ def _count_error(expected: int, got: int) -> DecodeError:
     )
 
 
+@dataclass(frozen=True)
+class InstanceLimits:
+    """Caps on what one instance may carry, so that every output derived from it stays far
+    below a topic's message size (a prediction repeats every class label; a ranking, every
+    feature name).
+
+    Examples
+    --------
+    >>> check_limits(Instance(stream="s", id=1, ts=0, x=[1.0, 2.0], y="x" * 9),
+    ...              InstanceLimits(max_label_length=8))
+    Traceback (most recent call last):
+    ...
+    schemas.errors.DecodeError: too_long at y: the class label has 9 characters; the limit is 8
+    """
+
+    max_label_length: int = 256
+    max_features: int = 2000
+    max_feature_name_length: int = 256
+
+
+def check_limits(inst: Instance, limits: InstanceLimits) -> None:
+    """Raise ``too_long`` or ``too_many_features`` when ``inst`` exceeds ``limits``."""
+    for where, value, what in (("y", inst.y, "class label"), ("id", inst.id, "instance id")):
+        if type(value) is str and len(value) > limits.max_label_length:
+            raise DecodeError(E.TOO_LONG, f"the {what} has {len(value)} characters; the limit "
+                              f"is {limits.max_label_length}", where)
+    if len(inst.x) > limits.max_features:
+        raise DecodeError(E.TOO_MANY_FEATURES, f"the instance has {len(inst.x)} features; the "
+                          f"limit is {limits.max_features}", "x")
+    if type(inst.x) is dict:
+        for name in inst.x:
+            if len(name) > limits.max_feature_name_length:
+                raise DecodeError(E.TOO_LONG, f"a feature name has {len(name)} characters; the "
+                                  f"limit is {limits.max_feature_name_length}",
+                                  f"x[{name[:32]!r}...]")
+
+
 def decode_instance(
     value: bytes,
     headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None,
@@ -692,6 +730,7 @@ def decode_instance(
     max_bytes: int = DEFAULT_MAX_BYTES,
     n_features: int | None = None,
     feature_names: Sequence[str] | None = None,
+    limits: InstanceLimits | None = None,
 ) -> Instance:
     """Decode an :class:`Instance` on the hot path, optionally checking the stream's width.
 
@@ -706,6 +745,8 @@ def decode_instance(
         The stream's feature count; another count raises ``feature_count``.
     feature_names : list of str, optional
         The stream's feature names; checked as in :func:`instance_features`.
+    limits : InstanceLimits, optional
+        Caps on label, id and feature-name lengths and on the feature count.
 
     Examples
     --------
@@ -722,6 +763,8 @@ def decode_instance(
     inst = _fast_instance(d)
     if inst is None:
         inst = validate(d, Instance)
+    if limits is not None:
+        check_limits(inst, limits)
     if feature_names is not None:
         instance_features(inst, feature_names)
     if n_features is not None and len(inst.x) != n_features:

@@ -20,6 +20,8 @@ NON_FINITE = "non_finite"  # NaN or infinity where a finite number is required
 FEATURE_COUNT = "feature_count"  # row width differs from the stream's feature count
 MISSING_FEATURE = "missing_feature"  # a mapping row lacks one of the stream's feature names
 UNKNOWN_FEATURE = "unknown_feature"  # a mapping row has a name the stream does not know
+TOO_LONG = "too_long"  # a class label, string id or feature name over its length limit
+TOO_MANY_FEATURES = "too_many_features"  # a row wider than the limit
 
 CODES = frozenset(
     {
@@ -33,6 +35,8 @@ CODES = frozenset(
         FEATURE_COUNT,
         MISSING_FEATURE,
         UNKNOWN_FEATURE,
+        TOO_LONG,
+        TOO_MANY_FEATURES,
     }
 )
 

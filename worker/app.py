@@ -27,9 +27,7 @@ are dropped without committing.
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import socket
 import time
 
 import numpy as np
@@ -39,7 +37,8 @@ from schemas.checkpoint import StreamCheckpoint
 
 from . import __version__
 from . import checkpoint as ckpt
-from .batch import BatchDecoder, OutputEncoder
+from .batch import BatchDecoder, Caps, OutputEncoder
+from .faults import Faults
 from .kafka_io import (
     AbortableError,
     AtLeastOnceProducer,
@@ -58,32 +57,6 @@ log = logging.getLogger("streamforest.worker")
 
 # unbound accessors, for map() over a consumed batch
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
-
-
-class Faults:
-    """Test-only fault injection (``streamforest run --test-fault NAME=N``).
-
-    ``crash_after_chunks=N``: SIGKILL after writing N checkpoint chunks;
-    ``crash_before_commit=N``: SIGKILL in the N-th transaction, outputs produced and flushed
-    but not committed; ``crash_after_commit=N``: SIGKILL right after the N-th commit.
-    """
-
-    NAMES = ("crash_after_chunks", "crash_before_commit", "crash_after_commit")
-
-    def __init__(self, spec: str | None = None):
-        self.values: dict[str, int] = {}
-        for part in filter(None, (spec or "").split(",")):
-            name, _, n = part.partition("=")
-            if name not in self.NAMES:
-                raise ValueError(f"unknown fault {name!r}; choose from {self.NAMES}")
-            self.values[name] = int(n)
-
-    def get(self, name: str) -> int | None:
-        return self.values.get(name)
-
-    @staticmethod
-    def crash() -> None:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class PartitionTask:
@@ -109,11 +82,6 @@ def _send_and_commit(producer, offsets, metadata) -> None:
     producer.commit()
 
 
-def member_name(settings) -> str:
-    """``worker.member_name`` or ``<hostname>-<pid>`` (stable names fence restarted members)."""
-    return settings.worker.member_name or f"{socket.gethostname()}-{os.getpid()}"
-
-
 class Worker:
     """A consumer-group member running one pipeline per stream (see module doc).
 
@@ -136,18 +104,17 @@ class Worker:
         self.stopping = False
         self.joined = False
         self.n_transactions = 0
-        self.member = member_name(settings)
+        self.member = settings.member_name
         self.group = settings.kafka.group_id
-        self.transactional_id = (settings.worker.transactional_id
-                                 or f"{settings.kafka.group_id}-{self.member}")
+        self.transactional_id = settings.transactional_id
         self.consumer = None
         self.producer: TransactionalProducer | None = None
         self.reader = None
         self.server: MetricsServer | None = None
         self.writer: ckpt.CheckpointWriter | None = None
         self._last_lag = 0.0
-        self.decoder = BatchDecoder(self.profiles, settings.learners.max_streams, __version__,
-                                    self._n_streams, self._streams_changed)
+        self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__,
+                                    self._streams_changed)
         self.encoder = OutputEncoder(self.topics, self.metrics, __version__)
         self._executor = None  # the commit thread (see _process_batch)
         self._pending = None  # (future, offsets, t0) of the commit in flight
@@ -179,7 +146,7 @@ class Worker:
             self.producer = AtLeastOnceProducer(self.settings, lambda: self.consumer)
         self.writer = ckpt.CheckpointWriter(
             self.producer, self.topics.checkpoints, self.settings.checkpoint.max_message_bytes,
-            crash_after_chunks=self.faults.get("crash_after_chunks"))
+            faults=self.faults)
 
     def request_stop(self, *_args) -> None:
         """Signal handler: finish the current batch, then shut down."""
@@ -437,9 +404,7 @@ class Worker:
             self.metrics.deadletters.labels(reason=reason).inc()
         self._due_checkpoints(list(per_part))
         n = self.n_transactions + 1
-        if self.faults.get("crash_before_commit") == n:
-            producer.flush()
-            Faults.crash()
+        self.faults.crash_if("crash_before_commit", n, producer.flush)
         metadata = self.consumer.consumer_group_metadata()
         if isinstance(producer, AtLeastOnceProducer):  # commits through the consumer: in line
             producer.send_offsets(offsets, metadata)
@@ -478,8 +443,7 @@ class Worker:
             task = self.tasks.get(tp.partition)
             if task is not None:
                 task.committed = tp.offset
-        if self.faults.get("crash_after_commit") == self.n_transactions:
-            Faults.crash()
+        self.faults.crash_if("crash_after_commit", self.n_transactions)
         self.metrics.batch_latency.observe(time.perf_counter() - t0)
 
     def _by_partition(self, msgs) -> dict[int, tuple[list, np.ndarray]]:
@@ -624,5 +588,5 @@ def _cmd_run(args) -> int:
     from .settings import settings_or_exit
 
     settings = settings_or_exit()
-    setup(settings.worker.log_level)
+    setup(settings.worker.log_level, secrets=settings.secret_values())
     return run(settings, Faults(args.test_fault))

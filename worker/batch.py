@@ -15,12 +15,13 @@ Neither knows about transactions: the worker produces what they return.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgpack
 import numpy as np
 from confluent_kafka import Message
 
-from schemas.codec import decode_instance, instance_features
+from schemas.codec import InstanceLimits, decode_instance, instance_features
 from schemas.deadletter import deadletter_headers, deadletter_record
 from schemas.errors import DecodeError
 
@@ -77,6 +78,26 @@ class StreamRows:
         return len(self.ys)
 
 
+@dataclass(frozen=True)
+class Caps:
+    """What one partition and one message may hold; past it, input is dead-lettered.
+
+    ``max_streams`` counts the streams of one input partition, in partition order, so a
+    replay after a restore refuses exactly the streams the first pass refused; ``max_classes``
+    the class labels of one stream; ``instance`` bounds labels, ids and feature names.
+    """
+
+    max_streams: int = 1000
+    max_classes: int = 1000
+    instance: InstanceLimits = InstanceLimits()
+
+    @classmethod
+    def from_settings(cls, settings) -> Caps:
+        w = settings.worker
+        return cls(settings.learners.max_streams, w.max_classes, InstanceLimits(
+            w.max_label_length, w.max_features, w.max_feature_name_length))
+
+
 class BatchDecoder:
     """Decodes partitions' messages into per-stream rows (see module doc).
 
@@ -84,22 +105,19 @@ class BatchDecoder:
     ----------
     profiles : worker.pipeline.Profiles
         What a new stream's pipeline is made of (its profile).
-    max_streams : int
-        Streams this worker may hold; a new stream beyond it is dead-lettered.
+    caps : Caps
+        Streams per partition, classes per stream, and what one instance may carry.
     version : str
         Worker version, written into dead-letter headers.
-    count_streams : callable
-        Streams the worker holds now (all partitions).
     on_new_stream : callable
         Called after a pipeline was created (metrics).
     """
 
-    def __init__(self, profiles: Profiles, max_streams: int, version: str,
-                 count_streams: Callable[[], int], on_new_stream: Callable[[], None]):
+    def __init__(self, profiles: Profiles, caps: Caps, version: str,
+                 on_new_stream: Callable[[], None]):
         self.profiles = profiles
-        self.max_streams = max_streams
+        self.caps = caps
         self.version = version
-        self.count_streams = count_streams
         self.on_new_stream = on_new_stream
         self.keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
 
@@ -122,7 +140,7 @@ class BatchDecoder:
         D = decode_bulk(values, mkeys, max_bytes)
         codes, names, width = self._key_codes(task.pipelines, mkeys)
         fast = D.ok & (D.nx == width[codes])
-        if fast.all():
+        if fast.all() and self._labels_known(task.pipelines, D, codes, names):
             return _group_bulk(D, codes, names, width, offsets, task.committed)
         return self._decode_each(task, pm, dead, max_bytes, D, fast)
 
@@ -171,9 +189,18 @@ class BatchDecoder:
         return streams
 
     @staticmethod
-    def _decode_fast(pipelines, m, stream, max_bytes):
+    def _labels_known(pipelines, D, codes, names) -> bool:
+        """Every label of the batch is one its stream has seen (new ones take the long way,
+        which checks the class cap and registers them)."""
+        for c, stream in enumerate(names):
+            sel = (codes == c) & D.has_y
+            if sel.any() and not pipelines[stream].task.knows(np.unique(D.y[sel]).tolist()):
+                return False
+        return True
+
+    def _decode_fast(self, pipelines, m, stream, max_bytes):
         """``(stream, row, y, id, ts)`` of a plain, well-formed instance of a known stream
-        with the stream's width, or ``None``."""
+        with the stream's width and a label it knows, or ``None``."""
         if stream is None or m.headers() is not None:
             return None
         fast = decode_fast(m.value(), max_bytes)
@@ -182,7 +209,12 @@ class BatchDecoder:
         pl = pipelines.get(stream)
         if pl is None or len(fast[3]) != pl.n_features or not _bulk_ready(pl):
             return None
-        return stream, fast[3], fast[4], fast[1], fast[2]
+        _stream, ident, ts, row, y = fast
+        longest = self.caps.instance.max_label_length
+        if (type(ident) is str and len(ident) > longest) or (
+                y is not None and not pl.task.knows((y,))):
+            return None  # the long way says why, or registers the new label
+        return stream, row, y, ident, ts
 
     def _decode_full(self, task, m, live: bool, dead: list, max_bytes: int):
         """Full validation; creates the stream's pipeline at its first valid message.
@@ -209,14 +241,14 @@ class BatchDecoder:
             return None
         return stream, row, inst.y, inst.id, inst.ts
 
-    @staticmethod
-    def _validated(pipelines, m, stream, max_bytes):
+    def _validated(self, pipelines, m, stream, max_bytes):
         """``(stream, pipeline or None, Instance)`` of a message that passes validation."""
         pl = pipelines.get(stream) if stream is not None else None
         inst = decode_instance(
             m.value(), m.headers(), max_bytes=max_bytes,
             n_features=pl.n_features if pl is not None else None,
-            feature_names=pl.feature_names if pl is not None else None)
+            feature_names=pl.feature_names if pl is not None else None,
+            limits=self.caps.instance)
         if stream is None:
             stream = inst.stream
             pl = pipelines.get(stream)
@@ -241,11 +273,12 @@ class BatchDecoder:
             return row
         names = list(inst.x) if isinstance(inst.x, dict) else None
         row = instance_features(inst, names)
-        if self.count_streams() >= self.max_streams:
+        if len(pipelines) >= self.caps.max_streams:
             raise PipelineError(
-                "stream_cap", f"this worker already holds {self.max_streams} streams "
-                f"(learners.max_streams); stream {stream!r} is refused")
-        pl = Pipeline(stream, self.profiles.for_stream(stream), len(row), names)
+                "stream_cap", f"this input partition already holds {self.caps.max_streams} "
+                f"streams (learners.max_streams); stream {stream!r} is refused")
+        pl = Pipeline(stream, self.profiles.for_stream(stream), len(row), names,
+                      max_classes=self.caps.max_classes)
         if inst.y is not None:
             pl.check_label(inst.y)  # a stream whose first label is refused is not created
         pipelines[stream] = pl

@@ -28,8 +28,6 @@ checked to be the one the manifest means (group, input topic, partition, stream,
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 from confluent_kafka import KafkaError, TopicPartition
@@ -87,17 +85,16 @@ class CheckpointWriter:
         The checkpoints topic.
     chunk_bytes : int
         ``checkpoint.max_message_bytes``: largest record written.
-    crash_after_chunks : int, optional
-        Test-only fault injection: SIGKILL this process once that many chunks were written
-        (and flushed) in its lifetime, to test a crash in the middle of a checkpoint.
+    faults : worker.faults.Faults, optional
+        Test-only fault injection (a crash in the middle of a checkpoint, chunks left out or
+        corrupted).
     """
 
-    def __init__(self, producer, topic: str, chunk_bytes: int,
-                 crash_after_chunks: int | None = None):
+    def __init__(self, producer, topic: str, chunk_bytes: int, faults=None):
         self.producer = producer
         self.topic = topic
         self.chunk_bytes = max(1024, chunk_bytes - _CHUNK_SLACK)
-        self.crash_after_chunks = crash_after_chunks
+        self.faults = faults
         self.n_chunks_written = 0
 
     def write(self, manifest: CheckpointManifest,
@@ -110,29 +107,32 @@ class CheckpointWriter:
         """
         p = manifest.partition
         group, topic = manifest.group, manifest.topics[0]
-        firsts: dict[str, int] = {}
+        firsts: dict[str, int] = {}  # stream -> offset of its first chunk on the topic
         errors: list = []
         written = 0
-        first_keys = {chunk_key(group, topic, s, 0): s for s in blobs}
 
-        def on_delivery(err, msg, _firsts=firsts, _errors=errors):
+        def on_delivery(err, msg, stream, _firsts=firsts, _errors=errors):
             if err is not None:
                 _errors.append(err)
-            else:
-                stream = first_keys.get(msg.key())
-                if stream is not None:
-                    _firsts[stream] = msg.offset()
+            elif msg.offset() < _firsts.get(stream, 1 << 62):
+                _firsts[stream] = msg.offset()
 
         sizes: dict[str, tuple[int, int]] = {}
         for stream, blob in blobs.items():
             chunks = split(blob, self.chunk_bytes)
             sizes[stream] = (len(chunks), len(blob))
             for i, chunk in enumerate(chunks):
-                self.producer.produce(self.topic, chunk, chunk_key(group, topic, stream, i),
-                                      partition=p, on_delivery=on_delivery)
-                written += len(chunk)
                 self.n_chunks_written += 1
-                self._maybe_crash()
+                if self.faults is not None:
+                    chunk = self.faults.chunk(self.n_chunks_written, chunk)
+                if chunk is not None:
+                    self.producer.produce(
+                        self.topic, chunk, chunk_key(group, topic, stream, i), partition=p,
+                        on_delivery=lambda err, msg, s=stream: on_delivery(err, msg, s))
+                    written += len(chunk)
+                if self.faults is not None:
+                    self.faults.crash_if("crash_after_chunks", self.n_chunks_written,
+                                         self.producer.flush)
         if blobs:
             self.producer.flush()
         if errors:
@@ -146,11 +146,6 @@ class CheckpointWriter:
         value = encode(new)[0]
         self.producer.produce(self.topic, value, manifest_key(group, topic, p), partition=p)
         return new, written + len(value)
-
-    def _maybe_crash(self) -> None:
-        if self.crash_after_chunks is not None and self.n_chunks_written >= self.crash_after_chunks:
-            self.producer.flush()  # make the partial checkpoint reach the broker first
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 # --- reading --------------------------------------------------------------------------------

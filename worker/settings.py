@@ -25,6 +25,7 @@ import os
 import re
 import socket
 import sys
+import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal
@@ -78,8 +79,22 @@ _TYPED_LIBRDKAFKA_KEYS = {
     "ssl.key.password": "ssl_key_password",
     "client.id": "client_id",
 }
-_SECRET_KEY = re.compile(r"password|secret|token|jaas|credential|private", re.IGNORECASE)
+# librdkafka properties that can hold a secret (ssl.key.pem, ssl.keystore.password,
+# sasl.oauthbearer.config, sasl.jaas.config, ...): masked in `config`, logs and errors
+_SECRET_KEY = re.compile(r"pem|key|password|secret|token|oauthbearer|jaas|credential|private",
+                         re.IGNORECASE)
+# librdkafka properties whose override would weaken exactly-once or the worker's own offset
+# handling: refused in kafka.extra, each with the reason
+_GUARANTEE_KEYS = {
+    "isolation.level": "the worker reads read_committed: outputs of aborted transactions must "
+                       "never be learned from",
+    "enable.auto.commit": "offsets are committed with the outputs, in the same transaction",
+    "enable.auto.offset.store": "offsets are stored only for what was processed and committed",
+    "enable.idempotence": "exactly-once and ordered retries need the idempotent producer",
+    "transactional.id": "set STREAMFOREST_WORKER__TRANSACTIONAL_ID (or the member name) instead",
+}
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_PROCESS_TAG = uuid.uuid4().hex[:8]
 
 
 def _field_error(field: str, message: str) -> PydanticCustomError:
@@ -139,9 +154,16 @@ class KafkaSettings(Section):
     ssl_key_location: str | None = None
     ssl_key_password: SecretStr | None = None
     client_id: str = Field("streamforest", min_length=1)
-    extra: dict[str, Annotated[str, BeforeValidator(_librdkafka_value)]] = Field(
+    extra: dict[str, Annotated[str | SecretStr, BeforeValidator(_librdkafka_value)]] = Field(
         default_factory=dict, description="other librdkafka properties, passed through"
     )
+
+    @field_validator("extra")
+    @classmethod
+    def _hide_secrets(cls, extra: dict) -> dict:
+        """Properties that can hold a secret are kept as SecretStr: never shown by repr."""
+        return {k: SecretStr(v) if _SECRET_KEY.search(k) and isinstance(v, str) else v
+                for k, v in extra.items()}
 
     @model_validator(mode="after")
     def _consistent(self) -> KafkaSettings:
@@ -152,6 +174,10 @@ class KafkaSettings(Section):
                     f"'{key}' has its own setting: use kafka.{_TYPED_LIBRDKAFKA_KEYS[key]} "
                     f"(STREAMFOREST_KAFKA__{_TYPED_LIBRDKAFKA_KEYS[key].upper()})",
                 )
+        for key in self.extra:
+            if key in _GUARANTEE_KEYS:
+                raise _field_error("extra", f"'{key}' cannot be overridden: "
+                                            f"{_GUARANTEE_KEYS[key]}")
         if "group.instance.id" in self.extra:
             # the member name also names the transactional id: keep both in one place
             raise _field_error(
@@ -199,7 +225,8 @@ class KafkaSettings(Section):
         for key, value in optional.items():
             if value is not None:
                 conf[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
-        conf.update(self.extra)
+        conf.update({k: v.get_secret_value() if isinstance(v, SecretStr) else v
+                     for k, v in self.extra.items()})
         return conf
 
 
@@ -282,7 +309,7 @@ class LearnerSettings(Section):
     batch_size: Positive = Field(100, description="labelled rows per mini-batch")
     ranking_every: Positive = Field(1000, description="instances between rankings")
     top_k: Positive = 5
-    max_streams: Positive = Field(1000, description="streams one worker holds at most")
+    max_streams: Positive = Field(1000, description="streams one input partition holds at most")
     seed: int = Field(1, ge=0, le=2**63 - 1)
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -350,11 +377,23 @@ class WorkerSettings(Section):
     transactional_id: str | None = Field(
         None, min_length=1, description="default: <group_id>-<member_name>"
     )
-    member_name: str | None = Field(None, min_length=1, description="default: <hostname>-<pid>")
+    member_name: str | None = Field(
+        None, min_length=1, description="default: <hostname>-<pid>-<random tag of the process>")
     static_membership: bool = Field(
         False, description="join as group.instance.id=<member_name>: a member restarted under "
         "the same name within session.timeout.ms gets its partitions back without a rebalance",
     )
+    startup_timeout_s: PositiveFloat = Field(
+        60.0, description="how long to wait for the brokers at start before giving up")
+    shutdown_timeout_s: PositiveFloat = Field(
+        20.0, description="bound on the final checkpoint of a revoke or a SIGTERM; past it the "
+        "worker leaves without it (the next owner restores the last committed checkpoint)")
+    # input caps: every output stays far below the broker's default message size (1 MB)
+    max_label_length: Positive = Field(
+        256, description="longest class label or string instance id, in characters")
+    max_classes: Positive = Field(1000, description="classes one stream may have")
+    max_features: Positive = Field(2000, description="features of one stream")
+    max_feature_name_length: Positive = Field(256, description="longest feature name")
 
     @model_validator(mode="after")
     def _stable_name(self) -> WorkerSettings:
@@ -425,8 +464,10 @@ class Settings(BaseSettings):
 
     @property
     def member_name(self) -> str:
-        """This worker's member name: ``worker.member_name`` or ``<hostname>-<pid>``."""
-        return self.worker.member_name or f"{socket.gethostname()}-{os.getpid()}"
+        """``worker.member_name``, or ``<hostname>-<pid>-<tag>`` with a random tag drawn once per
+        process: containers on the host network share a hostname and all run as PID 1, and two
+        members with one transactional id would fence each other in a loop."""
+        return self.worker.member_name or f"{socket.gethostname()}-{os.getpid()}-{_PROCESS_TAG}"
 
     @property
     def transactional_id(self) -> str:
@@ -435,11 +476,14 @@ class Settings(BaseSettings):
 
     def masked_dict(self) -> dict[str, Any]:
         """The settings as JSON-ready values, secrets replaced by ``**********``."""
-        data = self.model_dump(mode="json")
-        data["kafka"]["extra"] = {
-            k: MASK if _SECRET_KEY.search(k) else v for k, v in data["kafka"]["extra"].items()
-        }
-        return data
+        return self.model_dump(mode="json")
+
+    def secret_values(self) -> list[str]:
+        """Every secret this configuration holds (for redacting logs and error messages)."""
+        k = self.kafka
+        found = [v for v in (k.sasl_password, k.ssl_key_password, *k.extra.values())
+                 if isinstance(v, SecretStr)]
+        return [v.get_secret_value() for v in found if v.get_secret_value()]
 
 
 # =========================================================================== loading

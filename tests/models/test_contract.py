@@ -254,6 +254,61 @@ def test_state_round_trip_through_msgpack(name, data):
     _round_trip(original, X, lambda m: _learn(m, X[300:], y[300:]))
 
 
+# --- restored state is a trust boundary -----------------------------------------------------
+
+
+def _learned_state(name: str, data=None) -> tuple[type, dict]:
+    model = _build(name)
+    if DETECTOR in registry.get(name).roles:
+        model.update_many((np.random.default_rng(8).random(300) < 0.3).astype(float))
+    else:
+        X, y = (data or _stream)(5, n=300)
+        _learn(model, X, y)
+    return type(model), model.to_state()
+
+
+def _corruptions(state: dict):
+    """(what, corrupted state) pairs every learner must refuse with ``ValueError``."""
+    arrays = state["arrays"]
+    largest = max(arrays, key=lambda k: arrays[k].size)
+    for what, change in (
+        ("missing array", lambda a: a.pop(largest)),
+        ("unexpected array", lambda a: a.__setitem__("extra", np.zeros(3))),
+        ("wrong dtype", lambda a: a.__setitem__(largest, a[largest].astype(np.float32))),
+        ("wrong dimensions", lambda a: a.__setitem__(largest, a[largest].reshape(-1, 1)[:, :, None])),
+        ("shape mismatch", lambda a: a.__setitem__(largest, np.ascontiguousarray(
+            a[largest][..., :-1] if a[largest].shape[-1] > 1 else np.concatenate([a[largest]] * 2, -1)))),
+    ):
+        bad = {**state, "arrays": {k: v.copy() for k, v in arrays.items()}}
+        change(bad["arrays"])
+        yield what, bad
+    # index arrays the kernels follow without bounds checks: one value far out of range
+    for key, arr in arrays.items():
+        if arr.dtype.kind == "i" and arr.size and key.split("_")[0] in INDEX_PREFIXES \
+                and not key.endswith("counts"):
+            bad = {**state, "arrays": {k: v.copy() for k, v in arrays.items()}}
+            bad["arrays"][key].flat[arr.size // 2] = np.iinfo(arr.dtype).max
+            yield f"{key} out of range", bad
+
+
+#: integer state arrays whose values index other arrays (names start with one of these; class
+#: tallies, ``*_counts``, are not indices)
+INDEX_PREFIXES = frozenset({"node", "slot", "features", "rows", "sorted", "bucket"})
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS + DETECTORS)
+def test_corrupt_state_is_refused_before_any_kernel_runs(name):
+    cls, state = _learned_state(name)
+    assert cls.from_state(decode_state(encode_state(state))).n_seen == state["arrays"]["n_seen"][0]
+    seen = []
+    for what, bad in _corruptions(state):
+        with pytest.raises(ValueError):
+            cls.from_state(bad)
+            pytest.fail(f"{name} accepted a state with a {what}")
+        seen.append(what)
+    assert len(seen) >= 5
+
+
 # --- detectors --------------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from schemas import DriftAlert, Prediction, Ranking
 from schemas.codec import decode
 from schemas.deadletter import parse_deadletter_headers
 from worker.app import PartitionTask
-from worker.batch import BatchDecoder, OutputEncoder
+from worker.batch import BatchDecoder, Caps, OutputEncoder
 from worker.dev.produce import instance_values
 from worker.metrics import WorkerMetrics
 from worker.pipeline import PipelineConfig, Profiles
@@ -33,10 +33,9 @@ def _stream(stream, n, d=3, start=0, seed=0):
                   instance_values(stream, X, y, start_id=start, ts0=1000 + start)]
 
 
-def _decoder(task, max_streams=10, cfg=CFG):
-    """A decoder for one partition (the worker counts the streams of all its partitions)."""
-    return BatchDecoder(Profiles(cfg), max_streams, "test", lambda: len(task.pipelines),
-                        lambda: None)
+def _decoder(task, max_streams=10, cfg=CFG, **caps):
+    """A decoder for one partition."""
+    return BatchDecoder(Profiles(cfg), Caps(max_streams, **caps), "test", lambda: None)
 
 
 def _decode(dec, task, msgs, dead):

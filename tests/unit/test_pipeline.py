@@ -24,6 +24,7 @@ class FakeLearner(Learner):
     reports a collapse whenever its ``plan`` says so; records every call."""
 
     kind = "fake_majority"
+    state_arrays = {"n_seen": ("<i8", 1), "imp": ("<f8", 1)}
     plans: dict = {}  # id(learner) -> iterator of collapse levels (None: no event)
 
     def __init__(self, width: int = 3, seed: int = 1):
@@ -74,6 +75,7 @@ class FakeDetector(Learner):
     """Fires a drift at every 7th value fed to it."""
 
     kind = "fake_every7"
+    state_arrays = {"n": ("<i8", 1)}
 
     def __init__(self):
         self.params = {}
@@ -90,6 +92,7 @@ class FakeSelector(Learner):
     """Selects column 0 once it has learned more than 2 rows."""
 
     kind = "fake_first_column"
+    state_arrays = {"n_seen": ("<i8", 1)}
 
     def __init__(self, seed: int = 1):
         self.params = {"seed": int(seed)}
@@ -106,6 +109,7 @@ class FakeRegressor(Learner):
     """Predicts the running mean of every target."""
 
     kind = "fake_mean"
+    state_arrays = {"n_seen": ("<i8", 1), "sum": ("<f8", 1)}
 
     def __init__(self, seed: int = 1):
         self.params = {"seed": int(seed)}

@@ -89,7 +89,7 @@ def test_output_messages_equal_those_before_the_registry(name):
     from confluent_kafka import Message
 
     from worker.app import PartitionTask
-    from worker.batch import BatchDecoder, OutputEncoder
+    from worker.batch import BatchDecoder, Caps, OutputEncoder
     from worker.dev.produce import instance_values
     from worker.metrics import WorkerMetrics
     from worker.pipeline import Profiles
@@ -98,7 +98,7 @@ def test_output_messages_equal_those_before_the_registry(name):
     kw, digest = WIRE[name]
     enc = OutputEncoder(load_settings({}).topics, WorkerMetrics(), "test")
     task = PartitionTask("g", "in", 0)
-    dec = BatchDecoder(Profiles(PipelineConfig(**kw)), 10, "test", lambda: 2, lambda: None)
+    dec = BatchDecoder(Profiles(PipelineConfig(**kw)), Caps(10), "test", lambda: None)
     values = []
     for k, s in enumerate(("a", "b")):
         X, y, _ = RotatingHyperplane(n_features=5, n_drift_features=2, mag_change=0.01,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -59,8 +61,15 @@ def test_defaults():
 
 def test_derived_member_and_transactional_id():
     s = load_settings({})
-    assert s.member_name.endswith(f"-{os.getpid()}")
+    host, pid, tag = s.member_name.rsplit("-", 2)
+    assert pid == str(os.getpid()) and len(tag) == 8
     assert s.transactional_id == f"streamforest-{s.member_name}"
+    # containers on the host network share the hostname and run as PID 1: the random tag of
+    # the process keeps two members from sharing a transactional id and fencing each other
+    other = subprocess.run([sys.executable, "-c", "from worker.settings import load_settings;"
+                            "print(load_settings({}).member_name)"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert other.rsplit("-", 1)[1] != tag
     s = load_settings({"STREAMFOREST_WORKER__MEMBER_NAME": "w1", "STREAMFOREST_KAFKA__GROUP_ID": "g"})
     assert (s.member_name, s.transactional_id) == ("w1", "g-w1")
     s = load_settings({"STREAMFOREST_WORKER__TRANSACTIONAL_ID": "tx-7"})
@@ -211,6 +220,14 @@ def test_cross_field_rules():
     assert key == "STREAMFOREST_KAFKA__EXTRA" and "use kafka.group_id" in text
 
 
+@pytest.mark.parametrize("key", ["isolation.level", "enable.auto.commit",
+                                 "enable.auto.offset.store", "transactional.id",
+                                 "enable.idempotence"])
+def test_overrides_that_weaken_exactly_once_are_refused(key):
+    [(where, text)] = problems({"STREAMFOREST_KAFKA__EXTRA": json.dumps({key: "x"})})
+    assert where == "STREAMFOREST_KAFKA__EXTRA" and f"'{key}' cannot be overridden" in text
+
+
 def test_static_membership_needs_a_stable_member_name():
     from worker.kafka_io import consumer_config, producer_config
 
@@ -324,10 +341,63 @@ def test_secrets_are_masked_and_never_echoed():
     assert s.masked_dict()["kafka"]["sasl_password"] == MASK
     assert s.masked_dict()["kafka"]["extra"]["sasl.oauthbearer.client.secret"] == MASK
     assert "hunter2" not in repr(s) and "hunter2" not in str(s)
+    assert set(s.secret_values()) == {"hunter2", "s3"}
     # a bad secret value is not repeated in the error
     with pytest.raises(ConfigError) as info:
         load_settings({**SASL}, kafka={"sasl_password": 12345})
     assert "12345" not in str(info.value)
+
+
+# (sasl.password and ssl.key.password have typed settings, SecretStr: see the test above)
+SECRET_PROPERTIES = ["ssl.key.pem", "sasl.oauthbearer.config", "ssl.keystore.password",
+                     "sasl.jaas.config", "sasl.oauthbearer.client.secret", "ssl.keystore.key",
+                     "sasl.oauthbearer.token.endpoint.url.secret", "ssl.certificate.pem"]
+
+
+@pytest.mark.parametrize("key", SECRET_PROPERTIES)
+def test_every_secret_property_is_masked_in_config_repr_logs_and_errors(key, capsys):
+    import io
+    import logging
+
+    from worker.logs import JsonFormatter
+
+    sentinel = f"SENTINEL-{key}-a1b2c3\n\"quoted\""
+    s = load_settings({"STREAMFOREST_KAFKA__EXTRA": json.dumps({key: sentinel})})
+    assert sentinel not in json.dumps(s.masked_dict()) and sentinel not in repr(s)
+    assert s.masked_dict()["kafka"]["extra"][key] == MASK
+    assert s.kafka.as_librdkafka_dict()[key] == sentinel  # the client still gets it
+    # a log line that quotes the secret (an error text of a client library) is redacted
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(JsonFormatter(s.secret_values()))
+    log = logging.getLogger("streamforest.secret-test")
+    log.addHandler(handler)
+    try:
+        log.error("client failed with %s=%s", key, sentinel, extra={"fields": {"conf": sentinel}})
+    finally:
+        log.removeHandler(handler)
+    line = buf.getvalue()
+    assert "SENTINEL" not in line and line.count(MASK) == 2
+    # the config command shows it masked
+    code, out, err = _config_with(capsys, {"STREAMFOREST_KAFKA__EXTRA": json.dumps({key: sentinel})})
+    assert code == 0 and "SENTINEL" not in out + err
+    # and a value of the wrong type in a secret property is not echoed in the error
+    with pytest.raises(ConfigError) as info:
+        load_settings({}, kafka={"extra": {key: ["SENTINEL-list"]}})
+    assert "SENTINEL" not in str(info.value)
+
+
+def _config_with(capsys, env):
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["config"])
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        return args.func(args), *capsys.readouterr()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def test_librdkafka_dict():

@@ -64,6 +64,8 @@ class Pipeline:
         Feature count, fixed by the stream's first message.
     feature_names : list of str, optional
         Names, when the first message carried ``x`` as a mapping; they fix the column order.
+    max_classes : int, optional
+        Distinct class labels the stream may have (more are refused by :meth:`check_label`).
 
     Examples
     --------
@@ -78,8 +80,9 @@ class Pipeline:
     """
 
     def __init__(self, stream: str, cfg: PipelineConfig, n_features: int,
-                 feature_names: list[str] | None = None):
+                 feature_names: list[str] | None = None, max_classes: int | None = None):
         self.stream = stream
+        self.max_classes = max_classes
         self.cfg = cfg
         self.n_features = int(n_features)
         self.feature_names = list(feature_names) if feature_names else None
@@ -122,11 +125,12 @@ class Pipeline:
                 f"({self.cfg.profile}) has no {task} predictor among "
                 f"{', '.join(self.cfg.predictor) or 'none'}; name one in learners.predictor")
         self._build(task, y)
+        self.task.check_label(y)
 
     def _build(self, task: str, first_label: Any) -> None:
         """Make the task object and the stages serving it (once per stream)."""
         cfg, stream = self.cfg, self.stream
-        self.task = make_task(task, first_label)
+        self.task = make_task(task, first_label, self.max_classes)
         pname = cfg.predictor_for(task)
         rankers = cfg.rankers_for(task)
         roles = (PREDICTOR, RANKER) if pname in rankers else (PREDICTOR,)
@@ -365,6 +369,7 @@ class Pipeline:
             "n_features": self.n_features,
             "feature_names": self.feature_names,
             "task": None if self.task is None else self.task.to_state(),
+            "max_classes": self.max_classes,
             "stages": stages,
             "pending_X": pX,
             "pending_y": list(self._pending_y),
@@ -387,6 +392,7 @@ class Pipeline:
         p.feature_names = state["feature_names"]
         p.seed = stream_seed(p.stream, cfg.seed)
         p.task = Task.from_state(state["task"])
+        p.max_classes = state["max_classes"]
         stages = state["stages"]
         p.detectors = [Stage.restore(e) for e in stages["detectors"]]
         p.predictor = Stage.restore(stages["predictor"]) if "predictor" in stages else None

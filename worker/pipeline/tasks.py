@@ -72,16 +72,24 @@ class Task:
         if state is None:
             return None
         if state["name"] == CLASSIFICATION:
-            return ClassificationTask()
+            return ClassificationTask(state.get("max_classes"), state.get("labels", ()))
         task = RegressionTask(int(state["n_targets"]))
         task.load(state)
         return task
 
 
 class ClassificationTask(Task):
-    """Class labels (ints or strings); the loss is 0/1 (the prequential error)."""
+    """Class labels (ints or strings); the loss is 0/1 (the prequential error).
+
+    ``max_classes`` caps the distinct labels of the stream (every prediction carries all of
+    them); ``labels`` keeps them in order of first appearance.
+    """
 
     name = CLASSIFICATION
+
+    def __init__(self, max_classes: int | None = None, labels=()):
+        self.max_classes = max_classes
+        self.labels = dict.fromkeys(labels)
 
     def check_label(self, y: Any) -> None:
         if isinstance(y, list):
@@ -89,6 +97,19 @@ class ClassificationTask(Task):
                 "invalid_target", "the stream's task is classification (fixed by its first "
                 "labelled instance or its profile): y must be a class label, not a list of "
                 "targets")
+        if y not in self.labels:
+            if self.max_classes is not None and len(self.labels) >= self.max_classes:
+                raise PipelineError(
+                    "too_many_classes", f"the stream has {len(self.labels)} classes already, "
+                    f"the limit (worker.max_classes); label {str(y)[:64]!r} is refused")
+            self.labels[y] = None
+
+    def knows(self, labels) -> bool:
+        """Whether every label is one the stream has seen (checked in bulk)."""
+        return all(v in self.labels for v in labels)
+
+    def to_state(self) -> dict:
+        return {"name": self.name, "max_classes": self.max_classes, "labels": list(self.labels)}
 
     def losses(self, y_pred: list, y_true: list) -> np.ndarray:
         return np.fromiter(map(_ne, y_pred, y_true), dtype=np.float64, count=len(y_true))
@@ -181,10 +202,10 @@ class RegressionTask(Task):
         self.mad = np.asarray(state["mad"], dtype=np.float64).copy()
 
 
-def make_task(name: str, first_label: Any = None) -> Task:
+def make_task(name: str, first_label: Any = None, max_classes: int | None = None) -> Task:
     """The task object of a stream; regression takes its target count from ``first_label``."""
     if name == CLASSIFICATION:
-        return ClassificationTask()
+        return ClassificationTask(max_classes)
     if name == REGRESSION:
         if not isinstance(first_label, list) or not first_label:
             raise PipelineError("invalid_target", "a regression stream's labels are non-empty "

@@ -18,6 +18,7 @@ class LeastSquares(Learner):
     """Ridge regression on the accumulated normal equations (with an intercept)."""
 
     kind = "test_least_squares"
+    state_arrays = {"xtx": ("<f8", 2), "xty": ("<f8", 2), "n_seen": ("<i8", 1)}
 
     def __init__(self, ridge: float = 1e-3, seed: int = 1):
         if not float(ridge) > 0:
