@@ -1,0 +1,298 @@
+"""CART classification trees grown in one pass per level over presorted columns.
+
+The batch learner of :mod:`models.feature_stream_forest`: Breiman's CART with the Gini
+criterion, the best split over every feature the tree was given (no further sampling per
+node), a depth limit and nothing else to stop growth, as scikit-learn's
+``DecisionTreeClassifier(max_depth=6)`` that Motl & Kordík (2019) use.
+
+Layout. A tree is the structure-of-arrays of :mod:`models._trees` (``node_feature``,
+``node_threshold``, ``node_left``, ``node_right``; ``-1`` marks a leaf) plus ``node_count``,
+the weighted class counts of the training rows that reached each node. Leaves predict their
+class frequencies; inner nodes keep their counts for the impurity-decrease importances
+(:func:`mdi`). Nodes are numbered level by level, so a child always has a larger id than its
+parent, which a restored state can check to rule out cycles.
+
+Growth. Every column is sorted once per batch (:func:`sort_columns`) and shared by all the
+batch's trees. A bootstrap is a weight per row (how many times it was drawn), so a tree needs
+no copy of the data. For each depth, one scan of each of the tree's columns in sorted order
+visits every in-bag row once and updates the running left counts of the row's node: when a
+row's value differs from the previous value seen in its node, the split between them is
+scored. All nodes of a level are thus searched in ``O(n_rows * n_tree_features)``, and a whole
+tree in ``max_depth`` such scans; no per-node sorting or partitioning is needed.
+
+Split choice. The score of a candidate is scikit-learn's Gini proxy
+``sum_k l_k**2 / n_l + sum_k r_k**2 / n_r`` (maximising it minimises the weighted Gini of the
+children); its threshold is the midpoint of the two values around it (the lower value when the
+midpoint rounds up onto the upper one). A node splits when it holds two classes and some
+feature has two distinct values in it, even when the best split leaves the impurity as it is
+(as scikit-learn does with ``min_impurity_decrease=0``). Ties go to the first feature in the
+tree's order (shuffled per tree, so no column is favoured) and then to the lowest threshold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import njit
+from ._rng import randint
+from ._stats import gini
+from ._trees import find_leaf
+
+
+def n_node_slots(max_depth: int) -> int:
+    """Nodes of a full binary tree of depth ``max_depth``: the capacity of one tree."""
+    return 2 ** (int(max_depth) + 1) - 1
+
+
+@njit
+def sort_columns(X, codes):
+    """Per column: row order by value, the values and the class codes in that order.
+
+    Returns ``(order, values, sorted_codes)``, each of shape ``(n_columns, n_rows)``, so a
+    tree's scan of one column reads memory in sequence. Done once per batch for all trees.
+    """
+    n, d = X.shape
+    order = np.empty((d, n), np.int64)
+    values = np.empty((d, n))
+    sorted_codes = np.empty((d, n), np.int64)
+    for j in range(d):
+        order[j] = np.argsort(X[:, j], kind="mergesort")
+        for s in range(n):
+            values[j, s] = X[order[j, s], j]
+            sorted_codes[j, s] = codes[order[j, s]]
+    return order, values, sorted_codes
+
+
+@njit
+def stratified_bootstrap(rng, i_rng, class_rows, class_start, sample_weight, row_weight):
+    """Draw each class's rows with replacement, as many as the class has (Motl & Kordík).
+
+    ``class_rows[class_start[k]:class_start[k + 1]]`` are the rows of class ``k``. A draw adds
+    the row's ``sample_weight`` to ``row_weight`` (zeroed first), so a row drawn twice counts
+    twice, as a duplicated row would in scikit-learn.
+    """
+    row_weight[:] = 0.0
+    for k in range(class_start.shape[0] - 1):
+        lo = class_start[k]
+        m = class_start[k + 1] - lo
+        for _ in range(m):
+            r = class_rows[lo + randint(rng, i_rng, m)]
+            row_weight[r] += sample_weight[r]
+
+
+@njit
+def _impure(counts):
+    """Whether more than one class has weight (a pure or empty node is a leaf)."""
+    seen = 0
+    for k in range(counts.shape[0]):
+        if counts[k] > 0.0:
+            seen += 1
+    return seen > 1
+
+
+@njit
+def _scan_column(j, order, values, sorted_codes, row_weight, row_node, lo, hi, active,
+                 node_count, node_n, node_sq, left, left_n, left_sq, right_sq, last, has_last,
+                 best_score, best_feature, best_threshold):
+    """Score every split of column ``j`` in every active node with id in ``[lo, hi)``.
+
+    The sums of squared class weights of both sides are updated as each row crosses from
+    right to left (``(a + w)^2 - a^2 = (2a + w) w``), so a candidate costs O(1) whatever the
+    number of classes; with integer (bootstrap) weights these sums are exact.
+    """
+    for v in range(lo, hi):
+        left[v, :] = 0.0
+        left_n[v] = 0.0
+        left_sq[v] = 0.0
+        right_sq[v] = node_sq[v]
+        has_last[v] = False
+    for s in range(order.shape[1]):
+        i = order[j, s]
+        v = row_node[i]
+        if v < lo or not active[v]:  # out of bag (-1) or in a leaf of an earlier level
+            continue
+        x = values[j, s]
+        if has_last[v] and x > last[v]:
+            # Gini proxy of "x <= last | x > last": sum l_k^2 / n_l + sum r_k^2 / n_r
+            score = left_sq[v] / left_n[v] + right_sq[v] / (node_n[v] - left_n[v])
+            if score > best_score[v]:
+                best_score[v] = score
+                best_feature[v] = j
+                t = last[v] / 2.0 + x / 2.0
+                best_threshold[v] = last[v] if t >= x else t
+        c = sorted_codes[j, s]
+        w = row_weight[i]
+        a = left[v, c]
+        left_sq[v] += (2.0 * a + w) * w
+        right_sq[v] += (w - 2.0 * (node_count[v, c] - a)) * w
+        left[v, c] = a + w
+        left_n[v] += w
+        last[v] = x
+        has_last[v] = True
+
+
+@njit
+def _split_level(lo, hi, n_nodes, best_feature, best_threshold, node_feature, node_threshold,
+                 node_left, node_right):
+    """Turn the level's nodes that found a split into inner nodes; return the new node count."""
+    for v in range(lo, hi):
+        if best_feature[v] >= 0:
+            node_feature[v] = best_feature[v]
+            node_threshold[v] = best_threshold[v]
+            node_left[v] = n_nodes
+            node_right[v] = n_nodes + 1
+            n_nodes += 2
+    return n_nodes
+
+
+@njit
+def _route_rows(X, codes, row_weight, row_node, lo, hi, node_feature, node_threshold,
+                node_left, node_right, node_count):
+    """Move the rows of the level's split nodes to their children and count them there."""
+    for i in range(X.shape[0]):
+        v = row_node[i]
+        if v < lo or v >= hi or node_feature[v] < 0:
+            continue
+        c = node_left[v] if X[i, node_feature[v]] <= node_threshold[v] else node_right[v]
+        row_node[i] = c
+        node_count[c, codes[i]] += row_weight[i]
+
+
+@njit
+def grow_tree(X, codes, order, values, sorted_codes, features, row_weight, max_depth,
+              node_feature, node_threshold, node_left, node_right, node_count):
+    """Grow one CART tree on the rows weighted by ``row_weight``; return its node count.
+
+    Parameters
+    ----------
+    X : float64 array (n_rows, n_columns)
+        Training rows (for routing rows to children).
+    codes : int64 array (n_rows,)
+        Class index of each row.
+    order, values, sorted_codes : arrays (n_columns, n_rows)
+        Output of :func:`sort_columns` for ``X`` and ``codes``.
+    features : int64 array
+        Columns the tree may split on, in the order ties are broken.
+    row_weight : float64 array (n_rows,)
+        Bootstrap weight of each row; rows of weight 0 are out of bag.
+    max_depth : int
+        Depth of the deepest leaves (the root has depth 0).
+    node_feature, node_threshold, node_left, node_right : arrays (n_node_slots,)
+        The tree's node arrays (overwritten).
+    node_count : float64 array (n_node_slots, n_classes)
+        Weighted class counts per node (overwritten).
+    """
+    n_slots = node_feature.shape[0]
+    n_classes = node_count.shape[1]
+    node_feature[:] = -1
+    node_threshold[:] = 0.0
+    node_left[:] = -1
+    node_right[:] = -1
+    node_count[:, :] = 0.0
+    row_node = np.full(X.shape[0], -1, np.int64)
+    for i in range(X.shape[0]):
+        if row_weight[i] > 0.0:
+            row_node[i] = 0
+            node_count[0, codes[i]] += row_weight[i]
+    # per-node scratch of the split search, indexed by node id
+    active = np.zeros(n_slots, np.bool_)
+    node_n = np.zeros(n_slots)
+    node_sq = np.zeros(n_slots)
+    left = np.zeros((n_slots, n_classes))
+    left_n = np.zeros(n_slots)
+    left_sq = np.zeros(n_slots)
+    right_sq = np.zeros(n_slots)
+    last = np.zeros(n_slots)
+    has_last = np.zeros(n_slots, np.bool_)
+    best_score = np.zeros(n_slots)
+    best_feature = np.full(n_slots, -1, np.int64)
+    best_threshold = np.zeros(n_slots)
+    lo, hi, n_nodes = 0, 1, 1
+    for _ in range(max_depth):
+        n_active = 0
+        for v in range(lo, hi):
+            active[v] = _impure(node_count[v])
+            n_active += active[v]
+            node_n[v] = 0.0
+            node_sq[v] = 0.0
+            for k in range(n_classes):
+                node_n[v] += node_count[v, k]
+                node_sq[v] += node_count[v, k] * node_count[v, k]
+            best_score[v] = -np.inf
+            best_feature[v] = -1
+        if n_active == 0:
+            break
+        for j in features:
+            _scan_column(j, order, values, sorted_codes, row_weight, row_node, lo, hi, active,
+                         node_count, node_n, node_sq, left, left_n, left_sq, right_sq, last,
+                         has_last, best_score, best_feature, best_threshold)
+        first_child = n_nodes
+        n_nodes = _split_level(lo, hi, n_nodes, best_feature, best_threshold, node_feature,
+                               node_threshold, node_left, node_right)
+        if n_nodes == first_child:
+            break
+        _route_rows(X, codes, row_weight, row_node, lo, hi, node_feature, node_threshold,
+                    node_left, node_right, node_count)
+        lo, hi = first_child, n_nodes
+    return n_nodes
+
+
+@njit
+def predict_proba_trees(X, node_feature, node_threshold, node_left, node_right, node_count,
+                        tree_weight, out):
+    """``out[r] = sum_t w_t P_t(x_r) / sum_t w_t`` over trees of positive weight.
+
+    ``P_t`` is the class frequency of the leaf ``x_r`` reaches in tree ``t``. Rows where no
+    tree has weight are left at zero.
+    """
+    n_classes = out.shape[1]
+    norm = np.zeros(X.shape[0])
+    for t in range(node_feature.shape[0]):
+        w = tree_weight[t]
+        if w <= 0.0:
+            continue
+        for r in range(X.shape[0]):
+            leaf = find_leaf(node_feature[t], node_threshold[t], node_left[t], node_right[t],
+                             X[r])
+            total = 0.0
+            for k in range(n_classes):
+                total += node_count[t, leaf, k]
+            if total <= 0.0:
+                continue
+            scale = w / total
+            for k in range(n_classes):
+                out[r, k] += scale * node_count[t, leaf, k]
+            norm[r] += w
+    for r in range(X.shape[0]):
+        if norm[r] > 0.0:
+            for k in range(n_classes):
+                out[r, k] /= norm[r]
+
+
+@njit
+def mdi(node_feature, node_left, node_right, node_count, n_nodes, tree_weight, n_features):
+    """Weighted mean decrease in Gini impurity per feature, normalised to sum to 1.
+
+    Each split adds ``(n_v G_v - n_l G_l - n_r G_r) / n_root`` of its tree (Breiman's
+    impurity importance; ``n`` are weighted row counts, ``G`` Gini impurities), and trees add
+    up with the weights they vote with (``tree_weight``). All zeros when no tree split.
+    """
+    out = np.zeros(n_features)
+    for t in range(node_feature.shape[0]):
+        w = tree_weight[t]
+        root = node_count[t, 0].sum()
+        if w <= 0.0 or root <= 0.0:
+            continue
+        for v in range(n_nodes[t]):
+            f = node_feature[t, v]
+            if f < 0:
+                continue
+            a, b = node_left[t, v], node_right[t, v]
+            dec = (node_count[t, v].sum() * gini(node_count[t, v])
+                   - node_count[t, a].sum() * gini(node_count[t, a])
+                   - node_count[t, b].sum() * gini(node_count[t, b]))
+            out[f] += w * dec / root
+    total = out.sum()
+    if total > 0.0:
+        out /= total
+    return out
