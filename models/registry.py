@@ -45,6 +45,7 @@ from typing import Any
 
 from .adwin import ADWIN
 from .ddm import DDM
+from .feature_stream_forest import FeatureStreamForest
 from .forgetful_forest import ForgetfulRandomForest
 from .forgetful_tree import ForgetfulDecisionTree
 from .online_forest import OnlineRandomForest
@@ -255,4 +256,12 @@ register(LearnerSpec(
     name="ddm", cls=DDM,
     tasks=frozenset(TASKS), roles=frozenset({DETECTOR}), warnings=True,
     summary="DDM (Gama et al. 2004) on the prequential loss, with warning zones",
+))
+register(LearnerSpec(
+    name="feature_stream", cls=FeatureStreamForest,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR, RANKER}),
+    summary="random forest on a stream of features (Motl & Kordik 2019): a generation of trees "
+            "per feature arrival",
+    rankings=(("mdi", "feature_stream"),),
+    small_params={"n_trees": 4},
 ))
