@@ -1,0 +1,159 @@
+"""Python side shared by the naive Bayes learner and the Hoeffding tree.
+
+Both keep Gaussian estimators per (leaf, feature, class) (:mod:`models._hoeffding`), take
+instance weights, map labels to class indices, grow the class axis when a new label
+appears, and accept a feature mask: columns outside it are *missing* (the ABFS filter of
+the reference code, where unselected features are absent and learners skip them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _hoeffding as hs
+from ._trees import grow_axis
+from .base import ClassIndex, Learner, check_index, check_X
+
+FLAVOURS = ("river", "moa")
+
+
+def check_weights(sample_weight, n: int) -> np.ndarray:
+    """Instance weights as a float64 vector of ``n`` finite values ``>= 0`` (ones for None)."""
+    if sample_weight is None:
+        return np.ones(n)
+    try:
+        w = np.ascontiguousarray(sample_weight, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"sample_weight must be numeric: {exc}") from None
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight has {w.shape[0]} values but X has {n} rows")
+    if not np.isfinite(w).all() or (w.size and w.min() < 0.0):
+        raise ValueError("sample_weight must hold finite values >= 0")
+    return w
+
+
+def check_same_shape(arrays: dict, names, shape: tuple, kind: str) -> None:
+    """``ValueError`` unless every array of ``names`` has ``shape``."""
+    for name in names:
+        if arrays[name].shape != shape:
+            raise ValueError(f"{kind} state array {name!r} has shape {arrays[name].shape}, "
+                             f"expected {shape}")
+
+
+class GaussianLearner(Learner):
+    """Labels, weights, masks, class growth and the state round trip (not used directly).
+
+    Subclasses implement ``_allocate(n_features, n_classes)``, ``_learn(X, codes, w)`` and
+    ``_proba(X, out)``, and list their class-axis arrays in ``_class_axis``
+    (name -> (axis, fill)).
+    """
+
+    _class_axis: dict = {}
+
+    def _init_common(self) -> None:
+        self._classes = ClassIndex()
+        self._arrays: dict[str, np.ndarray] = {}
+
+    @property
+    def classes(self) -> list:
+        """Class labels in index order (the columns of :meth:`predict_proba_many`)."""
+        return list(self._classes.classes)
+
+    @property
+    def n_features(self) -> int | None:
+        """Number of feature columns, ``None`` before the first batch."""
+        return int(self._arrays["mask"].shape[0]) if self._arrays else None
+
+    # ------------------------------------------------------------------ feature mask
+
+    def set_feature_mask(self, columns=None) -> None:
+        """Columns the learner sees from now on; the others are missing (``None``: all).
+
+        A missing feature is not learned, is left out of naive Bayes, and a row reaching a
+        split on it stops at that split (see :mod:`models._ht_kernels`).
+        """
+        if not self._arrays:
+            self._pending_mask = None if columns is None else list(columns)
+            return
+        mask = self._arrays["mask"]
+        if columns is None:
+            mask[:] = 1
+            return
+        cols = np.asarray(list(columns), dtype=np.int64)
+        if cols.size and (cols.min() < 0 or cols.max() >= mask.shape[0]):
+            raise ValueError(f"feature mask columns must be in [0, {mask.shape[0]})")
+        mask[:] = 0
+        mask[cols] = 1
+
+    # ------------------------------------------------------------------ learning
+
+    def learn_many(self, X, y, sample_weight=None) -> None:
+        """Learn a batch of rows, in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+            Feature rows (finite numbers).
+        y : sequence of labels (ints or strings)
+            One label per row; new labels may appear at any time.
+        sample_weight : array-like of shape (n,), optional
+            Instance weights (``>= 0``; a row of weight 0 is counted but not learned).
+        """
+        X = check_X(X, self.n_features)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} needs labels: y must not be None")
+        codes = self._classes.encode(y, n_rows=X.shape[0])
+        w = check_weights(sample_weight, X.shape[0])
+        if X.shape[0] == 0:
+            return
+        if not self._arrays:
+            self._allocate(X.shape[1], len(self._classes))
+            pending = getattr(self, "_pending_mask", None)
+            if pending is not None:
+                self.set_feature_mask(pending)
+        self._grow_classes(len(self._classes))
+        self._learn(X, codes, w)
+
+    def _grow_classes(self, n_classes: int) -> None:
+        a = self._arrays
+        for name, (axis, fill) in self._class_axis.items():
+            if a[name].shape[axis] < n_classes:
+                a[name] = grow_axis(a[name], n_classes, axis=axis, fill=fill)
+
+    # ------------------------------------------------------------------ prediction
+
+    def predict_proba_many(self, X) -> np.ndarray:
+        """Class probabilities ``(n, n_classes)``; ``(n, 0)`` before anything was learned."""
+        X = check_X(X, self.n_features)
+        if not self._arrays or self.n_seen == 0:
+            return np.zeros((X.shape[0], 0))
+        out = np.zeros((X.shape[0], len(self._classes)))
+        self._proba(X, out)
+        return out
+
+    def predict_many(self, X) -> list:
+        """Most probable label of each row (lowest class index on ties); ``None`` before
+        anything was learned."""
+        proba = self.predict_proba_many(X)
+        if proba.shape[1] == 0:
+            return [None] * proba.shape[0]
+        return self._classes.decode(np.argmax(proba, axis=1))
+
+    # ------------------------------------------------------------------ state
+
+    def _extra_state(self) -> dict:
+        return {"classes": list(self._classes.classes)}
+
+    def _load_extra_state(self, extra: dict) -> None:
+        self._classes = ClassIndex(extra.get("classes", ()))
+
+    def _check_gaussians(self, n: int) -> None:
+        """Estimator arrays are ``(n, F, K)`` with ``K`` at least the known classes."""
+        a = self._arrays
+        F = a["mask"].shape[0]
+        K = a["g_w"].shape[2]
+        if K < max(len(self._classes), 1):
+            raise ValueError(f"{self.kind} state has {K} class columns but "
+                             f"{len(self._classes)} classes")
+        check_same_shape(a, hs.GAUSSIAN_FILL, (n, F, K), self.kind)
+        check_index(a["mask"], 0, 2, "mask")
