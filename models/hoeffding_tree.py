@@ -75,8 +75,8 @@ class HoeffdingTree(GaussianLearner):
     >>> X = rng.random((3000, 3)); y = (X[:, 1] > 0.6).astype(int)
     >>> tree = HoeffdingTree()
     >>> tree.learn_many(X, y)
-    >>> tree.split_features()
-    [1]
+    >>> tree.split_features()  # the root, then a refinement of its left child
+    [1, 1]
     >>> tree.predict_many(np.array([[0.5, 0.9, 0.5], [0.5, 0.1, 0.5]]))
     [1, 0]
 
@@ -238,6 +238,7 @@ class HoeffdingTree(GaussianLearner):
         check_index(a["node_left"], -1, N, "node_left")
         check_index(a["node_right"], -1, N, "node_right")
         check_index(a["node_active"], 0, 2, "node_active")
+        check_index(a["node_depth"], 0, N, "node_depth")
         internal = a["node_feature"] >= 0
         # a split node must have two children created after it (no cycles)
         ids = np.arange(N)

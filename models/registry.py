@@ -43,11 +43,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .abfs import ABFS
 from .adwin import ADWIN
 from .ddm import DDM
 from .feature_stream_forest import FeatureStreamForest
 from .forgetful_forest import ForgetfulRandomForest
 from .forgetful_tree import ForgetfulDecisionTree
+from .hoeffding_tree import HoeffdingTree
+from .naive_bayes import NaiveBayes
 from .online_forest import OnlineRandomForest
 
 CLASSIFICATION = "classification"
@@ -264,4 +267,23 @@ register(LearnerSpec(
             "per feature arrival",
     rankings=(("mdi", "feature_stream"),),
     small_params={"n_trees": 4},
+))
+register(LearnerSpec(
+    name="naive_bayes", cls=NaiveBayes,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
+    summary="Gaussian naive Bayes (MOA's NaiveBayes)",
+))
+register(LearnerSpec(
+    name="hoeffding_tree", cls=HoeffdingTree,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
+    summary="Hoeffding tree (Domingos & Hulten 2000), river/MOA defaults",
+    small_params={"grace_period": 50},
+))
+register(LearnerSpec(
+    name="abfs", cls=ABFS,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({SELECTOR, RANKER}),
+    summary="ABFS feature selection (Barddal et al. 2019) with BOLE order and omega (Assis)",
+    rankings=(("abfs", "abfs"),),
+    events=("feature_drift", "selection"),
+    small_params={"grace_period": 50, "selection_threshold": 0.05},
 ))

@@ -1,0 +1,210 @@
+"""ABFS kernel: the boosting layers of decision stumps, one row at a time, a batch per call.
+
+Layer arrays (``Lc = n_features + 1`` layer capacity, creation order, ``n_layers`` in use)::
+
+    layer_feature   int64    the feature its stump selected
+    layer_threshold float64  the stump's threshold (``x <= t`` is the left branch)
+    layer_class     (Lc, 2)  class its stump predicts left / right
+    layer_sc, layer_sw       OzaBoost's weights of correctly / wrongly classified rows
+    layer_detector  int64    the ADWIN detector (of the nested bank) watching its errors
+    layer_merit     float64  information gain of the split at selection
+
+The candidate stump keeps Gaussian estimators (:mod:`models._hoeffding`, one "leaf") over
+the unselected features; ``scalars`` holds ``[candidate weight, candidate weight at its last
+evaluation, total weight seen]``. The window of the last ``grace_period`` rows is a ring
+(``win_X``, ``win_y``, ``win_meta = [rows held, next slot]``).
+
+The kernel returns ``(next_row, status, info)`` so that the Python side can do the rare
+structural work: ``DONE``; ``SELECTED`` (row ``next_row - 1`` made the candidate select a
+feature; ``info`` = the new layer); ``DRIFT`` (at row ``next_row - 1`` the layer at position
+``info`` of ``order`` saw its detector fire); ``GROW`` (row ``next_row`` needs a detector
+with more rows; nothing of it was done).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _hoeffding as hs
+from ._jit import njit
+from .adwin import _update_pairs as _adwin_update
+
+DONE = 0
+SELECTED = 1
+DRIFT = 2
+GROW = 3
+
+
+@njit(inline="always")
+def _accuracy(sc, sw):
+    """Boosting accuracy ``sc / (sc + sw)`` (0 for a layer that has seen nothing)."""
+    s = sc + sw
+    return sc / s if s > 0.0 else 0.0
+
+
+@njit
+def _order_by_accuracy(n, layer_sc, layer_sw, order):
+    """``order[:n]``: layers by ascending accuracy, creation order on ties (stable)."""
+    for j in range(n):
+        order[j] = j
+    for a in range(1, n):
+        j = order[a]
+        acc = _accuracy(layer_sc[j], layer_sw[j])
+        b = a - 1
+        while b >= 0 and _accuracy(layer_sc[order[b]], layer_sw[order[b]]) > acc:
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = j
+
+
+@njit
+def _free_detector(n, layer_detector, n_detectors):
+    """Lowest detector index no layer uses."""
+    for d in range(n_detectors):
+        used = False
+        for j in range(n):
+            if layer_detector[j] == d:
+                used = True
+                break
+        if not used:
+            return d
+    return -1
+
+
+@njit
+def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_splits,
+              layer_feature, layer_threshold, layer_class, layer_sc, layer_sw, layer_detector,
+              layer_merit, n_layers, selected, order, cand_counts, g_w, g_mean, g_m2, g_min,
+              g_max, scalars, win_X, win_y, win_meta, n_seen, ad_settings, ad_arrays):
+    """Run the selector over rows ``start, ...`` until the batch ends or something changes."""
+    K = cand_counts.shape[0]
+    F = X.shape[1]
+    det1 = np.zeros(1, np.int64)
+    val1 = np.zeros(1)
+    out1 = np.zeros(1, np.bool_)
+    left = np.zeros(K)
+    right = np.zeros(K)
+    best_left = np.zeros(K)
+    best_right = np.zeros(K)
+    ad_rows = ad_arrays[3]
+    ad_total = ad_arrays[4]
+    ad_width = ad_arrays[6]
+    capacity = ad_arrays[0].shape[1]
+    i = start
+    while i < X.shape[0]:
+        L = n_layers[0]
+        for j in range(L):
+            if ad_rows[layer_detector[j]] >= capacity:
+                return i, GROW, layer_detector[j]
+        x = X[i]
+        k = y[i]
+        lam = w[i]
+        # the window of the last grace_period rows (the reference adds the row first)
+        G = win_y.shape[0]
+        slot = win_meta[1]
+        for f in range(F):
+            win_X[slot, f] = x[f]
+        win_y[slot] = k
+        win_meta[1] = (slot + 1) % G
+        if win_meta[0] < G:
+            win_meta[0] += 1
+        scalars[2] += lam
+        n_seen[0] += 1
+        i += 1
+        if bole:
+            _order_by_accuracy(L, layer_sc, layer_sw, order)
+        else:
+            for j in range(L):
+                order[j] = j
+        # boosting through the layers; BOLE visits the worst untried layer after a miss
+        # and the best untried one after a hit
+        lo = 0
+        hi = L - 1
+        correct = False
+        for n in range(L):
+            if bole:
+                if correct:
+                    pos = hi
+                    hi -= 1
+                else:
+                    pos = lo
+                    lo += 1
+            else:
+                pos = n
+            j = order[pos]
+            side = 0 if x[layer_feature[j]] <= layer_threshold[j] else 1
+            correct = layer_class[j, side] == k
+            if correct:
+                layer_sc[j] += lam
+            else:
+                layer_sw[j] += lam
+            norm = scalars[2] if ensemble_norm else layer_sc[j] + layer_sw[j]
+            lam *= omega * norm / (2.0 * (layer_sc[j] if correct else layer_sw[j]))
+            # the layer's ADWIN watches its 0/1 error; like MOA's ADWINChangeDetector only
+            # a rise of the error rate counts as a change
+            d = layer_detector[j]
+            before = ad_total[d] / ad_width[d] if ad_width[d] > 0.0 else 0.0
+            det1[0] = d
+            val1[0] = 0.0 if correct else 1.0
+            _adwin_update(det1, val1, 0, out1, *ad_settings, *ad_arrays)
+            if out1[0]:
+                after = ad_total[d] / ad_width[d] if ad_width[d] > 0.0 else 0.0
+                if after > before:
+                    return i, DRIFT, pos
+        if lam <= 0.0:
+            continue
+        # the candidate stump learns the row with the boosted weight, selected features
+        # being missing for it
+        scalars[0] += lam
+        cand_counts[k] += lam
+        for f in range(F):
+            if selected[f] == 0:
+                hs.gaussian_update(g_w, g_mean, g_m2, g_min, g_max, 0, f, k, x[f], lam)
+        if scalars[0] - scalars[1] < grace:
+            continue
+        scalars[1] = scalars[0]
+        best = -math.inf
+        best_f = -1
+        best_t = 0.0
+        for f in range(F):
+            if selected[f] != 0:
+                continue
+            m, t = hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, 0, f, cand_counts,
+                                         n_splits, 0.01, left, right, best_left, best_right)
+            if m > best and m > threshold:
+                best = m
+                best_f = f
+                best_t = t
+        if best_f < 0 or best == 0.0:
+            continue
+        hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, 0, best_f, cand_counts,
+                              n_splits, 0.01, left, right, best_left, best_right)
+        j = L
+        layer_feature[j] = best_f
+        layer_threshold[j] = best_t
+        layer_class[j, 0] = hs.first_argmax(best_left)
+        layer_class[j, 1] = hs.first_argmax(best_right)
+        layer_sc[j] = 0.0
+        layer_sw[j] = 0.0
+        layer_merit[j] = best
+        layer_detector[j] = _free_detector(L, layer_detector, ad_total.shape[0])
+        n_layers[0] = L + 1
+        selected[best_f] = 1
+        restart_candidate(cand_counts, g_w, g_mean, g_m2, g_min, g_max, scalars)
+        return i, SELECTED, j
+    return i, DONE, -1
+
+
+@njit
+def restart_candidate(cand_counts, g_w, g_mean, g_m2, g_min, g_max, scalars):
+    """A new, empty candidate stump."""
+    cand_counts[:] = 0.0
+    g_w[:] = 0.0
+    g_mean[:] = 0.0
+    g_m2[:] = 0.0
+    g_min[:] = math.inf
+    g_max[:] = -math.inf
+    scalars[0] = 0.0
+    scalars[1] = 0.0

@@ -1,0 +1,514 @@
+"""ABFS: adaptive boosting of decision stumps for feature selection (Barddal et al. 2019),
+with Assis' extensions (BOLE visiting order and the omega scaling factor).
+
+The row loop is the kernel :func:`models._abfs_kernels.abfs_rows`; this module holds the
+Python side (:class:`ABFS`) and :class:`ABFSClassifier`, which filters a downstream
+classifier's rows as the reference code does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _abfs_kernels as ak
+from . import _hoeffding as hs
+from ._gaussian_base import check_same_shape, check_weights
+from ._trees import grow_axis
+from .adwin import ADWINBank
+from .base import ClassIndex, Learner, LearnerEvent, check_index, check_X
+from .drift_wrapper import fresh_copy, learner_from_state
+
+BOOSTING = ("oza", "bole")
+NORMALISERS = ("ensemble", "layer")
+
+
+class ABFS(Learner):
+    """Feature selection by a chain of boosted decision stumps, with drift detection.
+
+    A chain of *layers*, each a decision stump that has selected one feature, plus a
+    candidate stump. For each row, with ``lambda`` starting at the row's weight:
+
+    1. every layer predicts the row with its frozen stump; OzaBoost's counters and
+       ``lambda`` are updated with Assis' factor ``omega`` (on a hit ``sc += lambda``,
+       ``lambda *= omega (sc + sw) / (2 sc)``; on a miss ``sw += lambda``, ``lambda *=
+       omega (sc + sw) / (2 sw)``) and the layer's ADWIN gets the 0/1 error;
+    2. if a layer's ADWIN detects a rise of its error rate, that layer and every later
+       layer are deleted (their features leave the subset), the candidate restarts, and a
+       ``feature_drift`` event asks for the downstream learner to be retrained on
+       :meth:`window`;
+    3. otherwise the candidate learns the row with weight ``lambda``, the selected features
+       being missing for it. Every ``grace_period`` of weight it scores each unselected
+       feature by the information gain of its best binary split (10 Gaussian candidate
+       thresholds, :mod:`models._hoeffding`); the best feature whose gain exceeds
+       ``selection_threshold`` is selected: the candidate becomes a layer and a new
+       candidate starts.
+
+    BOLE (``boosting="bole"``, Assis Alg. 1 lines 1-13) visits the layers in ascending
+    order of accuracy ``sc / (sc + sw)``: it starts with the worst, goes to the best layer
+    not yet visited after a hit and to the worst not yet visited after a miss.
+
+    How the paper is read where no code exists (Assis' code is not public):
+
+    * ``omega`` multiplies both OzaBoost factors (Alg. 1 lines 16 and 21), also in BOLE.
+    * With ``bole_normaliser="ensemble"`` (default) BOLE's factor uses the total weight the
+      selector has seen (``N``, MOA's ``BOLE`` uses the ensemble's training weight) in place
+      of the layer's ``sc + sw``: ``lambda *= omega N / (2 sc)``; ``"layer"`` keeps
+      OzaBoost's ``sc + sw`` as printed in Alg. 1.
+    * Alg. 1 sorts ``h`` in place (line 5), so "every later layer" (lines 39-42) is every
+      layer after the drifting one *in accuracy order*: the drifting layer and all more
+      accurate ones are deleted; less accurate ones stay. The drifting layer itself is
+      deleted too (the paper's text and the reference code; the pseudo-code's
+      ``while N > i_drift`` would keep it). With Oza order this is the reference's rule.
+    * A layer that has seen no row has accuracy 0 (it is visited first).
+
+    Parameters
+    ----------
+    grace_period : int, default 200
+        Candidate weight between evaluations (MOA's default; Assis: 100). Also the length
+        of the window kept for retraining.
+    selection_threshold : float, default 0.2
+        Smallest information gain (bits) for a selection (MOA's default; Assis: 0.05).
+    adwin_delta : float, default 0.002
+        ADWIN's confidence for each layer's detector.
+    omega : float, default 1.0
+        Assis' scaling factor (1: OzaBoost; the paper's best values are 2 to 4).
+    boosting : {"oza", "bole"}, default "oza"
+        Layer visiting order.
+    bole_normaliser : {"ensemble", "layer"}, default "ensemble"
+        Weight normaliser of BOLE (see above); ignored with Oza.
+    n_splits : int, default 10
+        Candidate thresholds per feature.
+
+    Examples
+    --------
+    Feature 2 decides the class; the selector finds it and names it in an event:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(3)
+    >>> X = rng.random((2000, 4)); y = (X[:, 2] > 0.5).astype(int)
+    >>> abfs = ABFS(grace_period=100)
+    >>> abfs.learn_many(X, y)
+    >>> abfs.selected()
+    [2]
+    >>> [(e.kind, e.feature) for e in abfs.events()]
+    [('selection', 2)]
+
+    References
+    ----------
+    Barddal, J. P., Enembreck, F., Gomes, H. M., Bifet, A. and Pfahringer, B. (2019).
+    Boosting decision stumps for dynamic feature selection on data streams. Information
+    Systems 83, 13-29.
+    Assis, D. N. Learning with boosting decision stumps for feature selection in evolving
+    data streams (the BOLE order and omega).
+    """
+
+    kind = "abfs"
+    state_arrays = {
+        "layer_feature": ("<i8", 1), "layer_threshold": ("<f8", 1), "layer_class": ("<i8", 2),
+        "layer_sc": ("<f8", 1), "layer_sw": ("<f8", 1), "layer_detector": ("<i8", 1),
+        "layer_merit": ("<f8", 1), "n_layers": ("<i8", 1), "selected": ("|u1", 1),
+        "cand_counts": ("<f8", 1), "scalars": ("<f8", 1), "win_X": ("<f8", 2),
+        "win_y": ("<i8", 1), "win_meta": ("<i8", 1), "n_seen": ("<i8", 1),
+        **{name: ("<f8", 3) for name in hs.GAUSSIAN_FILL},
+    }
+
+    def __init__(self, grace_period: int = 200, selection_threshold: float = 0.2,
+                 adwin_delta: float = 0.002, omega: float = 1.0, boosting: str = "oza",
+                 bole_normaliser: str = "ensemble", n_splits: int = 10):
+        if boosting not in BOOSTING or bole_normaliser not in NORMALISERS:
+            raise ValueError(f"boosting must be one of {BOOSTING} and bole_normaliser one of "
+                             f"{NORMALISERS}")
+        if int(grace_period) < 1 or float(selection_threshold) < 0 or float(omega) <= 0 \
+                or int(n_splits) < 1 or not 0.0 < float(adwin_delta) < 1.0:
+            raise ValueError("need grace_period >= 1, selection_threshold >= 0, omega > 0, "
+                             "n_splits >= 1 and 0 < adwin_delta < 1")
+        self.params = {"grace_period": int(grace_period),
+                       "selection_threshold": float(selection_threshold),
+                       "adwin_delta": float(adwin_delta), "omega": float(omega),
+                       "boosting": boosting, "bole_normaliser": bole_normaliser,
+                       "n_splits": int(n_splits)}
+        self._classes = ClassIndex()
+        self._arrays: dict[str, np.ndarray] = {}
+        self._bank: ADWINBank | None = None
+        self._events: list[LearnerEvent] = []
+        self._retrain = False
+
+    # ------------------------------------------------------------------ read-outs
+
+    @property
+    def classes(self) -> list:
+        return list(self._classes.classes)
+
+    @property
+    def n_features(self) -> int | None:
+        return int(self._arrays["selected"].shape[0]) if self._arrays else None
+
+    def layers(self) -> list[int]:
+        """Selected features in selection order (empty when none is selected)."""
+        if not self._arrays:
+            return []
+        n = int(self._arrays["n_layers"][0])
+        return [int(f) for f in self._arrays["layer_feature"][:n]]
+
+    def selected(self) -> list[int]:
+        """The columns the predictor should see, in selection order.
+
+        All columns (ascending) while no feature is selected: before the first selection,
+        and after a drift removed every layer. Empty before the first batch.
+        """
+        chosen = self.layers()
+        if chosen or not self._arrays:
+            return chosen
+        return list(range(self.n_features))
+
+    def events(self) -> list[LearnerEvent]:
+        """``feature_drift`` and ``selection`` events of the last :meth:`learn_many`."""
+        return list(self._events)
+
+    @property
+    def retrain(self) -> bool:
+        """Whether a drift in the last :meth:`learn_many` asks for the predictor to be reset
+        and retrained on :meth:`window` (the reference does this at the drift row)."""
+        return self._retrain
+
+    def window(self) -> tuple[np.ndarray, list]:
+        """The last ``grace_period`` rows learned (oldest first) and their labels."""
+        if not self._arrays:
+            return np.zeros((0, 0)), []
+        X, codes = self._window_codes()
+        return X, self._classes.decode(codes)
+
+    def _window_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        a = self._arrays
+        n, nxt = int(a["win_meta"][0]), int(a["win_meta"][1])
+        G = a["win_y"].shape[0]
+        idx = (np.arange(n) + (nxt - n)) % G
+        return a["win_X"][idx].copy(), a["win_y"][idx].copy()
+
+    def importances(self) -> dict:
+        """``{"abfs": s}``: each selected feature's layer accuracy ``sc / (sc + sw)``, 0 for
+        the others (and for a layer that has not yet been tested)."""
+        if not self._arrays:
+            return {"abfs": np.zeros(0)}
+        a = self._arrays
+        out = np.zeros(self.n_features)
+        n = int(a["n_layers"][0])
+        s = a["layer_sc"][:n] + a["layer_sw"][:n]
+        acc = np.divide(a["layer_sc"][:n], s, out=np.zeros(n), where=s > 0)
+        out[a["layer_feature"][:n]] = acc
+        return {"abfs": out}
+
+    # ------------------------------------------------------------------ learning
+
+    def learn_many(self, X, y, sample_weight=None) -> None:
+        """Learn a batch of rows in order (see the class doc); fills :meth:`events`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+        y : sequence of labels (ints or strings)
+        sample_weight : array-like of shape (n,), optional
+            Instance weights (the initial ``lambda``).
+        """
+        self._run(*self._prepare(X, y, sample_weight))
+
+    def _prepare(self, X, y, sample_weight):
+        X = check_X(X, self.n_features)
+        if y is None:
+            raise ValueError("ABFS needs labels: y must not be None")
+        codes = self._classes.encode(y, n_rows=X.shape[0])
+        w = check_weights(sample_weight, X.shape[0])
+        if X.shape[0] and not self._arrays:
+            self._allocate(X.shape[1], len(self._classes))
+        if self._arrays:
+            self._grow_classes(len(self._classes))
+        return X, codes, w
+
+    def _run(self, X, codes, w, before=None, after=None) -> None:
+        """Run the kernel over the batch; ``before(row)`` / ``after(row, drift)`` are called
+        around each change of the subset (used by :class:`ABFSClassifier`)."""
+        self._events = []
+        self._retrain = False
+        if X.shape[0] == 0:
+            return
+        p, a = self.params, self._arrays
+        start = 0
+        while True:
+            nxt, status, info = ak.abfs_rows(
+                X, codes, w, start, p["omega"], p["boosting"] == "bole",
+                p["boosting"] == "bole" and p["bole_normaliser"] == "ensemble",
+                float(p["grace_period"]),
+                p["selection_threshold"], p["n_splits"], a["layer_feature"],
+                a["layer_threshold"], a["layer_class"], a["layer_sc"], a["layer_sw"],
+                a["layer_detector"], a["layer_merit"], a["n_layers"], a["selected"],
+                self._order, a["cand_counts"], a["g_w"], a["g_mean"], a["g_m2"], a["g_min"],
+                a["g_max"], a["scalars"], a["win_X"], a["win_y"], a["win_meta"], a["n_seen"],
+                self._bank._settings, self._adwin_arrays())
+            if status == ak.DONE:
+                return
+            if status == ak.GROW:
+                self._bank._grow_rows()
+                start = nxt
+                continue
+            row = nxt - 1
+            if before is not None:
+                before(row)
+            if status == ak.SELECTED:
+                f = int(a["layer_feature"][info])
+                self._events.append(LearnerEvent(
+                    "selection", "warning", row, f,
+                    f"feature {f} selected (gain {a['layer_merit'][info]:.4f} bits); "
+                    f"subset now {self.layers()}"))
+            else:
+                self._drop_layers(row, int(info))
+            if after is not None:
+                after(row, status == ak.DRIFT)
+            start = nxt
+
+    def _drop_layers(self, row: int, pos: int) -> None:
+        """Delete the drifting layer (at ``pos`` of this row's visiting order) and every
+        layer after it in that order; restart the candidate."""
+        a = self._arrays
+        n = int(a["n_layers"][0])
+        gone = [int(j) for j in self._order[pos:n]]
+        fired = int(self._order[pos])
+        feature = int(a["layer_feature"][fired])
+        removed = [int(a["layer_feature"][j]) for j in gone]
+        keep = [j for j in range(n) if j not in set(gone)]
+        self._bank.reset([int(a["layer_detector"][j]) for j in gone])
+        for name in ("layer_feature", "layer_threshold", "layer_class", "layer_sc",
+                     "layer_sw", "layer_detector", "layer_merit"):
+            a[name][:len(keep)] = a[name][keep]
+        a["layer_feature"][len(keep):] = -1
+        a["layer_detector"][len(keep):] = -1
+        a["n_layers"][0] = len(keep)
+        a["selected"][:] = 0
+        a["selected"][a["layer_feature"][:len(keep)]] = 1
+        ak.restart_candidate(a["cand_counts"], a["g_w"], a["g_mean"], a["g_m2"], a["g_min"],
+                             a["g_max"], a["scalars"])
+        self._retrain = True
+        self._events.append(LearnerEvent(
+            "feature_drift", "drift", row, feature,
+            f"ADWIN of the layer of feature {feature} detected a rise of its error; removed "
+            f"features {removed}; retrain the predictor on window()"))
+        self._events.append(LearnerEvent(
+            "selection", "drift", row, feature, f"subset now {self.layers()} (retrain)"))
+
+    # ------------------------------------------------------------------ arrays
+
+    def _allocate(self, n_features: int, n_classes: int) -> None:
+        F, K, G = n_features, max(n_classes, 1), self.params["grace_period"]
+        Lc = F + 1
+        self._arrays = {
+            "layer_feature": np.full(Lc, -1, np.int64), "layer_threshold": np.zeros(Lc),
+            "layer_class": np.zeros((Lc, 2), np.int64), "layer_sc": np.zeros(Lc),
+            "layer_sw": np.zeros(Lc), "layer_detector": np.full(Lc, -1, np.int64),
+            "layer_merit": np.zeros(Lc), "n_layers": np.zeros(1, np.int64),
+            "selected": np.zeros(F, np.uint8), "cand_counts": np.zeros(K),
+            "scalars": np.zeros(3), "win_X": np.zeros((G, F)), "win_y": np.zeros(G, np.int64),
+            "win_meta": np.zeros(2, np.int64), "n_seen": np.zeros(1, np.int64),
+            **hs.allocate_gaussians(1, F, K),
+        }
+        self._bank = ADWINBank(Lc, delta=self.params["adwin_delta"])
+        self._order = np.zeros(Lc, np.int64)
+
+    def _grow_classes(self, n_classes: int) -> None:
+        a = self._arrays
+        if a["cand_counts"].shape[0] < n_classes:
+            a["cand_counts"] = grow_axis(a["cand_counts"], n_classes)
+            for name, fill in hs.GAUSSIAN_FILL.items():
+                a[name] = grow_axis(a[name], n_classes, axis=2, fill=fill)
+
+    def _adwin_arrays(self) -> tuple:
+        b = self._bank._arrays
+        return tuple(b[k] for k in ("bucket_total", "bucket_variance", "bucket_count",
+                                    "n_rows", "total", "variance", "width", "tick", "drift",
+                                    "n_detections", "n_seen"))
+
+    # ------------------------------------------------------------------ state
+
+    def _extra_state(self) -> dict:
+        return {"classes": list(self._classes.classes),
+                "adwin": None if self._bank is None else self._bank.to_state()}
+
+    def _load_extra_state(self, extra: dict) -> None:
+        self._classes = ClassIndex(extra.get("classes", ()))
+        bank = extra.get("adwin")
+        self._bank = None if bank is None else ADWINBank.from_state(bank)
+        if "layer_feature" in self._arrays:
+            self._order = np.zeros(self._arrays["layer_feature"].shape[0], np.int64)
+
+    def _check_state(self) -> None:
+        a = self._arrays
+        F = a["selected"].shape[0]
+        Lc = F + 1
+        K = a["cand_counts"].shape[0]
+        G = self.params["grace_period"]
+        check_same_shape(a, ["layer_feature", "layer_threshold", "layer_sc", "layer_sw",
+                             "layer_detector", "layer_merit"], (Lc,), self.kind)
+        check_same_shape(a, ["layer_class"], (Lc, 2), self.kind)
+        check_same_shape(a, ["n_layers", "n_seen"], (1,), self.kind)
+        check_same_shape(a, ["scalars"], (3,), self.kind)
+        check_same_shape(a, ["win_meta"], (2,), self.kind)
+        check_same_shape(a, ["win_X"], (G, F), self.kind)
+        check_same_shape(a, ["win_y"], (G,), self.kind)
+        check_same_shape(a, hs.GAUSSIAN_FILL, (1, F, K), self.kind)
+        if K < len(self._classes) or self._bank is None or self._bank.n_detectors != Lc:
+            raise ValueError(f"{self.kind} state: class axis or detector bank does not fit")
+        check_index(a["n_layers"], 0, Lc, "n_layers")
+        n = int(a["n_layers"][0])
+        check_index(a["layer_feature"][:n], 0, F, "layer_feature")
+        check_index(a["layer_detector"][:n], 0, Lc, "layer_detector")
+        check_index(a["layer_class"][:n], 0, K, "layer_class")
+        check_index(a["selected"], 0, 2, "selected")
+        check_index(a["win_y"], 0, K, "win_y")
+        check_index(a["win_meta"][:1], 0, G + 1, "win_meta")
+        check_index(a["win_meta"][1:], 0, G, "win_meta")
+        feats, dets = a["layer_feature"][:n], a["layer_detector"][:n]
+        if len(set(feats.tolist())) != n or len(set(dets.tolist())) != n \
+                or int(a["selected"].sum()) != n or not a["selected"][feats].all():
+            raise ValueError(f"{self.kind} state: layers, detectors and the selected mask "
+                             "disagree")
+
+
+class ABFSClassifier(Learner):
+    """A downstream classifier fed through ABFS, as the reference ``FeatureSelectionClassifier``.
+
+    For each row the selector learns first, then the downstream classifier learns the row
+    filtered to the selected subset; predictions filter the same way. After a drift the
+    downstream classifier is reset and retrained on the selector's window (the last
+    ``grace_period`` rows, the drift row included), and then learns the drift row.
+
+    Filtering (``stale_filter=True``, the reference): unselected features are *missing*
+    for the downstream learner (MOA's ``FilteredSparseInstance``; see
+    ``set_feature_mask`` of :class:`~models.naive_bayes.NaiveBayes` and
+    :class:`~models.hoeffding_tree.HoeffdingTree`). No filter applies before the first
+    selection, nor while every feature is selected. The reference caches the last
+    non-empty subset, so after a drift that removes every layer it keeps filtering with
+    that subset until a new feature is selected; ``stale_filter=False`` uses no filter then.
+
+    Parameters
+    ----------
+    learner : Learner
+        The downstream classifier (a fresh copy replaces it at each drift).
+    selector : ABFS, optional
+        The selector (default ``ABFS()``).
+    stale_filter : bool, default True
+        Keep the reference's cached subset (see above).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from models.naive_bayes import NaiveBayes
+    >>> rng = np.random.default_rng(3)
+    >>> X = rng.random((3000, 6)); y = (X[:, 4] > 0.5).astype(int)
+    >>> model = ABFSClassifier(NaiveBayes(), ABFS(grace_period=100))
+    >>> model.learn_many(X, y)
+    >>> model.selector.selected(), model.predict_many(np.array([[0.5, 0.5, 0.5, 0.5, 0.9, 0.5]]))
+    ([4], [1])
+
+    References
+    ----------
+    Barddal, J. P. et al. (2019). Boosting decision stumps for dynamic feature selection on
+    data streams. Information Systems 83, 13-29.
+    """
+
+    kind = "abfs_classifier"
+    state_arrays = {"n_seen": ("<i8", 1)}
+
+    def __init__(self, learner, selector: ABFS | None = None, stale_filter: bool = True):
+        self.params = {"stale_filter": bool(stale_filter)}
+        self.learner = learner
+        self.selector = selector if selector is not None else ABFS()
+        self._template = fresh_copy(learner)
+        self._cache: list[int] | None = None
+        self._arrays = {"n_seen": np.zeros(1, np.int64)}
+
+    @property
+    def classes(self) -> list:
+        return self.selector.classes
+
+    def events(self) -> list[LearnerEvent]:
+        return self.selector.events()
+
+    def importances(self) -> dict:
+        return self.selector.importances()
+
+    def _filter(self) -> list[int] | None:
+        """Columns the downstream learner sees (``None``: all)."""
+        chosen = sorted(self.selector.layers())
+        if chosen:
+            self._cache = chosen
+        elif not self.params["stale_filter"]:
+            self._cache = None
+        F = self.selector.n_features
+        if self._cache is None or len(self._cache) >= F:
+            return None
+        return self._cache
+
+    def learn_many(self, X, y, sample_weight=None) -> None:
+        """Selector first, then the downstream learner on filtered rows (see class doc)."""
+        X, codes, w = self.selector._prepare(X, y, sample_weight)
+        labels = self.selector._classes.decode(codes)
+        done = [0]
+
+        def train(lo, hi):
+            if hi > lo:
+                self.learner.set_feature_mask(self._filter())
+                self.learner.learn_many(X[lo:hi], labels[lo:hi],
+                                        None if sample_weight is None else w[lo:hi])
+
+        def before(row):
+            train(done[0], row)
+            done[0] = row
+
+        def after(row, drift):
+            if drift:
+                self.learner = fresh_copy(self._template)
+                WX, wcodes = self.selector._window_codes()
+                self.learner.set_feature_mask(self._filter())
+                self.learner.learn_many(WX, self.selector._classes.decode(wcodes))
+
+        self.selector._run(X, codes, w, before, after)
+        train(done[0], X.shape[0])
+        self._arrays["n_seen"][0] += X.shape[0]
+
+    def predict_proba_many(self, X) -> np.ndarray:
+        X = check_X(X, self.selector.n_features)
+        if not self.learner.n_seen:
+            return np.zeros((X.shape[0], 0))
+        self.learner.set_feature_mask(self._filter())
+        inner = self.learner.predict_proba_many(X)
+        out = np.zeros((X.shape[0], len(self.classes)))
+        cols = self.selector._classes.encode(self.learner.classes, grow=False)
+        out[:, cols] = inner
+        return out
+
+    def predict_many(self, X) -> list:
+        proba = self.predict_proba_many(X)
+        if proba.shape[1] == 0:
+            return [None] * proba.shape[0]
+        return self.selector._classes.decode(np.argmax(proba, axis=1))
+
+    def to_state(self) -> dict:
+        state = super().to_state()
+        state["extra"] = {"learner": self.learner.to_state(),
+                          "template": self._template.to_state(),
+                          "selector": self.selector.to_state(), "cache": self._cache}
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict):
+        if state.get("kind") != cls.kind:
+            raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
+        extra = state.get("extra") or {}
+        try:
+            obj = cls(learner_from_state(extra["template"]),
+                      ABFS.from_state(extra["selector"]), **state["params"])
+            obj.learner = learner_from_state(extra["learner"])
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"{cls.kind} state is incomplete: {exc}") from None
+        obj._cache = extra.get("cache")
+        n_seen = np.asarray(state["arrays"].get("n_seen", [0]), dtype=np.int64).reshape(1)
+        obj._arrays = {"n_seen": n_seen.copy()}
+        return obj
