@@ -18,6 +18,8 @@ def fresh_copy(learner, mask=None):
 
 def learner_from_state(state: dict):
     """Rebuild a nested learner through the registry (by its state ``kind``)."""
+    if state.get("kind") == DriftDetectionClassifier.kind:
+        return DriftDetectionClassifier.from_state(state)
     from .registry import by_kind  # the registry imports this module
 
     return by_kind(state["kind"]).cls.from_state(state)
