@@ -12,8 +12,8 @@ class frequencies; inner nodes keep their counts for the impurity-decrease impor
 (:func:`mdi`). Nodes are numbered level by level, so a child always has a larger id than its
 parent, which a restored state can check to rule out cycles.
 
-Growth. Every column is sorted once per batch (:func:`sort_columns`) and shared by all the
-batch's trees. A bootstrap is a weight per row (how many times it was drawn), so a tree needs
+Growth. Every column is sorted once per batch (:func:`models._cart_columns.prepare_columns`)
+and shared by all the batch's trees. A bootstrap is a weight per row (how many times it was drawn), so a tree needs
 no copy of the data. For each depth, one scan of each of the tree's columns in sorted order
 visits every in-bag row once and updates the running left counts of the row's node: when a
 row's value differs from the previous value seen in its node, the split between them is
@@ -45,25 +45,6 @@ def n_node_slots(max_depth: int) -> int:
 
 
 @njit
-def sort_columns(X, codes):
-    """Per column: row order by value, the values and the class codes in that order.
-
-    Returns ``(order, values, sorted_codes)``, each of shape ``(n_columns, n_rows)``, so a
-    tree's scan of one column reads memory in sequence. Done once per batch for all trees.
-    """
-    n, d = X.shape
-    order = np.empty((d, n), np.int64)
-    values = np.empty((d, n))
-    sorted_codes = np.empty((d, n), np.int64)
-    for j in range(d):
-        order[j] = np.argsort(X[:, j], kind="mergesort")
-        for s in range(n):
-            values[j, s] = X[order[j, s], j]
-            sorted_codes[j, s] = codes[order[j, s]]
-    return order, values, sorted_codes
-
-
-@njit
 def stratified_bootstrap(rng, i_rng, class_rows, class_start, sample_weight, row_weight):
     """Draw each class's rows with replacement, as many as the class has (Motl & Kordík).
 
@@ -91,10 +72,15 @@ def _impure(counts):
 
 
 @njit
-def _scan_column(j, order, values, sorted_codes, row_weight, row_node, lo, hi, active,
-                 node_count, node_n, node_sq, left, left_n, left_sq, right_sq, last, has_last,
-                 best_score, best_feature, best_threshold):
+def _scan_column(j, src_rows, src_values, src_codes, n_src, rows, values, codes, row_weight,
+                 row_node, lo, hi, active, node_count, node_n, node_sq, left, left_n, left_sq,
+                 right_sq, last, has_last, best_score, best_feature, best_threshold):
     """Score every split of column ``j`` in every active node with id in ``[lo, hi)``.
+
+    Reads the column's first ``n_src`` entries (row, value, class) in sorted order and
+    writes those of active nodes to ``rows, values, codes`` (which may be the source: the
+    write position never passes the read position); returns how many it kept. Out-of-bag rows
+    and rows of finished nodes thus leave the list once and are never read again.
 
     The sums of squared class weights of both sides are updated as each row crosses from
     right to left (``(a + w)^2 - a^2 = (2a + w) w``), so a candidate costs O(1) whatever the
@@ -106,12 +92,18 @@ def _scan_column(j, order, values, sorted_codes, row_weight, row_node, lo, hi, a
         left_sq[v] = 0.0
         right_sq[v] = node_sq[v]
         has_last[v] = False
-    for s in range(order.shape[1]):
-        i = order[j, s]
+    kept = 0
+    for s in range(n_src):
+        i = src_rows[s]
         v = row_node[i]
-        if v < lo or not active[v]:  # out of bag (-1) or in a leaf of an earlier level
+        if v < lo or not active[v]:  # out of bag (-1) or in a finished node
             continue
-        x = values[j, s]
+        x = src_values[s]
+        c = src_codes[s]
+        rows[kept] = i
+        values[kept] = x
+        codes[kept] = c
+        kept += 1
         if has_last[v] and x > last[v]:
             # Gini proxy of "x <= last | x > last": sum l_k^2 / n_l + sum r_k^2 / n_r
             score = left_sq[v] / left_n[v] + right_sq[v] / (node_n[v] - left_n[v])
@@ -120,7 +112,6 @@ def _scan_column(j, order, values, sorted_codes, row_weight, row_node, lo, hi, a
                 best_feature[v] = j
                 t = last[v] / 2.0 + x / 2.0
                 best_threshold[v] = last[v] if t >= x else t
-        c = sorted_codes[j, s]
         w = row_weight[i]
         a = left[v, c]
         left_sq[v] += (2.0 * a + w) * w
@@ -129,6 +120,70 @@ def _scan_column(j, order, values, sorted_codes, row_weight, row_node, lo, hi, a
         left_n[v] += w
         last[v] = x
         has_last[v] = True
+    return kept
+
+
+@njit
+def _active_rows(row_node, row_weight, codes, lo, active, act_rows, act_node, act_code, act_w):
+    """Gather the rows of the level's active nodes (node relative to ``lo``); return how many."""
+    m = 0
+    for i in range(row_node.shape[0]):
+        v = row_node[i]
+        if v >= lo and active[v]:
+            act_rows[m] = i
+            act_node[m] = v - lo
+            act_code[m] = codes[i]
+            act_w[m] = row_weight[i]
+            m += 1
+    return m
+
+
+@njit
+def _hist_column(j, k, rank_j, distinct_j, act_rows, act_node, act_code, act_w, n_act, lo, hi,
+                 active, node_count, node_n, hist, left, best_score, best_feature,
+                 best_threshold):
+    """Score every split of the ranked column ``j`` (``k`` distinct values) in the level's nodes.
+
+    One pass adds each active row to its node's class histogram over the column's values;
+    then each node walks its non-empty values in increasing order, which visits the same
+    candidates in the same order, with the same scores, as the sorted scan.
+    """
+    n_classes = node_count.shape[1]
+    hist[:(hi - lo) * k * n_classes] = 0.0
+    for a in range(n_act):
+        hist[(act_node[a] * k + rank_j[act_rows[a]]) * n_classes + act_code[a]] += act_w[a]
+    for v in range(lo, hi):
+        if not active[v]:
+            continue
+        base = (v - lo) * k * n_classes
+        left[v, :] = 0.0
+        nl = 0.0
+        prev = -1
+        for b in range(k):
+            wb = 0.0
+            for c in range(n_classes):
+                wb += hist[base + b * n_classes + c]
+            if wb <= 0.0:
+                continue
+            if prev >= 0:
+                sl = 0.0
+                sr = 0.0
+                for c in range(n_classes):
+                    lc = left[v, c]
+                    rc = node_count[v, c] - lc
+                    sl += lc * lc
+                    sr += rc * rc
+                score = sl / nl + sr / (node_n[v] - nl)
+                if score > best_score[v]:
+                    best_score[v] = score
+                    best_feature[v] = j
+                    x0, x1 = distinct_j[prev], distinct_j[b]
+                    t = x0 / 2.0 + x1 / 2.0
+                    best_threshold[v] = x0 if t >= x1 else t
+            for c in range(n_classes):
+                left[v, c] += hist[base + b * n_classes + c]
+            nl += wb
+            prev = b
 
 
 @njit
@@ -159,8 +214,61 @@ def _route_rows(X, codes, row_weight, row_node, lo, hi, node_feature, node_thres
 
 
 @njit
-def grow_tree(X, codes, order, values, sorted_codes, features, row_weight, max_depth,
-              node_feature, node_threshold, node_left, node_right, node_count):
+def _search_level(columns, features, codes, row_weight, row_node, lo, hi, active, node_count,
+                  node_n, node_sq, scratch, lists, best_score, best_feature, best_threshold):
+    """Best split of every active node of the level ``[lo, hi)`` over the tree's features.
+
+    A ranked column is searched by histograms while the level's nodes times its distinct
+    values stay within twice the active rows (a shallow level); otherwise by a scan of its
+    sorted rows, from the batch's shared list until the tree has its own (``list_len < 0``).
+    """
+    order, values, sorted_codes, rank, distinct, n_distinct = columns
+    left, left_n, left_sq, right_sq, last, has_last, hist, act_rows, act_node, act_code, \
+        act_w = scratch
+    list_rows, list_values, list_codes, list_len = lists
+    n_act = _active_rows(row_node, row_weight, codes, lo, active, act_rows, act_node, act_code,
+                         act_w)
+    for q in range(features.shape[0]):
+        j = features[q]
+        k = n_distinct[j]
+        if k >= 0 and (hi - lo) * k <= 2 * n_act:
+            _hist_column(j, k, rank[j], distinct[j], act_rows, act_node, act_code, act_w,
+                         n_act, lo, hi, active, node_count, node_n, hist, left, best_score,
+                         best_feature, best_threshold)
+            continue
+        if list_len[q] < 0:
+            src_rows, src_values, src_codes, n_src = order[j], values[j], sorted_codes[j], \
+                order.shape[1]
+        else:
+            src_rows, src_values, src_codes, n_src = list_rows[q], list_values[q], \
+                list_codes[q], list_len[q]
+        list_len[q] = _scan_column(
+            j, src_rows, src_values, src_codes, n_src, list_rows[q], list_values[q],
+            list_codes[q], row_weight, row_node, lo, hi, active, node_count, node_n, node_sq,
+            left, left_n, left_sq, right_sq, last, has_last, best_score, best_feature,
+            best_threshold)
+
+
+@njit
+def _node_totals(lo, hi, node_count, active, node_n, node_sq, best_score, best_feature):
+    """Start the level: which nodes may split, their weights; return how many may."""
+    n_active = 0
+    for v in range(lo, hi):
+        active[v] = _impure(node_count[v])
+        n_active += active[v]
+        node_n[v] = 0.0
+        node_sq[v] = 0.0
+        for k in range(node_count.shape[1]):
+            node_n[v] += node_count[v, k]
+            node_sq[v] += node_count[v, k] * node_count[v, k]
+        best_score[v] = -np.inf
+        best_feature[v] = -1
+    return n_active
+
+
+@njit
+def grow_tree(X, codes, columns, features, row_weight, max_depth, node_feature, node_threshold,
+              node_left, node_right, node_count):
     """Grow one CART tree on the rows weighted by ``row_weight``; return its node count.
 
     Parameters
@@ -169,8 +277,8 @@ def grow_tree(X, codes, order, values, sorted_codes, features, row_weight, max_d
         Training rows (for routing rows to children).
     codes : int64 array (n_rows,)
         Class index of each row.
-    order, values, sorted_codes : arrays (n_columns, n_rows)
-        Output of :func:`sort_columns` for ``X`` and ``codes``.
+    columns : tuple
+        :func:`models._cart_columns.prepare_columns` of ``X`` and ``codes``.
     features : int64 array
         Columns the tree may split on, in the order ties are broken.
     row_weight : float64 array (n_rows,)
@@ -182,50 +290,39 @@ def grow_tree(X, codes, order, values, sorted_codes, features, row_weight, max_d
     node_count : float64 array (n_node_slots, n_classes)
         Weighted class counts per node (overwritten).
     """
-    n_slots = node_feature.shape[0]
-    n_classes = node_count.shape[1]
+    n, n_slots, n_classes, n_feat = X.shape[0], node_feature.shape[0], node_count.shape[1], \
+        features.shape[0]
     node_feature[:] = -1
     node_threshold[:] = 0.0
     node_left[:] = -1
     node_right[:] = -1
     node_count[:, :] = 0.0
-    row_node = np.full(X.shape[0], -1, np.int64)
-    for i in range(X.shape[0]):
+    row_node = np.full(n, -1, np.int64)
+    for i in range(n):
         if row_weight[i] > 0.0:
             row_node[i] = 0
             node_count[0, codes[i]] += row_weight[i]
-    # per-node scratch of the split search, indexed by node id
+    # per-node state of the split search, indexed by node id
     active = np.zeros(n_slots, np.bool_)
-    node_n = np.zeros(n_slots)
-    node_sq = np.zeros(n_slots)
-    left = np.zeros((n_slots, n_classes))
-    left_n = np.zeros(n_slots)
-    left_sq = np.zeros(n_slots)
-    right_sq = np.zeros(n_slots)
-    last = np.zeros(n_slots)
-    has_last = np.zeros(n_slots, np.bool_)
-    best_score = np.zeros(n_slots)
+    node_n, node_sq = np.zeros(n_slots), np.zeros(n_slots)
+    best_score, best_threshold = np.zeros(n_slots), np.zeros(n_slots)
     best_feature = np.full(n_slots, -1, np.int64)
-    best_threshold = np.zeros(n_slots)
+    scratch = (np.zeros((n_slots, n_classes)), np.zeros(n_slots), np.zeros(n_slots),
+               np.zeros(n_slots), np.zeros(n_slots), np.zeros(n_slots, np.bool_),
+               np.empty(2 * n * n_classes), np.empty(n, np.int64), np.empty(n, np.int64),
+               np.empty(n, np.int64), np.empty(n))
+    # the tree's own sorted lists, one per feature, built by its first scan of the feature
+    # from the batch's shared ones and shrunk in place by every later scan
+    lists = (np.empty((n_feat, n), np.int64), np.empty((n_feat, n)),
+             np.empty((n_feat, n), np.int64), np.full(n_feat, -1, np.int64))
     lo, hi, n_nodes = 0, 1, 1
     for _ in range(max_depth):
-        n_active = 0
-        for v in range(lo, hi):
-            active[v] = _impure(node_count[v])
-            n_active += active[v]
-            node_n[v] = 0.0
-            node_sq[v] = 0.0
-            for k in range(n_classes):
-                node_n[v] += node_count[v, k]
-                node_sq[v] += node_count[v, k] * node_count[v, k]
-            best_score[v] = -np.inf
-            best_feature[v] = -1
-        if n_active == 0:
+        if _node_totals(lo, hi, node_count, active, node_n, node_sq, best_score,
+                        best_feature) == 0:
             break
-        for j in features:
-            _scan_column(j, order, values, sorted_codes, row_weight, row_node, lo, hi, active,
-                         node_count, node_n, node_sq, left, left_n, left_sq, right_sq, last,
-                         has_last, best_score, best_feature, best_threshold)
+        _search_level(columns, features, codes, row_weight, row_node, lo, hi, active,
+                      node_count, node_n, node_sq, scratch, lists, best_score, best_feature,
+                      best_threshold)
         first_child = n_nodes
         n_nodes = _split_level(lo, hi, n_nodes, best_feature, best_threshold, node_feature,
                                node_threshold, node_left, node_right)

