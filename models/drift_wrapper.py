@@ -25,6 +25,39 @@ def learner_from_state(state: dict):
     return by_kind(state["kind"]).cls.from_state(state)
 
 
+_MAX = 1.7976931348623157e308  # Java's Double.MAX_VALUE
+# MOA DDM state: n, p, s, ps_min, p_min, s_min, change, warning, initialised
+_N, _P, _S, _PSMIN, _PMIN, _SMIN, _CHANGE, _WARNING, _INIT = range(9)
+
+
+def moa_ddm_update(st: np.ndarray, error: float, min_n: float, warning_level: float,
+                   drift_level: float) -> tuple[bool, bool]:
+    """One step of MOA's ``DDM`` (``moa.classifiers.core.driftdetection.DDM``) on ``st``.
+
+    It differs from river's (:mod:`models.ddm`) in ways that move accuracies by points:
+    after a reset MOA starts from ``n = 1`` and an error rate of 1 (a phantom error that
+    fades as rows arrive), tracks the minimum from the 30th value on, and signals drift
+    only past it (warning from the 30th).
+    """
+    if st[_CHANGE] or not st[_INIT]:
+        st[:] = (1.0, 1.0, 0.0, _MAX, _MAX, _MAX, 0.0, 0.0, 1.0)
+    st[_N] += 1.0
+    st[_P] += (error - st[_P]) / st[_N]
+    st[_S] = float(np.sqrt(st[_P] * (1.0 - st[_P]) / st[_N]))
+    st[_CHANGE] = 0.0
+    st[_WARNING] = 0.0
+    if st[_N] < min_n:
+        return False, False
+    ps = st[_P] + st[_S]
+    if ps <= st[_PSMIN]:
+        st[_PMIN], st[_SMIN], st[_PSMIN] = st[_P], st[_S], ps
+    if st[_N] > min_n and ps > st[_PMIN] + drift_level * st[_SMIN]:
+        st[_CHANGE] = 1.0
+    elif ps > st[_PMIN] + warning_level * st[_SMIN]:
+        st[_WARNING] = 1.0
+    return bool(st[_CHANGE]), bool(st[_WARNING])
+
+
 class DriftDetectionClassifier(Learner):
     """MOA's ``DriftDetectionMethodClassifier`` with DDM (Gama et al. 2004).
 
@@ -40,6 +73,9 @@ class DriftDetectionClassifier(Learner):
         The wrapped classifier (its parameters are used for every replacement).
     warm_start, warning_threshold, drift_threshold
         DDM's settings (MOA and river: 30, 2.0, 3.0).
+    detector : {"moa", "river"}, default "moa"
+        ``"moa"``: MOA's DDM (:func:`moa_ddm_update`), which MOA's wrapper uses;
+        ``"river"``: river's (:class:`models.ddm.DDM`).
 
     Examples
     --------
@@ -60,19 +96,24 @@ class DriftDetectionClassifier(Learner):
     """
 
     kind = "ddm_classifier"
-    state_arrays = {"n_seen": ("<i8", 1), "counters": ("<i8", 1)}
+    state_arrays = {"n_seen": ("<i8", 1), "counters": ("<i8", 1), "moa_ddm": ("<f8", 1)}
 
     def __init__(self, learner, warm_start: int = 30, warning_threshold: float = 2.0,
-                 drift_threshold: float = 3.0):
+                 drift_threshold: float = 3.0, detector: str = "moa"):
+        if detector not in ("moa", "river"):
+            raise ValueError(f"detector must be 'moa' or 'river', got {detector!r}")
         self.params = {"warm_start": warm_start, "warning_threshold": warning_threshold,
-                       "drift_threshold": drift_threshold}
+                       "drift_threshold": drift_threshold, "detector": detector}
         self._template = learner
         self._active = learner
         self._background = None
         self._ddm = DDM(warm_start, warning_threshold, drift_threshold)
+        self._moa_settings = (float(warm_start), float(warning_threshold),
+                              float(drift_threshold))
         self._classes = ClassIndex()
         # counters: drifts, warnings, restart-background flag
-        self._arrays = {"n_seen": np.zeros(1, np.int64), "counters": np.zeros(3, np.int64)}
+        self._arrays = {"n_seen": np.zeros(1, np.int64), "counters": np.zeros(3, np.int64),
+                        "moa_ddm": np.zeros(9)}
         self._events: list[LearnerEvent] = []
         self._mask_columns = None
 
@@ -125,14 +166,19 @@ class DriftDetectionClassifier(Learner):
             wi = None if w is None else w[i:i + 1]
             pred = self._active.predict_many(row)[0] if self._active.n_seen else None
             error = 0.0 if pred is not None and pred == labels[i] else 1.0
-            drift = self._ddm.update(error)
+            if self.params["detector"] == "moa":
+                drift, warning = moa_ddm_update(self._arrays["moa_ddm"], error,
+                                                *self._moa_settings)
+            else:
+                drift = self._ddm.update(error)
+                warning = self._ddm.warning_detected
             if drift:
                 c[0] += 1
                 self._active = self._background or fresh_copy(self._template, self._mask_columns)
                 self._background = None
                 self._events.append(LearnerEvent("concept_drift", "drift", i, -1,
                                                  "DDM drift: the background learner took over"))
-            elif self._ddm.warning_detected:
+            elif warning:
                 if c[2] or self._background is None:
                     c[1] += 1
                     self._background = fresh_copy(self._template, self._mask_columns)
@@ -198,7 +244,8 @@ class DriftDetectionClassifier(Learner):
         from .base import check_layout
 
         check_layout(arrays, cls.state_arrays, cls.kind)
-        if arrays["counters"].shape != (3,) or arrays["n_seen"].shape != (1,):
+        if arrays["counters"].shape != (3,) or arrays["n_seen"].shape != (1,) \
+                or arrays["moa_ddm"].shape != (9,):
             raise ValueError(f"{cls.kind} state arrays have the wrong shapes")
         obj._arrays = arrays
         return obj
