@@ -50,8 +50,8 @@ class GaussianLearner(Learner):
 
     _class_axis: dict = {}
 
-    def _init_common(self) -> None:
-        self._classes = ClassIndex()
+    def _init_common(self, classes=None) -> None:
+        self._classes = ClassIndex(classes or ())
         self._arrays: dict[str, np.ndarray] = {}
 
     @property

@@ -140,12 +140,16 @@ def info_gain(pre, left, right, min_branch_fraction):
 
 
 @njit(inline="always")
-def info_gain_range(counts):
-    """Range of the information gain: ``log2(max(classes present, 2))``."""
+def info_gain_range(counts, by_last_index):
+    """Range of the information gain, ``log2(max(m, 2))``.
+
+    river: ``m`` = classes present in ``counts``; MOA (``by_last_index``): the length of
+    its class-weight vector, i.e. the last class index with weight, plus one.
+    """
     n = 0
     for k in range(counts.shape[0]):
         if counts[k] > 0.0:
-            n += 1
+            n = k + 1 if by_last_index else n + 1
     return math.log2(max(n, 2))
 
 
@@ -236,8 +240,10 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
     """Log of ``P(c) prod_f p(x_f | c)`` per class into ``out``; returns whether any class
     was seen. Features with ``mask[f] == 0`` are missing and left out of the product.
 
-    A class never seen scores ``-inf``. In river's mode a feature whose log density is
-    ``-inf`` is left out of that class's product; in MOA's mode it makes the product 0.
+    A class never seen scores ``-inf``. A feature the leaf has no value of (for any class)
+    is left out, as neither reference has an observer for it yet. In river's mode a
+    feature whose log density is ``-inf`` for a class is left out of that class's product;
+    in MOA's mode it makes the product 0.
     """
     K = out.shape[0]
     total = 0.0
@@ -249,12 +255,19 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
         return False
     for k in range(K):
         c = counts[k]
-        if c <= 0.0:
-            out[k] = -math.inf
+        out[k] = math.log(c / total) if c > 0.0 else -math.inf
+    for f in range(x.shape[0]):
+        if mask[f] == 0:
             continue
-        s = math.log(c / total)
-        for f in range(x.shape[0]):
-            if mask[f] == 0:
+        seen = False
+        for k in range(K):
+            if g_w[leaf, f, k] > 0.0:
+                seen = True
+                break
+        if not seen:
+            continue
+        for k in range(K):
+            if counts[k] <= 0.0:
                 continue
             n = g_w[leaf, f, k]
             if degenerate == DEGENERATE_SKIP and n <= 0.0:
@@ -263,8 +276,7 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
                                   gaussian_variance(n, g_m2[leaf, f, k]), degenerate)
             if lp == -math.inf and degenerate == DEGENERATE_SKIP:
                 continue
-            s += lp
-        out[k] = s
+            out[k] += lp
     return True
 
 

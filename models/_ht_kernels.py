@@ -43,28 +43,28 @@ def route(x, mask, node_feature, node_threshold, node_left, node_right):
 
 
 @njit
-def _restart_leaf(node, reset_counters, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max):
+def _restart_leaf(node, moa, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max):
     """A leaf whose split attempt answered "no split" forgets its estimators.
 
     Both references deactivate such a leaf and then, in the memory manager that runs right
     after every decided attempt, reactivate every inactive leaf with fresh, empty attribute
     observers (river's ``_enforce_size_limit``, MOA's ``enforceTrackerLimit``); the class
-    weights stay. MOA's reactivated leaf is a new node, so its naive Bayes adaptive counters
-    restart too; river keeps them.
+    weights stay. MOA's reactivated leaf is a new node, so (``moa``) its naive Bayes
+    adaptive counters restart too; river keeps them.
     """
     g_w[node] = 0.0
     g_mean[node] = 0.0
     g_m2[node] = 0.0
     g_min[node] = math.inf
     g_max[node] = -math.inf
-    if reset_counters:
+    if moa:
         node_mc[node] = 0.0
         node_nb[node] = 0.0
 
 
 @njit
 def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
-                   max_share, null_merit, reset_counters, node_feature, node_threshold, node_left, node_right,
+                   max_share, null_merit, moa, node_feature, node_threshold, node_left, node_right,
                    node_depth, node_active, node_last_eval, node_mc, node_nb, node_merit,
                    node_counts, g_w, g_mean, g_m2, g_min, g_max, n_nodes, left, right,
                    best_left, best_right):
@@ -83,7 +83,7 @@ def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
         return
     if top / total > max_share:
         # river answers "no split" for a leaf dominated by one class
-        _restart_leaf(node, reset_counters, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max)
+        _restart_leaf(node, moa, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max)
         return
     # candidates in river's order (the null split first, then the features); after a stable
     # ascending sort the last of the equal best wins, hence ">="
@@ -106,11 +106,11 @@ def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
             best_t = t
         elif m >= second:
             second = m
-    hb = hs.hoeffding_bound(hs.info_gain_range(pre), delta, total)
+    hb = hs.hoeffding_bound(hs.info_gain_range(pre, moa), delta, total)
     if not (best - second > hb or hb < tau):
         return
     if best_f < 0 or best == -math.inf:
-        _restart_leaf(node, reset_counters, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max)
+        _restart_leaf(node, moa, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max)
         return
     hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, node, best_f, pre, n_splits,
                           min_branch_fraction, left, right, best_left, best_right)
@@ -142,7 +142,7 @@ def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
 @njit
 def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_splits,
                min_branch_fraction, max_share, null_merit, leaf_prediction, degenerate, max_depth,
-               reset_counters,
+               moa,
                node_feature, node_threshold, node_left, node_right, node_depth, node_active,
                node_last_eval, node_mc, node_nb, node_merit, node_counts,
                g_w, g_mean, g_m2, g_min, g_max, n_nodes, n_seen):
@@ -185,9 +185,11 @@ def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_spli
             total = 0.0
             for c in range(K):
                 total += counts[c]
-            if total <= 0.0 or hs.first_argmax(counts) == k:
+            # an empty leaf: river credits the majority class; MOA takes class 0 as the
+            # prediction of both (the index of the largest of all-zero votes)
+            if (total <= 0.0 and not moa) or hs.first_argmax(counts) == k:
                 node_mc[node] += wi
-            if total > 0.0:
+            if total > 0.0 or moa:
                 hs.naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, node,
                                          degenerate, scores)
                 if hs.first_argmax(scores) == k:
@@ -206,7 +208,7 @@ def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_spli
             total += counts[c]
         if total - node_last_eval[node] >= grace:
             _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
-                           max_share, null_merit, reset_counters, node_feature, node_threshold, node_left,
+                           max_share, null_merit, moa, node_feature, node_threshold, node_left,
                            node_right, node_depth, node_active, node_last_eval, node_mc,
                            node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min, g_max,
                            n_nodes, left, right, best_left, best_right)

@@ -426,7 +426,8 @@ class ABFSClassifier(Learner):
 
     @property
     def classes(self) -> list:
-        return self.selector.classes
+        """Class labels of the downstream learner (the columns of the probabilities)."""
+        return self.learner.classes if self.learner.n_seen else self.selector.classes
 
     def events(self) -> list[LearnerEvent]:
         return self.selector.events()
@@ -474,21 +475,19 @@ class ABFSClassifier(Learner):
         self._arrays["n_seen"][0] += X.shape[0]
 
     def predict_proba_many(self, X) -> np.ndarray:
+        """The downstream learner's probabilities on filtered rows (columns: ``classes``)."""
         X = check_X(X, self.selector.n_features)
         if not self.learner.n_seen:
             return np.zeros((X.shape[0], 0))
         self.learner.set_feature_mask(self._filter())
-        inner = self.learner.predict_proba_many(X)
-        out = np.zeros((X.shape[0], len(self.classes)))
-        cols = self.selector._classes.encode(self.learner.classes, grow=False)
-        out[:, cols] = inner
-        return out
+        return self.learner.predict_proba_many(X)
 
     def predict_many(self, X) -> list:
-        proba = self.predict_proba_many(X)
-        if proba.shape[1] == 0:
-            return [None] * proba.shape[0]
-        return self.selector._classes.decode(np.argmax(proba, axis=1))
+        X = check_X(X, self.selector.n_features)
+        if not self.learner.n_seen:
+            return [None] * X.shape[0]
+        self.learner.set_feature_mask(self._filter())
+        return self.learner.predict_many(X)
 
     def to_state(self) -> dict:
         state = super().to_state()

@@ -35,15 +35,15 @@ def moa_ddm_update(st: np.ndarray, error: float, min_n: float, warning_level: fl
     """One step of MOA's ``DDM`` (``moa.classifiers.core.driftdetection.DDM``) on ``st``.
 
     It differs from river's (:mod:`models.ddm`) in ways that move accuracies by points:
-    after a reset MOA starts from ``n = 1`` and an error rate of 1 (a phantom error that
-    fades as rows arrive), tracks the minimum from the 30th value on, and signals drift
-    only past it (warning from the 30th).
+    the error rate and its deviation use the count *before* the value is added (``n``
+    starts at 1 after a reset), the minimum is tracked once that count reaches 29 values
+    (``n >= 30``) and a drift needs ``n > 30``.
     """
     if st[_CHANGE] or not st[_INIT]:
         st[:] = (1.0, 1.0, 0.0, _MAX, _MAX, _MAX, 0.0, 0.0, 1.0)
-    st[_N] += 1.0
     st[_P] += (error - st[_P]) / st[_N]
     st[_S] = float(np.sqrt(st[_P] * (1.0 - st[_P]) / st[_N]))
+    st[_N] += 1.0
     st[_CHANGE] = 0.0
     st[_WARNING] = 0.0
     if st[_N] < min_n:
@@ -164,7 +164,10 @@ class DriftDetectionClassifier(Learner):
             row = X[i:i + 1]
             label = [labels[i]]
             wi = None if w is None else w[i:i + 1]
-            pred = self._active.predict_many(row)[0] if self._active.n_seen else None
+            if self._active.n_seen:
+                pred = self._active.predict_many(row)[0]
+            else:  # MOA: the largest of no votes is class 0 (of the labels known up front)
+                pred = next(iter(self._active.classes), None)
             error = 0.0 if pred is not None and pred == labels[i] else 1.0
             if self.params["detector"] == "moa":
                 drift, warning = moa_ddm_update(self._arrays["moa_ddm"], error,
@@ -195,16 +198,17 @@ class DriftDetectionClassifier(Learner):
         if not self._active.n_seen:
             return np.zeros((X.shape[0], 0))
         inner = self._active.predict_proba_many(X)
+        cols = self._classes.encode(self._active.classes)  # labels it knew up front too
         out = np.zeros((X.shape[0], len(self._classes)))
-        cols = self._classes.encode(self._active.classes, grow=False)
         out[:, cols] = inner
         return out
 
     def predict_many(self, X) -> list:
-        proba = self.predict_proba_many(X)
-        if proba.shape[1] == 0:
-            return [None] * proba.shape[0]
-        return self._classes.decode(np.argmax(proba, axis=1))
+        """The active learner's labels (its own class order breaks ties)."""
+        X = check_X(X, getattr(self._active, "n_features", None))
+        if not self._active.n_seen:
+            return [None] * X.shape[0]
+        return self._active.predict_many(X)
 
     def importances(self) -> dict:
         return self._active.importances()

@@ -60,7 +60,13 @@ class HoeffdingTree(GaussianLearner):
         attempt (``max_share_to_split``), the "no split" candidate scores ``-inf``, and
         naive Bayes skips a feature whose class estimator has no spread. ``"moa"``: no
         share rule, the "no split" candidate scores 0 (information gain of not splitting),
-        and an estimator without spread is a point mass.
+        an estimator without spread is a point mass, the range of the gain counts the
+        classes up to the last one the leaf has seen (MOA's class-weight vector length) and
+        a leaf restarted after a "no split" answer also restarts its naive Bayes adaptive
+        counters.
+    classes : list, optional
+        Labels known up front, in this order (class indices otherwise follow first
+        appearance); gives the class order of an ARFF header, which MOA's range uses.
 
     Notes
     -----
@@ -97,7 +103,7 @@ class HoeffdingTree(GaussianLearner):
 
     def __init__(self, grace_period: int = 200, delta: float = 1e-7, tau: float = 0.05,
                  leaf_prediction: str = "nba", n_splits: int = 10, max_depth: int | None = None,
-                 flavour: str = "river"):
+                 flavour: str = "river", classes: list | None = None):
         if leaf_prediction not in _LEAF:
             raise ValueError(f"leaf_prediction must be one of {sorted(_LEAF)}, "
                              f"got {leaf_prediction!r}")
@@ -109,14 +115,15 @@ class HoeffdingTree(GaussianLearner):
             raise ValueError("need n_splits >= 1 and max_depth >= 0")
         self.params = {"grace_period": grace_period, "delta": float(delta), "tau": float(tau),
                        "leaf_prediction": leaf_prediction, "n_splits": int(n_splits),
-                       "max_depth": max_depth, "flavour": flavour}
+                       "max_depth": max_depth, "flavour": flavour,
+                       "classes": None if classes is None else list(classes)}
         river = flavour == "river"
         self._settings = (
             float(grace_period), float(delta), float(tau), int(n_splits), 0.01,
             0.99 if river else math.inf, -math.inf if river else 0.0, _LEAF[leaf_prediction],
             hs.DEGENERATE_SKIP if river else hs.DEGENERATE_POINT,
             2**31 if max_depth is None else int(max_depth), not river)
-        self._init_common()
+        self._init_common(classes)
 
     # ------------------------------------------------------------------ arrays
 

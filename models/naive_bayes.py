@@ -46,6 +46,9 @@ class NaiveBayes(GaussianLearner):
         a value. ``"moa"``: MOA's point mass (density 1 at the mean, 0 elsewhere, so the
         class is ruled out by a different value); ``"river"``: the feature is left out of
         that class's product. The ABFS tables are MOA's, hence the default.
+    classes : list, optional
+        Labels known up front, in this order (class indices otherwise follow first
+        appearance); gives the class order of an ARFF header.
 
     Examples
     --------
@@ -68,12 +71,12 @@ class NaiveBayes(GaussianLearner):
                     **{name: ("<f8", 3) for name in hs.GAUSSIAN_FILL}}
     _class_axis = {"counts": (1, 0.0), **{n: (2, v) for n, v in hs.GAUSSIAN_FILL.items()}}
 
-    def __init__(self, flavour: str = "moa"):
+    def __init__(self, flavour: str = "moa", classes: list | None = None):
         if flavour not in FLAVOURS:
             raise ValueError(f"flavour must be one of {FLAVOURS}, got {flavour!r}")
-        self.params = {"flavour": flavour}
+        self.params = {"flavour": flavour, "classes": None if classes is None else list(classes)}
         self._degenerate = hs.DEGENERATE_POINT if flavour == "moa" else hs.DEGENERATE_SKIP
-        self._init_common()
+        self._init_common(classes)
 
     def _allocate(self, n_features: int, n_classes: int) -> None:
         self._arrays = {

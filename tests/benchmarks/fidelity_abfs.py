@@ -77,16 +77,29 @@ def load(name: str):
     return X, [str(v) for v in table[:, -1]]
 
 
-def base(learner: str):
-    inner = NaiveBayes(flavour="moa") if learner == "nb" else HoeffdingTree(flavour="moa")
-    return DriftDetectionClassifier(inner)
+def header_classes(name: str, y) -> list[str]:
+    """Class labels in the order of the ARFF header MOA reads (class indices matter to
+    MOA's Hoeffding bound, see ``HoeffdingTree(flavour="moa")``)."""
+    if not FILES[name].endswith(".arff"):
+        return sorted(set(y))  # the header write_arff gives MOA
+    for line in open(DATA / FILES[name]):
+        if line.lower().startswith("@attribute class"):
+            return [c.strip() for c in line.split("{", 1)[1].split("}", 1)[0].split(",")]
+    raise ValueError(f"no class attribute in {FILES[name]}")
 
 
-def build(learner: str, boosting, omega, normaliser="ensemble"):
+def base(learner: str, classes):
+    if learner == "nb":
+        return DriftDetectionClassifier(NaiveBayes(flavour="moa", classes=classes))
+    return DriftDetectionClassifier(HoeffdingTree(flavour="moa", classes=classes))
+
+
+def build(learner: str, boosting, omega, classes, normaliser="ensemble"):
     if boosting is None:
-        return base(learner)
-    return ABFSClassifier(base(learner), ABFS(omega=omega, boosting=boosting,
-                                              bole_normaliser=normaliser, **ASSIS))
+        return base(learner, classes)
+    return ABFSClassifier(base(learner, classes),
+                          ABFS(omega=omega, boosting=boosting, bole_normaliser=normaliser,
+                               **ASSIS))
 
 
 def prequential(model, X, y) -> tuple[float, float, int]:
@@ -177,14 +190,16 @@ def main(argv=None) -> int:
     results, moa, extra = {}, {}, {}
     for name in streams:
         X, y = load(name)
+        classes = header_classes(name, y)
         for learner, configs in CONFIGS.items():
             for col, boosting, omega in configs:
-                acc, secs, n_sel = prequential(build(learner, boosting, omega), X, y)
+                acc, secs, n_sel = prequential(build(learner, boosting, omega, classes), X, y)
                 results[(learner, name, col)] = (acc, secs, n_sel)
                 print(f"{learner} {name} {col}: {acc:.3f} ({secs:.1f} s, {n_sel} selected)",
                       flush=True)
             for col, boosting, omega in configs[3:]:
-                acc, secs, n_sel = prequential(build(learner, boosting, omega, "layer"), X, y)
+                acc, secs, n_sel = prequential(build(learner, boosting, omega, classes, "layer"),
+                                           X, y)
                 extra[(learner, name, col)] = (acc, secs, n_sel)
                 print(f"{learner} {name} {col} layer-normalised: {acc:.3f}", flush=True)
         if not args.no_moa:
