@@ -151,7 +151,7 @@ class FeatureStreamForest(Learner):
     References
     ----------
     .. [1] J. Motl, P. Kordík, "Learning on a Stream of Features with Random Forest",
-       ITAT 2019, CEUR Workshop Proceedings 2473, pp. 79-83.
+       ITAT 2019, CEUR Workshop Proceedings vol. 2473, paper 12.
     .. [2] L. Breiman, "Random forests", Machine Learning 45(1), 2001.
 
     Examples
