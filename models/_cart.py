@@ -22,10 +22,12 @@ with no sorting or partitioning per node. Two searches, which choose the same sp
   left class counts of each row's node; where a row's value differs from the previous one in
   its node, the split between them is scored. A tree copies the rows it still needs into its
   own lists on its first scan, and every scan drops rows of closed nodes from them;
-* *histograms*, for columns with few distinct values (binary, one-hot, small integers): one
-  pass adds each row, except those of the most common value, to its node's class counts per
-  value, then each node walks its values in order. It replaces the scan while the level's
-  nodes times the column's values stay within the rows, which holds on shallow levels.
+* *histograms*, for columns with few distinct values (binary, one-hot, small integers): the
+  rows of the level's open nodes, gathered once per level in row order, add their weight to
+  their node's class counts for their value's rank (one byte per row and column, read almost
+  in sequence), then each node walks its values in order. It replaces the scan while the
+  level's nodes times the column's values stay within twice its rows, which holds on the
+  shallow levels where most rows are.
 
 Split choice. The score of a candidate is scikit-learn's Gini proxy
 ``sum_k l_k**2 / n_l + sum_k r_k**2 / n_r`` (maximising it minimises the weighted Gini of the
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cart_columns import HIST_MAX
 from ._jit import njit
 from ._rng import randint
 from ._stats import gini
@@ -132,46 +133,34 @@ def _scan_column(j, src_rows, src_values, src_codes, n_src, rows, values, codes,
 
 
 @njit
-def _fill_histograms(k, mode, bin_start_j, order_j, codes_j, row_weight, row_node, lo, hi,
-                     active, node_count, node_n, hist):
-    """Class counts per node of the level and value of a binned column, in ``hist``.
-
-    Rows are visited value by value (their segments of the sorted order), skipping the mode;
-    the mode's counts are the node's minus the other values' (clamped at rounding noise, so
-    an empty mode stays empty with fractional weights).
-    """
-    n_classes = node_count.shape[1]
-    hist[:(hi - lo) * k * n_classes] = 0.0
-    for b in range(k):
-        if b == mode:
-            continue
-        for s in range(bin_start_j[b], bin_start_j[b + 1]):
-            i = order_j[s]
-            v = row_node[i]
-            if v < lo or not active[v]:
-                continue
-            hist[((v - lo) * k + b) * n_classes + codes_j[s]] += row_weight[i]
-    for v in range(lo, hi):
-        if not active[v]:
-            continue
-        base = (v - lo) * k * n_classes
-        for c in range(n_classes):
-            rest = node_count[v, c]
-            for b in range(k):
-                if b != mode:
-                    rest -= hist[base + b * n_classes + c]
-            hist[base + mode * n_classes + c] = rest if rest > 1e-12 * node_n[v] else 0.0
+def _active_rows(row_node, row_weight, codes, lo, active, act_rows, act_node, act_code, act_w):
+    """Gather the rows of the level's active nodes (node relative to ``lo``); return how many."""
+    m = 0
+    for i in range(row_node.shape[0]):
+        v = row_node[i]
+        if v >= lo and active[v]:
+            act_rows[m] = i
+            act_node[m] = v - lo
+            act_code[m] = codes[i]
+            act_w[m] = row_weight[i]
+            m += 1
+    return m
 
 
 @njit
-def _hist_column(j, k, distinct_j, lo, hi, active, node_count, node_n, hist, left, best_score,
-                 best_feature, best_threshold):
-    """Score every split of the binned column ``j`` (``k`` values) from its histograms.
+def _hist_column(j, k, rank_j, distinct_j, act_rows, act_node, act_code, act_w, n_act, lo, hi,
+                 active, node_count, node_n, hist, left, best_score, best_feature,
+                 best_threshold):
+    """Score every split of the ranked column ``j`` (``k`` distinct values) in the level's nodes.
 
-    Each node walks its non-empty values in increasing order, which visits the same
+    One pass adds each active row to its node's class histogram over the column's values;
+    then each node walks its non-empty values in increasing order, which visits the same
     candidates in the same order, with the same scores, as the sorted scan.
     """
     n_classes = node_count.shape[1]
+    hist[:(hi - lo) * k * n_classes] = 0.0
+    for a in range(n_act):
+        hist[(act_node[a] * k + rank_j[act_rows[a]]) * n_classes + act_code[a]] += act_w[a]
     for v in range(lo, hi):
         if not active[v]:
             continue
@@ -238,22 +227,23 @@ def _search_level(columns, features, codes, row_weight, row_node, lo, hi, active
                   node_n, node_sq, scratch, lists, best_score, best_feature, best_threshold):
     """Best split of every active node of the level ``[lo, hi)`` over the tree's features.
 
-    A binned column is searched by histograms while the level's nodes times its values stay
-    within the rows (walking the histograms then costs less than a scan); otherwise by a scan
-    of its sorted rows, from the batch's shared list until the tree has its own
-    (``list_len < 0``).
+    A ranked column is searched by histograms while the level's nodes times its distinct
+    values stay within twice the active rows (a shallow level); otherwise by a scan of its
+    sorted rows, from the batch's shared list until the tree has its own (``list_len < 0``).
     """
-    order, values, sorted_codes, distinct, bin_start, n_distinct, mode = columns
-    left, left_n, left_sq, right_sq, last, has_last, hist = scratch
+    order, values, sorted_codes, rank, distinct, n_distinct = columns
+    left, left_n, left_sq, right_sq, last, has_last, hist, act_rows, act_node, act_code, \
+        act_w = scratch
     list_rows, list_values, list_codes, list_len = lists
+    n_act = _active_rows(row_node, row_weight, codes, lo, active, act_rows, act_node, act_code,
+                         act_w)
     for q in range(features.shape[0]):
         j = features[q]
         k = n_distinct[j]
-        if k >= 0 and (hi - lo) * k <= order.shape[1]:
-            _fill_histograms(k, mode[j], bin_start[j], order[j], sorted_codes[j], row_weight,
-                             row_node, lo, hi, active, node_count, node_n, hist)
-            _hist_column(j, k, distinct[j], lo, hi, active, node_count, node_n, hist, left,
-                         best_score, best_feature, best_threshold)
+        if k >= 0 and (hi - lo) * k <= 2 * n_act:
+            _hist_column(j, k, rank[j], distinct[j], act_rows, act_node, act_code, act_w,
+                         n_act, lo, hi, active, node_count, node_n, hist, left, best_score,
+                         best_feature, best_threshold)
             continue
         if list_len[q] < 0:
             src_rows, src_values, src_codes, n_src = order[j], values[j], sorted_codes[j], \
@@ -328,7 +318,8 @@ def grow_tree(X, codes, columns, features, row_weight, max_depth, node_feature, 
     best_feature = np.full(n_slots, -1, np.int64)
     scratch = (np.zeros((n_slots, n_classes)), np.zeros(n_slots), np.zeros(n_slots),
                np.zeros(n_slots), np.zeros(n_slots), np.zeros(n_slots, np.bool_),
-               np.empty((n + HIST_MAX) * n_classes))
+               np.empty(2 * n * n_classes), np.empty(n, np.int64), np.empty(n, np.int64),
+               np.empty(n, np.int64), np.empty(n))
     # the tree's own sorted lists, one per feature, built by its first scan of the feature
     # from the batch's shared ones and shrunk in place by every later scan
     lists = (np.empty((n_feat, n), np.int64), np.empty((n_feat, n)),

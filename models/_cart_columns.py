@@ -6,14 +6,12 @@ views of every column:
 
 * *sorted*: the rows in increasing order of the column's value, with their values and
   classes in that order (``order``, ``values``, ``sorted_codes``), for split search by a scan;
-* *binned* (columns with at most :data:`HIST_MAX` distinct values only): the column's distinct
-  values in increasing order (``distinct[j, :n_distinct[j]]``), where each value's rows start
-  in the sorted order (``bin_start``) and which value has the most rows (``mode``), for split
-  search by class histograms per value. The mode's histogram is never filled row by row: it
-  is the node's counts minus the other values', so a one-hot column costs its few ones.
+* *ranked* (columns with at most :data:`HIST_MAX` distinct values only): each row's value as
+  its rank among the column's distinct values (``rank``) and those values in increasing
+  order (``distinct[j, :n_distinct[j]]``), for split search by class histograms per value.
 
-A binned column is sorted by counting its values' ranks, in ``O(n_rows)``; only columns with
-many distinct values pay a comparison sort. Binary and one-hot columns, common in the paper's
+A ranked column is sorted by counting its ranks, in ``O(n_rows)``; only columns with many
+distinct values pay a comparison sort. Binary and one-hot columns, common in the paper's
 datasets, never do.
 """
 
@@ -64,18 +62,17 @@ def _rank_of(distinct, k, x):
 
 
 @njit
-def _counting_order(rank, k, order_j, bin_start_j):
-    """Rows in increasing rank, stable (a counting sort); ``bin_start_j[b]``: where rank b starts."""
-    bin_start_j[:] = 0
-    for i in range(rank.shape[0]):
-        bin_start_j[rank[i] + 1] += 1
+def _counting_order(rank_j, k, order_j):
+    """Rows in increasing rank, stable: a counting sort in ``O(n_rows + k)``."""
+    start = np.zeros(k + 1, np.int64)
+    for i in range(rank_j.shape[0]):
+        start[rank_j[i] + 1] += 1
     for b in range(k):
-        bin_start_j[b + 1] += bin_start_j[b]
-    next_free = bin_start_j[:k].copy()
-    for i in range(rank.shape[0]):
-        b = rank[i]
-        order_j[next_free[b]] = i
-        next_free[b] += 1
+        start[b + 1] += start[b]
+    for i in range(rank_j.shape[0]):
+        b = rank_j[i]
+        order_j[start[b]] = i
+        start[b] += 1
 
 
 @njit
@@ -85,20 +82,17 @@ def prepare_columns(X, codes):
     Returns
     -------
     tuple
-        ``(order, values, sorted_codes, distinct, bin_start, n_distinct, mode)``: the first
-        three of shape ``(n_columns, n_rows)``, ``distinct`` ``(n_columns, HIST_MAX)``,
-        ``bin_start`` ``(n_columns, HIST_MAX + 1)``, ``n_distinct`` and ``mode``
-        ``(n_columns,)`` (``n_distinct`` is -1 for columns that are not binned).
+        ``(order, values, sorted_codes, rank, distinct, n_distinct)``: the first four of shape
+        ``(n_columns, n_rows)``, ``distinct`` of shape ``(n_columns, HIST_MAX)`` and
+        ``n_distinct`` of shape ``(n_columns,)`` (-1 for columns that are not ranked).
     """
     n, d = X.shape
     order = np.empty((d, n), np.int64)
     values = np.empty((d, n))
     sorted_codes = np.empty((d, n), np.int64)
+    rank = np.zeros((d, n), np.uint8)  # HIST_MAX <= 256: a byte per row keeps scans in cache
     distinct = np.zeros((d, HIST_MAX))
-    bin_start = np.zeros((d, HIST_MAX + 1), np.int64)
     n_distinct = np.empty(d, np.int64)
-    mode = np.zeros(d, np.int64)
-    rank = np.empty(n, np.int64)
     for j in range(d):
         k = _distinct_values(X[:, j], distinct[j])
         n_distinct[j] = k
@@ -107,10 +101,9 @@ def prepare_columns(X, codes):
             order[j] = np.argsort(X[:, j])
         else:
             for i in range(n):
-                rank[i] = _rank_of(distinct[j], k, X[i, j])
-            _counting_order(rank, k, order[j], bin_start[j])
-            mode[j] = np.argmax(bin_start[j, 1:k + 1] - bin_start[j, :k])
+                rank[j, i] = _rank_of(distinct[j], k, X[i, j])
+            _counting_order(rank[j], k, order[j])
         for s in range(n):
             values[j, s] = X[order[j, s], j]
             sorted_codes[j, s] = codes[order[j, s]]
-    return order, values, sorted_codes, distinct, bin_start, n_distinct, mode
+    return order, values, sorted_codes, rank, distinct, n_distinct

@@ -118,7 +118,7 @@ def test_histogram_search_chooses_the_splits_of_the_sorted_scan(kind, max_depth)
     codes = _labels(X, rng)
     weights = rng.poisson(1.0, X.shape[0]).astype(float)
     columns = prepare_columns(X, codes)
-    scanned = columns[:5] + (np.full(4, -1, np.int64), columns[6])  # no column binned: scans
+    scanned = columns[:5] + (np.full(4, -1, np.int64),)  # no column ranked: scans only
     trees = []
     for cols in (columns, scanned):
         slots = _cart.n_node_slots(max_depth)
@@ -131,24 +131,21 @@ def test_histogram_search_chooses_the_splits_of_the_sorted_scan(kind, max_depth)
         np.testing.assert_array_equal(a, b)
 
 
-def test_columns_are_sorted_and_discrete_ones_binned():
+def test_columns_are_sorted_and_discrete_ones_ranked():
     rng = np.random.default_rng(4)
     X = _columns_of("mixed", rng, n=500)
     X[:, 2] = 7.0
     codes = rng.integers(0, 3, 500)
-    order, values, sorted_codes, distinct, bin_start, n_distinct, mode = prepare_columns(X, codes)
+    order, values, sorted_codes, rank, distinct, n_distinct = prepare_columns(X, codes)
     assert n_distinct.tolist() == [-1, 5, 1, 2]
     for j in range(4):
         np.testing.assert_array_equal(values[j], np.sort(X[:, j]))
         np.testing.assert_array_equal(values[j], X[order[j], j])
         np.testing.assert_array_equal(sorted_codes[j], codes[order[j]])
-        k = n_distinct[j]
-        if k > 0:
+        if n_distinct[j] > 0:
+            k = n_distinct[j]
             np.testing.assert_array_equal(distinct[j, :k], np.unique(X[:, j]))
-            sizes = np.diff(bin_start[j, :k + 1])
-            assert bin_start[j, 0] == 0 and bin_start[j, k] == 500 and mode[j] == np.argmax(sizes)
-            for b in range(k):
-                assert (values[j, bin_start[j, b]:bin_start[j, b + 1]] == distinct[j, b]).all()
+            np.testing.assert_array_equal(distinct[j, rank[j]], X[:, j])
 
 
 def test_cart_kernel_stops_at_pure_nodes_and_constant_columns():
