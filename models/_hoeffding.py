@@ -35,6 +35,7 @@ from ._jit import njit
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _SQRT2 = math.sqrt(2.0)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 #: how a class whose estimator has no spread scores a value in naive Bayes
 DEGENERATE_SKIP = 0  # river: the feature is left out of that class's product (log pdf -inf)
@@ -253,6 +254,9 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
         for k in range(K):
             out[k] = 0.0
         return False
+    if degenerate == DEGENERATE_POINT:
+        _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out)
+        return True
     for k in range(K):
         c = counts[k]
         out[k] = math.log(c / total) if c > 0.0 else -math.inf
@@ -278,6 +282,36 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
                 continue
             out[k] += lp
     return True
+
+
+@njit
+def _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out):
+    """MOA's naive Bayes votes, multiplied in linear space as MOA does (so a product that
+    underflows to 0 stays 0, which decides many early predictions), returned as logs."""
+    K = out.shape[0]
+    for k in range(K):
+        v = counts[k] / total
+        for f in range(x.shape[0]):
+            if mask[f] == 0 or v == 0.0:
+                continue
+            seen = False
+            for c in range(K):
+                if g_w[leaf, f, c] > 0.0:
+                    seen = True
+                    break
+            if not seen:
+                continue
+            n = g_w[leaf, f, k]
+            if n <= 0.0:
+                v = 0.0
+                continue
+            sd = math.sqrt(gaussian_variance(n, g_m2[leaf, f, k]))
+            if sd > 0.0:
+                d = x[f] - g_mean[leaf, f, k]
+                v *= (1.0 / (_SQRT_2PI * sd)) * math.exp(-(d * d / (2.0 * sd * sd)))
+            elif x[f] != g_mean[leaf, f, k]:
+                v = 0.0
+        out[k] = math.log(v) if v > 0.0 else -math.inf
 
 
 @njit

@@ -56,14 +56,15 @@ class HoeffdingTree(GaussianLearner):
         Leaves at this depth stop growing.
     flavour : {"river", "moa"}, default "river"
         The small points where river 0.26 and MOA differ. ``"river"``: a leaf whose
-        majority class holds more than 99% of its weight is deactivated at its split
-        attempt (``max_share_to_split``), the "no split" candidate scores ``-inf``, and
-        naive Bayes skips a feature whose class estimator has no spread. ``"moa"``: no
-        share rule, the "no split" candidate scores 0 (information gain of not splitting),
-        an estimator without spread is a point mass, the range of the gain counts the
-        classes up to the last one the leaf has seen (MOA's class-weight vector length) and
-        a leaf restarted after a "no split" answer also restarts its naive Bayes adaptive
-        counters.
+        majority class holds more than 99% of its weight answers "no split" at its split
+        attempt (``max_share_to_split``), and naive Bayes skips a feature whose class
+        estimator has no spread. ``"moa"``: no share rule, an estimator without spread is
+        a point mass, the range of the gain counts the classes up to the last one the leaf
+        has seen (MOA's class-weight vector length), a leaf restarted after a "no split"
+        answer also restarts its naive Bayes adaptive counters, and an empty leaf credits
+        class 0 to both its predictors. In both the "no split" candidate scores ``-inf``
+        (river's null ``BranchFactory``; MOA's information gain of a single branch fails
+        the minimum branch fraction).
     classes : list, optional
         Labels known up front, in this order (class indices otherwise follow first
         appearance); gives the class order of an ARFF header, which MOA's range uses.
@@ -120,7 +121,7 @@ class HoeffdingTree(GaussianLearner):
         river = flavour == "river"
         self._settings = (
             float(grace_period), float(delta), float(tau), int(n_splits), 0.01,
-            0.99 if river else math.inf, -math.inf if river else 0.0, _LEAF[leaf_prediction],
+            0.99 if river else math.inf, -math.inf, _LEAF[leaf_prediction],
             hs.DEGENERATE_SKIP if river else hs.DEGENERATE_POINT,
             2**31 if max_depth is None else int(max_depth), not river)
         self._init_common(classes)

@@ -1,0 +1,213 @@
+"""Prequential throughput of our Hoeffding tree (and ABFS + tree) against MOA and river.
+
+Every model is evaluated test-then-train, instance by instance, on the same rows in the same
+order, in one process:
+
+* ours: :meth:`HoeffdingTree.predict_learn_many` (river's and MOA's flavour) on chunks of
+  1,000 rows (inside one kernel
+  call each row is predicted by the tree as it stands, then learned, so the accuracy is the
+  instance-by-instance prequential accuracy); ABFS + tree:
+  :meth:`ABFSClassifier.predict_learn_many` (Assis' setting: grace 100, threshold 0.05),
+  which calls the tree's kernel between two changes of the subset. numba is warmed first
+  (from the on-disk cache); the cold compile cost is measured separately in a child
+  process with an empty cache directory;
+* river 0.26: ``HoeffdingTreeClassifier()`` with ``predict_one`` then ``learn_one``;
+* MOA through capymoa: ``moa.classifiers.trees.HoeffdingTree`` with MOA's defaults (not
+  capymoa's wrapper, whose split confidence is 1e-3) on an ARFF copy of the
+  stream, evaluated by capymoa's ``prequential_evaluation`` (the loop runs in the JVM).
+
+Streams: 100,000 rows of :class:`models.hyperplane.RotatingHyperplane` (10 features, K = 2,
+T = 0.001, S = 0.10, 5% noise, seed 1) and Electricity (45,312 rows, 7 features).
+
+Throughput is rows per wall-clock second and per CPU second of this process (CPU time
+counts every thread, the JVM's compiler and GC threads included). Ratios use wall-clock
+rows/s (the MOA figure per CPU-second understates MOA on an idle machine, see
+``shared/notes/peers.md``).
+
+Run::
+
+    python tests/benchmarks/bench_hoeffding.py           # ~1 minute, writes results/hoeffding.md
+    python tests/benchmarks/bench_hoeffding.py --no-moa --streams electricity
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from models.abfs import ABFS, ABFSClassifier  # noqa: E402
+from models.hoeffding_tree import HoeffdingTree  # noqa: E402
+from models.hyperplane import RotatingHyperplane  # noqa: E402
+from tests.shared_data import data_dir  # noqa: E402
+from worker.dev.datasets import load  # noqa: E402
+
+STREAMS = ("hyperplane", "electricity")
+CHUNK = 1000
+
+
+def get_stream(name: str):
+    if name == "hyperplane":
+        X, y, _ = RotatingHyperplane(n_features=10, n_drift_features=2, mag_change=0.001,
+                                     sigma=0.10, noise=0.05, seed=1).take(100_000)
+        return X, [int(v) for v in y]
+    d = load(name, data_dir())
+    return d.X, list(d.y)
+
+
+def _timed(fn):
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - w0, time.process_time() - c0
+
+
+def _row(label, y, preds, wall, cpu, note=""):
+    acc = float(np.mean([p == t for p, t in zip(preds, y)]))
+    return {"model": label, "rows": len(y), "acc": acc, "wall": len(y) / wall,
+            "cpu": len(y) / max(cpu, 1e-9), "note": note}
+
+
+def run_ours(X, y, make, label):
+    make().predict_learn_many(X[:500], y[:500])  # load (or compile) the kernels
+
+    def go():
+        model = make()
+        preds = []
+        for s in range(0, len(X), CHUNK):
+            preds += model.predict_learn_many(X[s:s + CHUNK], y[s:s + CHUNK])
+        return preds
+
+    preds, wall, cpu = _timed(go)
+    return _row(label, y, preds, wall, cpu)
+
+
+def run_river(X, y):
+    from river import tree
+
+    rows = [dict(enumerate(r)) for r in X.tolist()]
+
+    def go():
+        model = tree.HoeffdingTreeClassifier()
+        preds = []
+        for x, t in zip(rows, y):
+            preds.append(model.predict_one(x))
+            model.learn_one(x, t)
+        return preds
+
+    preds, wall, cpu = _timed(go)
+    return _row("river HT", y, preds, wall, cpu)
+
+
+def _write_arff(path: Path, X, y):
+    labels = sorted({str(v) for v in y})
+    with open(path, "w") as fh:
+        fh.write("@relation bench\n")
+        for j in range(X.shape[1]):
+            fh.write(f"@attribute x{j} numeric\n")
+        fh.write("@attribute class {" + ",".join(labels) + "}\n@data\n")
+        for row, label in zip(X.tolist(), y):
+            fh.write(",".join(repr(v) for v in row) + f",{label}\n")
+
+
+def run_moa(X, y):
+    from capymoa.base import MOAClassifier
+    from capymoa.evaluation import prequential_evaluation
+    from capymoa.stream import ARFFStream
+    from moa.classifiers.trees import HoeffdingTree as MOAHoeffdingTree
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "stream.arff"
+        _write_arff(path, X, y)
+        stream = ARFFStream(path=str(path))
+        # MOA's own class with MOA's defaults (capymoa's HoeffdingTree wrapper changes the
+        # split confidence to 1e-3)
+        warm = MOAClassifier(MOAHoeffdingTree, schema=stream.get_schema())  # JVM warm-up
+        prequential_evaluation(stream=stream, learner=warm, max_instances=5000, optimise=True)
+        model = MOAClassifier(MOAHoeffdingTree, schema=stream.get_schema())
+        res, wall, cpu = _timed(lambda: prequential_evaluation(
+            stream=stream, learner=model, optimise=True))
+        acc = res.cumulative.accuracy() / 100.0
+    return {"model": "MOA HT (capymoa, JVM loop)", "rows": len(y), "acc": acc,
+            "wall": len(y) / wall, "cpu": len(y) / max(cpu, 1e-9), "note": ""}
+
+
+_COLD = """
+import time, numpy as np, sys
+sys.path.insert(0, {root!r})
+t0 = time.perf_counter()
+from models.hoeffding_tree import HoeffdingTree
+from models.abfs import ABFS, ABFSClassifier
+t1 = time.perf_counter()
+rng = np.random.default_rng(0); X = rng.random((500, 4)); y = (X[:, 0] > 0.5).astype(int)
+HoeffdingTree().predict_learn_many(X, y)
+t2 = time.perf_counter()
+ABFSClassifier(HoeffdingTree(), ABFS(grace_period=100)).predict_learn_many(X, y)
+t3 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2)
+"""
+
+
+def cold_compile() -> tuple[float, float, float]:
+    """Seconds to import, to compile the tree's kernels, and then ABFS's, with no cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, NUMBA_CACHE_DIR=tmp)
+        out = subprocess.run([sys.executable, "-c", _COLD.format(root=str(ROOT))], env=env,
+                             capture_output=True, text=True, check=True).stdout
+    a, b, c = (float(v) for v in out.split())
+    return a, b, c
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--streams", default=",".join(STREAMS))
+    parser.add_argument("--no-moa", action="store_true")
+    parser.add_argument("--no-river", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/results/hoeffding.md"))
+    args = parser.parse_args(argv)
+    lines = ["# Hoeffding tree: prequential throughput against MOA and river\n",
+             "Generated by `python tests/benchmarks/bench_hoeffding.py` (protocol in its "
+             "docstring). Test-then-train, instance by instance, same rows, one process; "
+             "machine: 2 vCPU shared with another job.\n"]
+    imp, ht_compile, abfs_compile = cold_compile()
+    lines.append(f"Cold start with an empty numba cache: import {imp:.2f} s, compiling the "
+                 f"tree's kernels {ht_compile:.2f} s, then ABFS's {abfs_compile:.2f} s "
+                 "(paid once per machine: the kernels are cached on disk).\n")
+    for name in args.streams.split(","):
+        X, y = get_stream(name)
+        res = [run_ours(X, y, HoeffdingTree, "ours HT"),
+               run_ours(X, y, lambda: HoeffdingTree(flavour="moa"), "ours HT, flavour moa"),
+               run_ours(X, y, lambda: ABFSClassifier(HoeffdingTree(), ABFS(grace_period=100,
+                                                                           selection_threshold=0.05)),
+                        "ours ABFS + HT")]
+        if not args.no_moa:
+            res.append(run_moa(X, y))
+        if not args.no_river:
+            res.append(run_river(X, y))
+        moa = next((r for r in res if r["model"].startswith("MOA")), None)
+        river = next((r for r in res if r["model"].startswith("river")), None)
+        lines.append(f"\n## {name} ({len(y):,} rows, {X.shape[1]} features)\n")
+        lines.append("| model | accuracy | rows/s (wall) | rows/CPU-s | vs MOA HT (wall) | "
+                     "vs river HT (wall) |")
+        lines.append("|---|---|---|---|---|---|")
+        for r in res:
+            vm = f"{r['wall'] / moa['wall']:.1f}x" if moa else "-"
+            vr = f"{r['wall'] / river['wall']:.1f}x" if river else "-"
+            lines.append(f"| {r['model']} | {r['acc']:.4f} | {r['wall']:,.0f} | "
+                         f"{r['cpu']:,.0f} | {vm} | {vr} |")
+        print("\n".join(lines[-len(res) - 3:]), flush=True)
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
