@@ -189,6 +189,25 @@ def test_bad_input_raises_clear_value_error(name):
             model.predict_many(X[0])
 
 
+@pytest.mark.parametrize("name", [n for n in CLASSIFIERS
+                                  if registry.SELECTOR in registry.get(n).roles])
+def test_selector_selects_columns_and_reports_declared_events(name):
+    spec = registry.get(name)
+    model = _build(name)
+    X, y = _stream(6, n=1500)
+    kinds = set()
+    for start in range(0, X.shape[0], 100):
+        model.learn_many(X[start:start + 100], y[start:start + 100])
+        kinds |= {e.kind for e in model.events()}
+        chosen = list(model.selected())
+        assert chosen and len(set(chosen)) == len(chosen)
+        assert all(0 <= int(c) < X.shape[1] for c in chosen)
+    assert kinds <= set(spec.events)
+    keys = {key for key, _ in spec.rankings}
+    scores = model.importances()
+    assert keys <= set(scores) and all(np.asarray(scores[k]).shape == (X.shape[1],) for k in keys)
+
+
 # --- multi-target regression ------------------------------------------------------------------
 
 
