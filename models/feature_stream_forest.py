@@ -111,6 +111,10 @@ class FeatureStreamForest(Learner):
         Depth of the trees (the authors' ``DecisionTreeClassifier(max_depth=6)``).
     mode : {"challenger", "baseline"}, default "challenger"
         Feature sampling and tree weights as described above.
+    max_generations : int, default 0
+        Keep at most this many generations, dropping the oldest (0: keep all, as the paper).
+        The paper's suggested extension: old generations weigh almost nothing in the
+        challenger, while a stream that repeats the same columns would grow without end.
     seed : int, default 1
         Master seed; the learner is deterministic given the seed and the batches.
 
@@ -147,6 +151,8 @@ class FeatureStreamForest(Learner):
       predicts relies on. The weighted use (:attr:`feature_use`) is balanced across columns
       by design, so it says how fairly columns were offered, not how useful they are.
     * *Instance weights*: ``sample_weight`` multiplies a row's bootstrap count.
+    * *Dropped generations* (``max_generations``) stay in the weighted use: it records the
+      chances each column was given, which later weights balance against.
 
     References
     ----------
@@ -182,17 +188,20 @@ class FeatureStreamForest(Learner):
     }
 
     def __init__(self, n_trees: int = 30, mtry: float = 2 / 3, max_depth: int = 6,
-                 mode: str = CHALLENGER, seed: int = 1):
+                 mode: str = CHALLENGER, max_generations: int = 0, seed: int = 1):
         if int(n_trees) < 1:
             raise ValueError("n_trees must be >= 1")
         if not 0.0 < float(mtry) <= 1.0:
             raise ValueError("mtry must be in (0, 1]")
         if not 1 <= int(max_depth) <= 20:
             raise ValueError("max_depth must be in [1, 20]")
+        if int(max_generations) < 0:
+            raise ValueError("max_generations must be >= 0 (0: keep every generation)")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.params = {"n_trees": int(n_trees), "mtry": float(mtry),
-                       "max_depth": int(max_depth), "mode": str(mode), "seed": int(seed)}
+                       "max_depth": int(max_depth), "mode": str(mode),
+                       "max_generations": int(max_generations), "seed": int(seed)}
         self._arrays: dict[str, np.ndarray] = {}
         self._classes = ClassIndex()
 
@@ -260,6 +269,7 @@ class FeatureStreamForest(Learner):
                                                    len(self._classes), axis=2, fill=0.0)
         use = self._grow(X, codes, weights, known)
         self._reweight(use, known, X.shape[1])
+        self._drop_oldest()
         self._arrays["n_seen"][0] += X.shape[0]
 
     @staticmethod
@@ -340,6 +350,19 @@ class FeatureStreamForest(Learner):
         else:
             a["weighted_use"] = wu + use
             a["gen_weight"] = np.append(a["gen_weight"], 1.0)
+
+    def _drop_oldest(self) -> None:
+        """Keep the newest ``max_generations`` generations (all when it is 0)."""
+        a, cap = self._arrays, self.params["max_generations"]
+        drop = a["gen_weight"].shape[0] - cap
+        if cap == 0 or drop <= 0:
+            return
+        cut = drop * self.params["n_trees"]
+        for name in ("node_feature", "node_threshold", "node_left", "node_right", "node_count",
+                     "n_nodes"):
+            a[name] = a[name][cut:].copy()
+        a["gen_weight"] = a["gen_weight"][drop:].copy()
+        a["gen_width"] = a["gen_width"][drop:].copy()
 
     # ------------------------------------------------------------------ prediction
 

@@ -266,6 +266,8 @@ register(LearnerSpec(
     summary="random forest on a stream of features (Motl & Kordik 2019): a generation of trees "
             "per feature arrival",
     rankings=(("mdi", "feature_stream"),),
+    # every learn_many adds a generation: an always-on stream keeps the newest 20 (600 trees)
+    defaults={"max_generations": 20},
     small_params={"n_trees": 4},
 ))
 register(LearnerSpec(

@@ -255,7 +255,7 @@ def test_bad_input_raises_clear_value_error():
     with pytest.raises(ValueError, match="sample_weight"):
         model.learn_many(X, y, sample_weight=np.ones(99))
     for params in ({"n_trees": 0}, {"mtry": 0.0}, {"mtry": 1.5}, {"max_depth": 0},
-                   {"mode": "offline"}):
+                   {"mode": "offline"}, {"max_generations": -1}):
         with pytest.raises(ValueError):
             FeatureStreamForest(**params)
     assert model.n_generations == 1  # nothing above changed the forest
@@ -325,6 +325,28 @@ def test_sample_weight_scales_out_and_zero_weight_rows_are_ignored():
     assert ignored.classes.index("z") == 0
     proba = ignored.predict_proba_many(X)
     assert (proba[:, 0] == 0).all() and np.allclose(proba.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("mode", ["challenger", "baseline"])
+def test_max_generations_keeps_the_newest_trees_of_the_unbounded_forest(mode):
+    X, y = _data(11, d=5)
+    capped = FeatureStreamForest(**SMALL, mode=mode, max_generations=2)
+    full = FeatureStreamForest(**SMALL, mode=mode)
+    for model in (capped, full):
+        _feed(model, X, y, (1, 2, 3, 5, 5))
+    assert (capped.n_generations, full.n_generations) == (2, 5)
+    a, b = capped.to_state()["arrays"], full.to_state()["arrays"]
+    T = 2 * SMALL["n_trees"]
+    for name in ("node_feature", "node_threshold", "node_left", "node_right", "node_count",
+                 "n_nodes"):
+        np.testing.assert_array_equal(a[name], b[name][-T:], err_msg=name)
+    np.testing.assert_array_equal(a["gen_weight"], b["gen_weight"][-2:])
+    np.testing.assert_array_equal(a["weighted_use"], b["weighted_use"])  # chances given stay
+    restored = _restored(capped)
+    _same_outputs(capped, restored, X)
+    capped.learn_many(X, y)
+    restored.learn_many(X, y)
+    _same_outputs(capped, restored, X)
 
 
 # --- the algorithm -----------------------------------------------------------------------------
