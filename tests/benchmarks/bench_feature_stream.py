@@ -148,7 +148,7 @@ def main(argv=None) -> int:
     nocache, cached = cold_start(False), cold_start(True)
     cold = [
         "",
-        "Cold start, fresh process, 30 trees on 10,000 x 7 synthetic rows (seconds): ",
+        "Cold start, fresh process, 30 trees on 10,000 x 7 synthetic rows (seconds):",
         "",
         "| numba cache | import | first generation + prediction + importances | second generation |",
         "|---|---|---|---|",
