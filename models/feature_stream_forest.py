@@ -82,8 +82,8 @@ class FeatureStreamForest(Learner):
     The rows are fixed; the columns arrive. Every :meth:`learn_many` trains one generation
     of ``n_trees`` CART trees (Gini, depth ``max_depth``, best split over the tree's
     features) on stratified bootstraps of all the columns known so far and adds it to the
-    forest. Old generations are kept: a forest on ``d`` features built one feature at a
-    time holds ``d * n_trees`` trees.
+    forest. Old generations are kept (but see ``max_generations``): a forest on ``d``
+    features built one feature at a time holds ``d * n_trees`` trees.
 
     *Challenger* (the paper's method): every tree of a generation takes the new columns and
     each old column with probability ``p_old = (mtry * d - n_new) / n_old`` (``d = n_old +
