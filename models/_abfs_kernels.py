@@ -91,6 +91,7 @@ def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_sp
     ad_rows = ad_arrays[3]
     ad_total = ad_arrays[4]
     ad_width = ad_arrays[6]
+    ad_drift = ad_arrays[8]
     capacity = ad_arrays[0].shape[1]
     i = start
     while i < X.shape[0]:
@@ -153,6 +154,9 @@ def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_sp
                 after = ad_total[d] / ad_width[d] if ad_width[d] > 0.0 else 0.0
                 if after > before:
                     return i, DRIFT, pos
+                # a fall of the error is no feature drift; MOA's ADWIN then goes on with
+                # the shrunk window, where river's (ours) would restart at the next value
+                ad_drift[d] = False
         if lam <= 0.0:
             continue
         # the candidate stump learns the row with the boosted weight, selected features

@@ -86,6 +86,10 @@ class ABFS(Learner):
         Which layers a drift deletes under BOLE (see above); ignored with Oza.
     n_splits : int, default 10
         Candidate thresholds per feature.
+    classes : list, optional
+        Labels known up front, in this order (otherwise: order of first appearance). A
+        stump predicts the first of equally weighted classes, so the order (MOA: the ARFF
+        header's) decides ties, which are frequent with many balanced classes.
 
     Examples
     --------
@@ -123,7 +127,7 @@ class ABFS(Learner):
     def __init__(self, grace_period: int = 200, selection_threshold: float = 0.2,
                  adwin_delta: float = 0.002, omega: float = 1.0, boosting: str = "oza",
                  bole_normaliser: str = "layer", bole_deletion: str = "creation",
-                 n_splits: int = 10):
+                 n_splits: int = 10, classes: list | None = None):
         if boosting not in BOOSTING or bole_normaliser not in NORMALISERS \
                 or bole_deletion not in DELETIONS:
             raise ValueError(f"boosting must be one of {BOOSTING}, bole_normaliser one of "
@@ -136,8 +140,9 @@ class ABFS(Learner):
                        "selection_threshold": float(selection_threshold),
                        "adwin_delta": float(adwin_delta), "omega": float(omega),
                        "boosting": boosting, "bole_normaliser": bole_normaliser,
-                       "bole_deletion": bole_deletion, "n_splits": int(n_splits)}
-        self._classes = ClassIndex()
+                       "bole_deletion": bole_deletion, "n_splits": int(n_splits),
+                       "classes": None if classes is None else list(classes)}
+        self._classes = ClassIndex(classes or ())
         self._arrays: dict[str, np.ndarray] = {}
         self._bank: ADWINBank | None = None
         self._events: list[LearnerEvent] = []

@@ -105,7 +105,7 @@ def build(learner: str, boosting, omega, classes, normaliser="layer", deletion="
         return base(learner, classes)
     return ABFSClassifier(base(learner, classes),
                           ABFS(omega=omega, boosting=boosting, bole_normaliser=normaliser,
-                               bole_deletion=deletion, **ASSIS))
+                               bole_deletion=deletion, classes=classes, **ASSIS))
 
 
 def prequential(model, X, y) -> tuple[float, float, int]:
