@@ -54,16 +54,18 @@ class ABFS(Learner):
     * ``omega`` multiplies both OzaBoost factors (Alg. 1 lines 16 and 21), also in BOLE.
     * ``bole_normaliser="layer"`` (default) keeps the layer's own ``sc + sw`` in BOLE's
       factor, as Alg. 1 prints it. ``"ensemble"`` uses the total weight the selector has
-      seen (``N``, as MOA's ``BOLE`` ensemble does): ``lambda *= omega N / (2 sc)``; it
-      inflates ``lambda`` for young layers, selects nearly every feature and lands 2 to 6
-      points below the paper's BOLE cells, where the default is within 0.5 to 1.9.
+      seen (``N``, as MOA's ``BOLE`` ensemble does): ``lambda *= omega N / (2 sc)``.
     * ``bole_deletion="creation"`` (default): a drifting layer is deleted with every layer
       *created* after it, "all of the following decision stumps that got a training weight
       from it" (the paper's text, the reference's chain rule). ``"accuracy"`` reads Alg. 1
       literally: ``h`` is sorted in place (line 5), so the layers after the drifting one in
-      accuracy order (the more accurate ones) go; it is 1.5 to 5 points further from the
-      paper on NOAA and Electricity. Either way the drifting layer itself is deleted (the
-      text and the reference code; the pseudo-code's ``while N > i_drift`` would keep it).
+      accuracy order (the more accurate ones) go. Either way the drifting layer itself is
+      deleted (the text and the reference code; the pseudo-code's ``while N > i_drift``
+      would keep it).
+    * Measured against the paper's twelve BOLE cells (Outdoor, NOAA, Electricity; naive
+      Bayes and Hoeffding tree): mean distance 1.8 points for the default and for the two
+      mixed readings, 3.3 for ("ensemble", "accuracy"), which selects nearly every feature.
+      The default is the closest on Electricity, the paper's headline stream.
     * A layer that has seen no row has accuracy 0 (it is visited first); ties keep the
       creation order.
 

@@ -162,6 +162,37 @@ def moa_cells(name, X, y):
     return out
 
 
+NOTES = """
+## Why some cells differ by more than 1.5 points
+
+* **Native columns.** MOA itself (capymoa, last column) gives the paper's native numbers
+  on all three streams, and ours match it to 0.02 points on Outdoor and NOAA. On
+  Electricity MOA reads `day` as a nominal attribute (counts per value) and we read it as
+  a number: MOA on a copy of the file whose `day` is numeric ("day numeric") gives 83.72
+  (NB) and 84.81 (HT), ours 84.07 and 84.83. The +2.9 of the NB native cell is that
+  attribute, not the learner.
+* **Oza-ABFS.** All twelve cells are within 1.1 points of the paper. Two details of the
+  reference matter a lot here and are reproduced: unselected features are *missing* for
+  the downstream learner (MOA's `FilteredSparseInstance`; a tree row reaching a split on
+  a missing feature is not learned), and a stump predicts the first of equally weighted
+  classes in the ARFF header's order. On Outdoor (40 balanced classes, 4,000 rows) such
+  ties are frequent: with classes numbered by first appearance instead, Oza w=1 drops from
+  66.42 to 63.30 (NB) and from 65.50 to 63.10 (HT), so Outdoor cells carry a few points of
+  tie-breaking noise.
+* **BOLE-ABFS.** No code of Assis' BOLE-ABFS is public and Alg. 1 leaves two choices open
+  (see the `ABFS` docstring): the weight normaliser (the layer's `sc + sw` as printed, or
+  BOLE's ensemble-wide `N`) and which layers a drift deletes (those created after the
+  drifting one, or those after it in accuracy order, Alg. 1 sorting `h` in place). The
+  second table of each section runs the other three combinations. Mean absolute distance
+  to the paper's twelve BOLE cells: 1.79 (layer, creation: the default), 1.71 (ensemble,
+  creation), 1.73 (layer, accuracy), 3.33 (ensemble, accuracy-order deletion, which
+  selects nearly every feature and loses 4 to 6 points on Electricity). No reading
+  reaches the paper's 88% on Electricity (best: 86.0 HT / 85.4 NB with the default), and
+  the default is 3.7 (NB) and 4.3 (HT) points *above* the paper on Outdoor BOLE w=1, where
+  the tie-breaking noise above applies.
+"""
+
+
 def synthetic_check(lines):
     """Selection under a known feature drift (tests/models/feature_drift_data.py)."""
     X, y, _ = feature_drift_stream(15000, switch_every=5000)
@@ -245,6 +276,7 @@ def main(argv=None) -> int:
                     ref = PAPER[learner][name][j]
                     cells.append(f"{acc:.2f} / {ref:.2f} ({acc - ref:+.2f}), n={n_sel}")
                 lines.append(f"| {name} | {label} | " + " | ".join(cells) + " |")
+    lines.append(NOTES)
     synthetic_check(lines)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
