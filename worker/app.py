@@ -19,19 +19,30 @@ the comments in :meth:`Worker._process_batch`):
 Abortable errors abort the transaction and rewind: every assigned partition is restored again
 from its last checkpoint and replayed up to the committed offsets, so in-memory state never
 runs ahead of what was committed. Fatal producer errors do the same after making a new
-producer. Rebalances (cooperative-sticky): new partitions are paused in the callback and
-restored by the loop; revoked ones get a bounded final checkpoint and are dropped; lost ones
-are dropped without committing.
+producer (a producer fenced again and again means another process shares the transactional
+id: the worker exits). Rebalances (cooperative-sticky): new partitions are paused in the
+callback and restored by the loop; revoked ones get a bounded final checkpoint and are
+dropped; lost ones are dropped without committing. Every transaction, checkpoint-only ones
+included, sends the consumed offsets with the group metadata, so a zombie member's writes
+are fenced by the group generation (KIP-447).
+
+Anything else that goes wrong (a bug, memory, a fatal consumer error such as a deleted input
+topic or a failed authorization) ends the worker: the open transaction is aborted, no
+checkpoint is written, and :func:`run` returns a non-zero status for the orchestrator to
+restart the member, which restores from the last committed checkpoint. Before joining, the
+worker checks its brokers and topics (:mod:`worker.preflight`).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 import time
+from collections import deque
 
 import numpy as np
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from schemas.checkpoint import StreamCheckpoint
 
@@ -50,13 +61,31 @@ from .kafka_io import (
 from .logs import event
 from .metrics import MetricsServer, WorkerMetrics
 from .pipeline import Pipeline
+from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .recovery import restore_partition
 from .settings import stream_profiles
+from .watchdog import Watchdog
 
 log = logging.getLogger("streamforest.worker")
 
 # unbound accessors, for map() over a consumed batch
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
+
+#: consumer errors no retry can fix: the member exits (its orchestrator restarts it)
+_FATAL_CONSUME = frozenset({
+    KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._AUTHENTICATION, KafkaError._FENCED, KafkaError.FENCED_INSTANCE_ID,
+})
+#: the input topic is gone: fatal once it stays gone for ``worker.startup_timeout_s``
+_UNKNOWN_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
+                            KafkaError._UNKNOWN_PARTITION})
+#: a producer fenced this often within this many seconds shares its transactional id
+_FENCING_LOOP = (3, 300.0)
+
+
+class WorkerFailed(RuntimeError):
+    """The worker cannot go on (see the module doc); the message says why."""
 
 
 class PartitionTask:
@@ -118,6 +147,14 @@ class Worker:
         self.encoder = OutputEncoder(self.topics, self.metrics, __version__)
         self._executor = None  # the commit thread (see _process_batch)
         self._pending = None  # (future, offsets, t0) of the commit in flight
+        self.failed = False  # an unexpected error: abort, no checkpoint, non-zero exit
+        self.n_batches = 0
+        self._fenced: deque[float] = deque(maxlen=_FENCING_LOOP[0])
+        self._aborts_in_row = 0
+        self._unknown_since: float | None = None
+        self._last_gauges = 0.0
+        self.watchdog = Watchdog(settings.worker.shutdown_timeout_s)
+        self._batch_bytes: int | None = None  # below the output topics' record limit
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -125,6 +162,9 @@ class Worker:
         s = self.settings
         if s.worker.metrics_port:
             self.server = MetricsServer(self.metrics, s.worker.metrics_port).start()
+        checked = preflight(s, stopping=lambda: self.stopping)
+        self.encoder.set_limits(checked.max_bytes)
+        self._batch_bytes = min(checked.max_bytes.values()) - self.encoder.RECORD_OVERHEAD
         self._new_producer()
         self.reader = make_reader(s)
         self.consumer = make_consumer(s)
@@ -141,23 +181,35 @@ class Worker:
             except Exception:  # noqa: BLE001 (the old producer is being replaced anyway)
                 pass
         if self.settings.worker.exactly_once:
-            self.producer = TransactionalProducer(self.settings, self.transactional_id)
+            self.producer = TransactionalProducer(self.settings, self.transactional_id,
+                                                  timeout_s=self.settings.worker.shutdown_timeout_s,
+                                                  batch_bytes=self._batch_bytes)
         else:
-            self.producer = AtLeastOnceProducer(self.settings, lambda: self.consumer)
+            self.producer = AtLeastOnceProducer(self.settings, lambda: self.consumer,
+                                                batch_bytes=self._batch_bytes)
         self.writer = ckpt.CheckpointWriter(
             self.producer, self.topics.checkpoints, self.settings.checkpoint.max_message_bytes,
             faults=self.faults)
 
     def request_stop(self, *_args) -> None:
-        """Signal handler: finish the current batch, then shut down."""
+        """Signal handler: finish the current batch, then shut down (within the bound)."""
         self.stopping = True
+        self.watchdog.arm("shutdown")
 
     def run(self, until=None) -> None:
-        """Consume until :meth:`request_stop` (or ``until()`` returns true), then shut down."""
-        self.start()
+        """Consume until :meth:`request_stop` (or ``until()`` returns true), then shut down.
+
+        An exception that is not a handled Kafka error marks the worker failed: the shutdown
+        then aborts the open transaction and writes no checkpoint, and the exception goes on
+        to the caller.
+        """
         try:
+            self.start()
             while not self.stopping and not (until is not None and until()):
                 self.step()
+        except BaseException:
+            self.failed = True
+            raise
         finally:
             self.shutdown()
 
@@ -177,7 +229,11 @@ class Worker:
             self._guarded(self._process_batch, msgs)
         else:
             self._guarded(self._idle_checkpoints)
+        self._check_input_topic()
         now = time.monotonic()
+        if now - self._last_gauges > 1.0:
+            self._last_gauges = now
+            self._update_ckpt_age(now)
         if now - self._last_lag > 5.0:
             self._last_lag = now
             self._update_lag()
@@ -185,27 +241,42 @@ class Worker:
         return len(msgs)
 
     def shutdown(self) -> None:
-        """Final checkpoint and commit, leave the group, close the clients."""
-        event(log, logging.INFO, "worker stopping", member=self.member)
+        """Final checkpoint and commit, leave the group, close the clients.
+
+        After a failure: abort the open transaction, no checkpoint (see :meth:`run`).
+        """
+        self.watchdog.arm("shutdown")
+        event(log, logging.INFO, "worker stopping", member=self.member, failed=self.failed)
         try:
-            if self.consumer is not None and self.producer is not None:
+            if self.failed:
+                self._abandon()
+            elif self.consumer is not None and self.producer is not None:
                 self._guarded(self._checkpoint_txn, list(self.tasks), True)
         finally:
-            if self.consumer is not None:
-                try:
-                    self.consumer.close()  # revokes (checkpoint is then a no-op) and leaves
-                except Exception as exc:  # noqa: BLE001
-                    event(log, logging.WARNING, "consumer close failed", error=str(exc))
-            if self.producer is not None:
-                self.producer.close()
-            if self.reader is not None:
-                self.reader.close()
-            if self.server is not None:
-                self.server.stop()
-            if self._executor is not None:
-                self._executor.shutdown(wait=True)
-                self._executor = None
+            # each client is closed even if another fails (and a failure here never hides
+            # the error that ended the worker)
+            for what, close in (("consumer", self.consumer and self.consumer.close),
+                                ("producer", self.producer and self.producer.close),
+                                ("reader", self.reader and self.reader.close),
+                                ("metrics server", self.server and self.server.stop),
+                                ("commit thread", self._executor and self._executor.shutdown)):
+                if close:
+                    try:
+                        close()  # the consumer revokes (checkpoint is then a no-op) and leaves
+                    except Exception as exc:  # noqa: BLE001
+                        event(log, logging.WARNING, f"{what} close failed", error=str(exc))
+            self._executor = None
+            self.watchdog.disarm()
         event(log, logging.INFO, "worker stopped", member=self.member)
+
+    def _abandon(self) -> None:
+        """After a failure: let a commit in flight end, abort the open transaction."""
+        self._drain()
+        if self.producer is not None:
+            try:
+                self.producer.abort()
+            except Exception as exc:  # noqa: BLE001 (the broker aborts it at its timeout)
+                event(log, logging.WARNING, "abort failed", error=str(exc))
 
     # -- error handling ---------------------------------------------------------------------
 
@@ -216,18 +287,42 @@ class Worker:
         except AbortableError as exc:
             self._drain()
             event(log, logging.WARNING, "transaction aborted, rewinding", error=str(exc))
-            self.metrics.aborts.inc()
+            self._aborted()
             try:
                 self.producer.abort()
             except FatalProducerError:
-                self._new_producer()
+                self._rebuild_producer()
             self._rewind()
         except FatalProducerError as exc:
             self._drain()
-            event(log, logging.ERROR, "producer failed, recreating it", error=str(exc))
-            self.metrics.aborts.inc()
-            self._new_producer()
+            event(log, logging.ERROR, "producer failed, recreating it", error=str(exc),
+                  fenced=exc.fenced)
+            self._aborted()
+            if exc.fenced:
+                self._check_fencing_loop()
+            self._rebuild_producer()
             self._rewind()
+
+    def _aborted(self) -> None:
+        self.metrics.aborts.inc()
+        self._aborts_in_row += 1
+        self.metrics.consecutive_aborts.set(self._aborts_in_row)
+
+    def _rebuild_producer(self) -> None:
+        self.metrics.producer_rebuilds.inc()
+        self._new_producer()
+
+    def _check_fencing_loop(self) -> None:
+        """Fenced again and again: another process uses our transactional id (exit)."""
+        now = time.monotonic()
+        self._fenced.append(now)
+        n, window = _FENCING_LOOP
+        if len(self._fenced) == n and now - self._fenced[0] <= window:
+            raise WorkerFailed(
+                f"the producer was fenced {n} times within {window:g} s: another process uses "
+                f"transactional.id {self.transactional_id!r}; give every member its own "
+                "STREAMFOREST_WORKER__MEMBER_NAME (or leave it unset) and "
+                "STREAMFOREST_WORKER__TRANSACTIONAL_ID")
 
     def _drain(self) -> None:
         """Before an abort: let a commit in flight end (its outcome no longer matters)."""
@@ -268,17 +363,24 @@ class Worker:
         self.metrics.rebalances.labels(event="revoke").inc()
         parts = [tp.partition for tp in partitions if tp.partition in self.tasks]
         # the last batch is committed (once the commit in flight ends); a final checkpoint
-        # saves the new owner a replay
-        if self.producer is not None:
-            self.settle()
-        if self.producer is not None and parts:
-            self._guarded(self._checkpoint_txn, parts, True)
+        # saves the new owner a replay. After a failure nothing is committed any more.
+        self.watchdog.arm("partition revocation")
+        try:
+            if self.producer is not None and not self.failed:
+                self.settle()
+                if parts:
+                    self._guarded(self._checkpoint_txn, parts, True)
+        finally:
+            if not self.stopping:
+                self.watchdog.disarm()
         self._drop(parts)
         consumer.incremental_unassign(partitions)
         event(log, logging.INFO, "partitions revoked", partitions=parts)
 
     def _on_lost(self, consumer, partitions) -> None:
         self.metrics.rebalances.labels(event="lost").inc()
+        self.joined = False  # out of the group until the next assignment
+        self.metrics.ready = False
         parts = [tp.partition for tp in partitions]
         if self.producer is not None:
             self.settle()  # the commit in flight ends (or fails and rewinds) first
@@ -312,11 +414,18 @@ class Worker:
             try:
                 r = restore_partition(self.consumer, self.reader, self.group, task.topic, p,
                                       self.topics.checkpoints)
-            except Exception as exc:  # noqa: BLE001 (stay paused; retried next turn)
+            except Exception as exc:  # noqa: BLE001 (broker trouble: stay paused, retry)
                 event(log, logging.ERROR, "restore failed, will retry", partition=p,
                       error=f"{type(exc).__name__}: {exc}")
+                self.metrics.restore_failures.inc()
+                err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+                if isinstance(err, KafkaError) and err.code() in _UNKNOWN_TOPIC:
+                    self._unknown_since = self._unknown_since or time.monotonic()
                 time.sleep(1.0)
                 continue
+            if r.refused:
+                self.metrics.checkpoints_refused.inc(len(r.refused))
+                self.metrics.restore_fallbacks.labels(kind=r.fallback).inc()
             task.pipelines = r.pipelines
             task.dirty.clear()
             task.position = r.start
@@ -394,11 +503,14 @@ class Worker:
         # 4. one transaction: outputs, dead letters, checkpoints, offsets
         offsets = [TopicPartition(topics.instances, p, tasks[p].position)
                    for p in per_part if tasks[p].position > tasks[p].committed]
+        self.n_batches += 1
+        self.faults.raise_if("raise_before_begin", self.n_batches)
         if not offsets and not outputs and not dead:
             return  # pure replay: nothing to commit
         self._settle()  # the previous batch's commit (it ran while this batch was computed)
         producer.begin()
         producer.produce_many(outputs)
+        self.faults.raise_if("raise_after_begin", self.n_batches)
         for key, value, headers, reason in dead:
             producer.produce(topics.deadletter, value, key, headers=headers)
             self.metrics.deadletters.labels(reason=reason).inc()
@@ -439,6 +551,8 @@ class Worker:
     def _committed(self, offsets, t0: float) -> None:
         self.n_transactions += 1
         self.metrics.commits.inc()
+        self._aborts_in_row = 0
+        self.metrics.consecutive_aborts.set(0)
         for tp in offsets:
             task = self.tasks.get(tp.partition)
             if task is not None:
@@ -450,7 +564,7 @@ class Worker:
         """``partition -> (messages, offsets)`` of what follows each ready partition's position.
 
         Messages are read with the unbound accessors through ``map`` (no per-message Python
-        frame); consume errors are logged and skipped.
+        frame); consume errors are counted and logged, and fatal ones end the worker.
         """
         errors = list(map(_m_error, msgs))
         if errors.count(None) != len(errors):
@@ -459,8 +573,10 @@ class Worker:
                 if err is None:
                     kept.append(m)
                 elif err.code() != KafkaError._PARTITION_EOF:
-                    event(log, logging.WARNING, "consume error", error=str(err))
+                    self._consume_error(err)
             msgs = kept
+        if msgs:
+            self._unknown_since = None
         if not msgs:
             return {}
         parts = list(map(_m_partition, msgs))
@@ -487,6 +603,35 @@ class Worker:
                 pm, pos = list(map(pm.__getitem__, idx.tolist())), pos[idx]
             per_part[p] = (pm, pos)
         return per_part
+
+    def _consume_error(self, err) -> None:
+        """Count and log a consumer error; raise :class:`WorkerFailed` for fatal ones."""
+        code = err.code()
+        self.metrics.consume_errors.labels(code=err.name()).inc()
+        event(log, logging.WARNING, "consume error", error=str(err), code=err.name())
+        if err.fatal() or code in _FATAL_CONSUME:
+            raise WorkerFailed(f"fatal consumer error: {err}")
+        if code in _UNKNOWN_TOPIC and self._unknown_since is None:
+            self._unknown_since = time.monotonic()
+
+    def _check_input_topic(self) -> None:
+        """The input topic reported unknown and never came back within the bound: exit."""
+        if self._unknown_since is None:
+            return
+        gone = time.monotonic() - self._unknown_since
+        if gone <= self.settings.worker.startup_timeout_s:
+            return
+        topic = self.topics.instances
+        try:
+            md = self.consumer.list_topics(topic, timeout=5.0).topics.get(topic)
+        except Exception:  # noqa: BLE001 (brokers unreachable: not this check's business)
+            return
+        if md is not None and md.error is None and md.partitions:
+            self._unknown_since = None  # it was a passing error (a topic being created)
+            return
+        raise WorkerFailed(f"the input topic {topic} has been unknown for {gone:.0f} s "
+                           "(deleted?): create it, or point STREAMFOREST_TOPICS__INSTANCES at "
+                           "an existing topic")
 
     def _replayed(self, task: PartitionTask) -> None:
         """The partition caught up with its committed offset: restore and replay are done."""
@@ -531,17 +676,26 @@ class Worker:
               offset=task.position, streams=len(blobs), bytes=n_bytes)
 
     def _checkpoint_txn(self, parts, force: bool) -> None:
-        """A transaction holding only checkpoints (idle interval, revoke, shutdown)."""
+        """A transaction holding only checkpoints (idle interval, revoke, shutdown).
+
+        It sends the partitions' offsets with the group metadata like every batch does, so
+        a member that is no longer in the group (a zombie) cannot commit it (KIP-447). The
+        offset sent is the committed one or the position if further (never behind: during a
+        replay the position is below the committed offset).
+        """
         self._settle()
         todo = [self.tasks[p] for p in parts
                 if p in self.tasks and self.tasks[p].ready and self.tasks[p].dirty]
         if not todo:
             return
+        offsets = [TopicPartition(t.topic, t.partition, max(t.position, t.committed))
+                   for t in todo]
         self.producer.begin()
         for task in todo:
             self._checkpoint(task)
+        self.producer.send_offsets(offsets, self.consumer.consumer_group_metadata())
         self.producer.commit()
-        self.metrics.commits.inc()
+        self._committed(offsets, time.perf_counter())
 
     def _idle_checkpoints(self) -> None:
         self._settle()  # nothing to overlap the commit in flight with
@@ -551,28 +705,51 @@ class Worker:
                if t.ready and t.dirty and now - t.last_ckpt >= c.interval_s]
         if due:
             self._checkpoint_txn(due, False)
+
+    def _update_ckpt_age(self, now: float) -> None:
         for p, t in self.tasks.items():
             self.metrics.ckpt_age.labels(partition=p).set(now - t.last_ckpt)
 
     def _update_lag(self) -> None:
+        """Lag of every assigned partition; one still restoring counts from its committed offset."""
         for p, task in self.tasks.items():
-            if not task.ready:
-                continue
+            tp = TopicPartition(task.topic, p)
             try:
-                _low, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(task.topic, p), cached=True)
-            except Exception:  # noqa: BLE001 (no fetch response yet)
+                if task.ready:
+                    high = self.consumer.get_watermark_offsets(tp, cached=True)[1]
+                    position = task.position
+                else:  # paused, no fetch yet: ask the broker
+                    high = self.reader.get_watermark_offsets(tp, timeout=1.0)[1]
+                    position = max(0, self.consumer.committed([tp], timeout=1.0)[0].offset)
+            except Exception:  # noqa: BLE001 (no answer yet: keep the last value)
                 continue
             if high is not None and high >= 0:
-                self.metrics.lag.labels(partition=p).set(max(0, high - task.position))
+                self.metrics.lag.labels(partition=p).set(max(0, high - position))
 
 
 def run(settings, faults: Faults | None = None) -> int:
-    """Run a worker until SIGTERM/SIGINT."""
+    """Run a worker until SIGTERM/SIGINT; the process exit status.
+
+    0 after a requested stop; 2 when a topic is missing or unfit (the message says what to
+    fix); 1 when the brokers cannot be reached at start or the worker failed (the open
+    transaction was aborted and no checkpoint written: a restart resumes exactly).
+    """
     worker = Worker(settings, faults)
     signal.signal(signal.SIGTERM, worker.request_stop)
     signal.signal(signal.SIGINT, worker.request_stop)
-    worker.run()
+    try:
+        worker.run()
+    except TopicProblem as exc:
+        event(log, logging.ERROR, f"cannot start: {exc}")
+        return 2
+    except BrokersUnreachable as exc:
+        event(log, logging.ERROR, f"cannot start: {exc}")
+        return 1
+    except Exception as exc:  # noqa: BLE001 (the orchestrator restarts the member)
+        event(log, logging.ERROR, "worker failed: open transaction aborted, no checkpoint "
+              "written; restart it to resume from the last committed checkpoint",
+              error=f"{type(exc).__name__}: {exc}", exc_info=True)
+        return 1
     return 0
 
 
@@ -589,4 +766,6 @@ def _cmd_run(args) -> int:
 
     settings = settings_or_exit()
     setup(settings.worker.log_level, secrets=settings.secret_values())
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: what a stuck member is waiting on
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     return run(settings, Faults(args.test_fault))

@@ -23,7 +23,7 @@ from confluent_kafka import Message
 
 from schemas.codec import InstanceLimits, decode_instance, instance_features
 from schemas.deadletter import deadletter_headers, deadletter_record
-from schemas.errors import DecodeError
+from schemas.errors import OUTPUT_TOO_LARGE, DecodeError
 
 from .pipeline import Pipeline, PipelineError, Profiles
 from .wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
@@ -339,18 +339,50 @@ class OutputEncoder:
         Worker version, written into dead-letter headers.
     """
 
-    def __init__(self, topics, metrics, version: str):
+    #: bytes of a record beyond its value: key, headers, record and batch framing (generous)
+    RECORD_OVERHEAD = 1024
+
+    def __init__(self, topics, metrics, version: str, max_bytes: dict[str, int] | None = None):
         self.topics = topics
         self.metrics = metrics
         self.version = version
+        self.limits: dict[str, int] = {}
+        self.set_limits(max_bytes or {})
+
+    def set_limits(self, max_bytes: dict[str, int]) -> None:
+        """Largest record each output topic takes (its ``max.message.bytes``)."""
+        self.limits = {t: n - self.RECORD_OVERHEAD for t, n in max_bytes.items()}
+
+    def _fits(self, topic: str, key: bytes, values: list[bytes]) -> bool:
+        limit = self.limits.get(topic)
+        return limit is None or max(map(len, values), default=0) + len(key) <= limit
+
+    def _too_large(self, task, stream: str, key: bytes, offset: int, topic: str, size: int,
+                   dead: list) -> None:
+        """Dead-letter the input whose output ``topic`` would refuse (instead of stalling)."""
+        reason = (f"its output to {topic} would be {size} bytes, above the topic's limit of "
+                  f"{self.limits[topic] + self.RECORD_OVERHEAD} (max.message.bytes)")
+        headers = deadletter_headers("OutputTooLarge", reason, task.topic, task.partition,
+                                     int(offset), self.version, code=OUTPUT_TOO_LARGE)
+        dead.append((key, _pack({"stream": stream, "offset": int(offset)}), headers,
+                     OUTPUT_TOO_LARGE))
+
+    def _keep_fitting(self, task, stream, key, topic, values, offsets, dead) -> list[bytes]:
+        kept = []
+        for value, off in zip(values, offsets):
+            if len(value) + len(key) <= self.limits[topic]:
+                kept.append(value)
+            else:
+                self._too_large(task, stream, key, off, topic, len(value), dead)
+        return kept
 
     def encode(self, task, stream: str, pl: Pipeline, res, sr: StreamRows, lo: int,
                outputs: list, dead: list) -> None:
         """Append ``(topic, key, values)`` groups for the live rows ``lo:`` of ``sr``."""
         key = stream.encode()
-        self._predictions(task, stream, key, pl, res, sr, lo, outputs)
-        self._alerts(stream, key, res, sr.ts, lo, outputs)
-        self._rankings(stream, key, res, sr.ts, lo, outputs)
+        self._predictions(task, stream, key, pl, res, sr, lo, outputs, dead)
+        self._alerts(task, stream, key, res, sr, lo, outputs, dead)
+        self._rankings(task, stream, key, res, sr, lo, outputs, dead)
         for offsets, err in res.rejected:
             for off in offsets:
                 headers = deadletter_headers(type(err).__name__, err.reason, task.topic,
@@ -359,7 +391,7 @@ class OutputEncoder:
                 dead.append((key, _pack({"stream": stream, "offset": int(off)}), headers,
                              err.code))
 
-    def _predictions(self, task, stream, key, pl, res, sr, lo, outputs) -> None:
+    def _predictions(self, task, stream, key, pl, res, sr, lo, outputs, dead) -> None:
         ptopic = self.topics.predictions
         ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
         const = {"v": 1, "stream": stream, "model": pl.model_name, "classes": None,
@@ -369,25 +401,38 @@ class OutputEncoder:
             const["classes"] = classes
             values = encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba, offs[a:z],
                                         ts[a:z])
+            if not self._fits(ptopic, key, values):
+                values = self._keep_fitting(task, stream, key, ptopic, values, offs[a:z], dead)
             outputs.append((ptopic, key, values))
         self.metrics.outputs.labels(kind="prediction").inc(len(sr) - lo)
 
-    def _alerts(self, stream, key, res, ts, lo, outputs) -> None:
+    def _alerts(self, task, stream, key, res, sr, lo, outputs, dead) -> None:
+        topic = self.topics.drift
         for a in res.alerts:
-            outputs.append((self.topics.drift, key, [_pack({
+            value = _pack({
                 "v": 1, "stream": stream, "source": a.source, "level": a.level,
                 "position": a.position, "feature": a.feature, "detail": a.detail,
-                "ts": int(ts[lo + a.row]),
-            })]))
+                "ts": int(sr.ts[lo + a.row]),
+            })
+            if self._fits(topic, key, [value]):
+                outputs.append((topic, key, [value]))
+            else:
+                self._too_large(task, stream, key, sr.offsets[lo + a.row], topic, len(value), dead)
             self.metrics.drift_alerts.labels(source=a.source, level=a.level).inc()
         if res.alerts:
             self.metrics.outputs.labels(kind="drift").inc(len(res.alerts))
 
-    def _rankings(self, stream, key, res, ts, lo, outputs) -> None:
+    def _rankings(self, task, stream, key, res, sr, lo, outputs, dead) -> None:
+        topic = self.topics.rankings
         for rk in res.rankings:
-            outputs.append((self.topics.rankings, key, [_pack({
+            value = _pack({
                 "v": 1, "stream": stream, "method": rk.method, "features": rk.features,
-                "scores": rk.scores, "n_seen": rk.n_seen, "ts": int(ts[lo + rk.row]),
-            })]))
+                "scores": rk.scores, "n_seen": rk.n_seen, "ts": int(sr.ts[lo + rk.row]),
+            })
+            if self._fits(topic, key, [value]):
+                outputs.append((topic, key, [value]))
+            else:
+                self._too_large(task, stream, key, sr.offsets[lo + rk.row], topic, len(value),
+                                dead)
         if res.rankings:
             self.metrics.outputs.labels(kind="ranking").inc(len(res.rankings))

@@ -29,6 +29,7 @@ checked to be the one the manifest means (group, input topic, partition, stream,
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, TopicPartition
 
@@ -125,7 +126,9 @@ class CheckpointWriter:
                 self.n_chunks_written += 1
                 if self.faults is not None:
                     chunk = self.faults.chunk(self.n_chunks_written, chunk)
-                if chunk is not None:
+                if chunk is None:  # left out by a test fault: the manifest names it anyway
+                    firsts.setdefault(stream, 0)
+                else:
                     self.producer.produce(
                         self.topic, chunk, chunk_key(group, topic, stream, i), partition=p,
                         on_delivery=lambda err, msg, s=stream: on_delivery(err, msg, s))
@@ -135,10 +138,12 @@ class CheckpointWriter:
                                          self.producer.flush)
         if blobs:
             self.producer.flush()
-        if errors:
+        unreported = sorted(set(sizes) - set(firsts))
+        if errors or unreported:
             from .kafka_io import AbortableError
 
-            raise AbortableError(f"checkpoint chunk not delivered: {errors[0]}")
+            why = errors[0] if errors else f"no delivery report for stream {unreported[0]!r}"
+            raise AbortableError(f"checkpoint chunk not delivered: {why}")
         streams = dict(manifest.streams)
         for stream, (n, size) in sizes.items():
             streams[stream] = [firsts[stream], n, size]
@@ -207,55 +212,42 @@ def _verify(env: StreamCheckpoint, manifest: CheckpointManifest, stream: str) ->
             f"{', '.join(wrong)} differ")
 
 
-def read_latest(reader, topic: str, partition: int, group: str, input_topic: str,
-                timeout_s: float = 60.0
-                ) -> tuple[CheckpointManifest | None, dict[str, StreamCheckpoint], int]:
-    """Latest committed manifest of an input partition, the envelopes it names, their bytes.
+def _manifests(reader, topic: str, partition: int, mkey: bytes, timeout_s: float, limit: int):
+    """The partition's manifest records under ``mkey``, newest first (at most ``limit``).
 
-    Parameters
-    ----------
-    reader : confluent_kafka.Consumer
-        Group-less ``read_committed`` consumer with ``enable.partition.eof``.
-    topic : str
-        Checkpoints topic.
-    partition : int
-        Input partition (= checkpoint partition).
-    group, input_topic : str
-        Consumer group and input topic: part of the keys.
-
-    Raises
-    ------
-    CheckpointError
-        When a stream's chunks are missing or corrupt, or an envelope is not the one the
-        manifest names.
+    The tail is read backwards in growing windows; compaction leaves older manifests only
+    until the cleaner passes, so the list is what is still there.
     """
-    mkey = manifest_key(group, input_topic, partition)
-    low, high = reader.get_watermark_offsets(TopicPartition(topic, partition),
-                                             timeout=timeout_s)
-    if high <= low:
-        return None, {}, 0
-    window = 64
-    stop = None
-    start = high
-    found = None
-    while found is None and start > low:
+    low, high = reader.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+    window, stop, start = 64, None, high
+    while start > low:
         start = max(low, start - window)
         msgs = _read_range(reader, topic, partition, start, stop, timeout_s,
                            want=lambda k: k == mkey)
-        if msgs:
-            found = msgs[-1]
+        for m in reversed(msgs):
+            yield m
+            limit -= 1
+            if limit <= 0:
+                return
         stop = start
         window *= 8
-    if found is None:
-        return None, {}, 0
+
+
+def _decode_manifest(msg, group: str, input_topic: str, partition: int) -> CheckpointManifest:
     try:
-        manifest = decode(found.value(), CheckpointManifest, max_bytes=len(found.value()))
+        manifest = decode(msg.value(), CheckpointManifest, max_bytes=len(msg.value()))
     except ValueError as exc:
-        raise CheckpointError(f"checkpoint manifest of {input_topic}[{partition}] cannot be "
-                              f"read: {exc}") from None
-    if (manifest.group, manifest.topics, manifest.partition) != (group, [input_topic],
-                                                                   partition):
-        raise CheckpointError(f"the manifest under {mkey!r} names another partition")
+        raise CheckpointError(f"checkpoint manifest of {input_topic}[{partition}] at offset "
+                              f"{msg.offset()} cannot be read: {exc}") from None
+    if (manifest.group, manifest.topics, manifest.partition) != (group, [input_topic], partition):
+        raise CheckpointError(f"the manifest at offset {msg.offset()} names another partition")
+    return manifest
+
+
+def _read_envelopes(reader, topic: str, partition: int, manifest: CheckpointManifest,
+                    timeout_s: float) -> tuple[dict[str, StreamCheckpoint], int]:
+    """The envelopes ``manifest`` names, checked, and their bytes (``CheckpointError`` if not)."""
+    group, input_topic = manifest.group, manifest.topics[0]
     envelopes: dict[str, StreamCheckpoint] = {}
     n_bytes = 0
     # streams sorted by where their chunks are; consecutive ones are read in one pass
@@ -279,26 +271,105 @@ def read_latest(reader, topic: str, partition: int, group: str, input_topic: str
             if m.offset() >= manifest.streams[s][0]:  # older versions of the key are stale
                 parts.setdefault(s, {})[i] = m.value()
         for s, e in entries[k:j + 1]:
-            got = parts.get(s, {})
-            if len(got) != e[1]:
-                raise CheckpointError(
-                    f"checkpoint of stream {s!r} on {topic}[{partition}] is incomplete: "
-                    f"{len(got)} of {e[1]} chunks found from offset {e[0]}")
-            blob = b"".join(got[i] for i in range(e[1]))
-            if len(blob) != e[2]:
-                raise CheckpointError(f"checkpoint of stream {s!r} has {len(blob)} bytes, "
-                                      f"expected {e[2]}")
-            try:
-                env = decode_blob(blob)
-            except ValueError as exc:
-                raise CheckpointError(f"checkpoint of stream {s!r} cannot be read: "
-                                      f"{exc}") from None
-            _verify(env, manifest, s)
-            envelopes[s] = env
-            n_bytes += len(blob)
+            envelopes[s] = _envelope(parts.get(s, {}), e, s, manifest, topic, partition)
+            n_bytes += e[2]
         k = j + 1
-    return manifest, envelopes, n_bytes
+    return envelopes, n_bytes
 
 
-__all__ = ["CheckpointError", "CheckpointWriter", "Manifest", "chunk_key", "decode_blob",
-           "empty_manifest", "encode_blob", "manifest_key", "read_latest", "split"]
+def _envelope(got: dict[int, bytes], entry, s: str, manifest, topic: str,
+              partition: int) -> StreamCheckpoint:
+    if len(got) != entry[1]:
+        raise CheckpointError(
+            f"checkpoint of stream {s!r} on {topic}[{partition}] is incomplete: "
+            f"{len(got)} of {entry[1]} chunks found from offset {entry[0]}")
+    blob = b"".join(got[i] for i in range(entry[1]))
+    if len(blob) != entry[2]:
+        raise CheckpointError(f"checkpoint of stream {s!r} has {len(blob)} bytes, "
+                              f"expected {entry[2]}")
+    try:
+        env = decode_blob(blob)
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint of stream {s!r} cannot be read: {exc}") from None
+    _verify(env, manifest, s)
+    return env
+
+
+@dataclass
+class Loaded:
+    """What :func:`read_usable` found: the checkpoint used (or none) and the ones refused."""
+
+    manifest: CheckpointManifest | None
+    envelopes: dict
+    n_bytes: int
+    refused: list[str]  # why each newer checkpoint could not be used, newest first
+    value: object = None  # what ``accept`` returned for the one used
+
+
+def read_usable(reader, topic: str, partition: int, group: str, input_topic: str,
+                timeout_s: float = 60.0, max_offset: int | None = None, accept=None,
+                max_candidates: int = 8) -> Loaded:
+    """The newest checkpoint of an input partition that can be used, and why newer ones could not.
+
+    Candidates are the manifests still on the topic, newest first. One is skipped when it
+    covers input beyond ``max_offset`` (the group's committed offset), and refused when its
+    chunks are missing, corrupt or not the ones it names (:class:`CheckpointError`), or when
+    ``accept(manifest, envelopes)`` raises (e.g. a learner state that fails its checks); the
+    next older one is tried then. ``Loaded.manifest`` is ``None`` when no candidate is usable:
+    the caller rebuilds the state from the input.
+    """
+    mkey = manifest_key(group, input_topic, partition)
+    refused: list[str] = []
+    for msg in _manifests(reader, topic, partition, mkey, timeout_s, max_candidates):
+        try:
+            manifest = _decode_manifest(msg, group, input_topic, partition)
+            covered = manifest.offsets[input_topic]
+            if max_offset is not None and covered > max_offset:
+                refused.append(f"checkpoint at {msg.offset()} covers input to {covered}, beyond "
+                               f"the committed offset {max_offset}")
+                continue
+            envelopes, n_bytes = _read_envelopes(reader, topic, partition, manifest, timeout_s)
+            value = accept(manifest, envelopes) if accept is not None else None
+        except CheckpointError as exc:
+            refused.append(str(exc))
+            continue
+        except (ValueError, KeyError, TypeError) as exc:  # what accept() found wrong
+            refused.append(f"checkpoint at {msg.offset()} cannot be restored: "
+                           f"{type(exc).__name__}: {exc}")
+            continue
+        return Loaded(manifest, envelopes, n_bytes, refused, value)
+    return Loaded(None, {}, 0, refused)
+
+
+def read_latest(reader, topic: str, partition: int, group: str, input_topic: str,
+                timeout_s: float = 60.0
+                ) -> tuple[CheckpointManifest | None, dict[str, StreamCheckpoint], int]:
+    """Latest committed manifest of an input partition, the envelopes it names, their bytes.
+
+    Parameters
+    ----------
+    reader : confluent_kafka.Consumer
+        Group-less ``read_committed`` consumer with ``enable.partition.eof``.
+    topic : str
+        Checkpoints topic.
+    partition : int
+        Input partition (= checkpoint partition).
+    group, input_topic : str
+        Consumer group and input topic: part of the keys.
+
+    Raises
+    ------
+    CheckpointError
+        When a stream's chunks are missing or corrupt, or an envelope is not the one the
+        manifest names (no fallback: see :func:`read_usable` for that).
+    """
+    mkey = manifest_key(group, input_topic, partition)
+    for msg in _manifests(reader, topic, partition, mkey, timeout_s, 1):
+        manifest = _decode_manifest(msg, group, input_topic, partition)
+        envelopes, n_bytes = _read_envelopes(reader, topic, partition, manifest, timeout_s)
+        return manifest, envelopes, n_bytes
+    return None, {}, 0
+
+
+__all__ = ["CheckpointError", "CheckpointWriter", "Loaded", "Manifest", "chunk_key", "decode_blob",
+           "empty_manifest", "encode_blob", "manifest_key", "read_latest", "read_usable", "split"]

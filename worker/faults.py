@@ -10,8 +10,9 @@ the life of the process:
 * ``raise_before_begin``: an unexpected exception in the N-th batch after its rows were
   learned, before its transaction begins; ``raise_after_begin``: the same after its outputs
   were produced inside the open transaction;
-* ``drop_chunk``: the N-th checkpoint chunk is left out (the manifest still names it);
-  ``corrupt_chunk``: the N-th chunk's bytes are replaced by garbage.
+* ``drop_chunk``: from the N-th checkpoint chunk on, every chunk is left out (the manifests
+  still name them); ``corrupt_chunk``: from the N-th on, every chunk's bytes are garbled.
+  Every checkpoint the process writes from then on is unusable, whichever it is.
 """
 
 from __future__ import annotations
@@ -58,8 +59,12 @@ class Faults:
 
     def chunk(self, n: int, data: bytes) -> bytes | None:
         """The bytes to write as the ``n``-th chunk (``None``: leave it out)."""
-        if self.at("drop_chunk", n):
+        if self._from("drop_chunk", n):
             return None
-        if self.at("corrupt_chunk", n):
+        if self._from("corrupt_chunk", n):
             return bytes(reversed(data)) or b"\xc1"
         return data
+
+    def _from(self, name: str, n: int) -> bool:
+        first = self.values.get(name)
+        return first is not None and n >= first

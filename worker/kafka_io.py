@@ -26,7 +26,35 @@ class AbortableError(RuntimeError):
 
 
 class FatalProducerError(RuntimeError):
-    """The producer cannot continue (fenced, or an unrecoverable error): recreate it."""
+    """The producer cannot continue (fenced, or an unrecoverable error): recreate it.
+
+    ``fenced`` tells that another producer with the same ``transactional.id`` took over.
+    """
+
+    def __init__(self, message: str, fenced: bool = False):
+        super().__init__(message)
+        self.fenced = fenced
+
+
+def _unwrapped(fn, *args):
+    """``fn(*args)``, with the :class:`KafkaException` a delivery callback hid brought back.
+
+    When a fatal error is raised while delivery reports are served, the next callback runs
+    with the exception set and Python reports a ``SystemError`` whose context is the
+    original :class:`KafkaException`.
+    """
+    try:
+        return fn(*args)
+    except SystemError as exc:
+        cause = exc.__context__ or exc.__cause__
+        if isinstance(cause, KafkaException):
+            raise cause from None
+        raise
+
+
+def _fenced(err) -> bool:
+    return isinstance(err, KafkaError) and err.code() in (
+        KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
 
 def classify(err: KafkaError | None) -> str:
@@ -84,13 +112,20 @@ def consumer_config(settings, *, group: bool = True) -> dict:
     return conf
 
 
-def producer_config(settings, transactional_id: str | None) -> dict:
-    """Producer with a large linger/batch (never flushed per message)."""
+def producer_config(settings, transactional_id: str | None,
+                    batch_bytes: int | None = None) -> dict:
+    """Producer with a large linger/batch (never flushed per message).
+
+    ``batch_bytes``: the smallest record limit of the output topics. A topic's
+    ``max.message.bytes`` bounds a whole record batch, so a batch of several large outputs
+    (each under the limit) would be refused; batches stay below it. A single record larger than
+    the batch size still goes out alone.
+    """
     conf = _base(settings)
     ours = {
         "linger.ms": 20,
         "batch.num.messages": 10000,
-        "batch.size": 4_000_000,
+        "batch.size": min(4_000_000, batch_bytes or 4_000_000),
         "compression.type": "lz4",
         "queue.buffering.max.messages": 1_000_000,
         "queue.buffering.max.kbytes": 1_048_576,
@@ -138,12 +173,13 @@ class TransactionalProducer:
         Bound on each blocking transaction call.
     """
 
-    def __init__(self, settings, transactional_id: str, timeout_s: float = 30.0):
+    def __init__(self, settings, transactional_id: str, timeout_s: float = 30.0,
+                 batch_bytes: int | None = None):
         self.settings = settings
         self.transactional_id = transactional_id
         self.timeout_s = timeout_s
         self.in_transaction = False
-        self._p = Producer(producer_config(settings, transactional_id))
+        self._p = Producer(producer_config(settings, transactional_id, batch_bytes))
         self._call(self._p.init_transactions, timeout_s)
 
     @property
@@ -155,7 +191,7 @@ class TransactionalProducer:
         delay = 0.05
         for attempt in range(retries + 1):
             try:
-                return fn(*args)
+                return _unwrapped(fn, *args)
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 kind = classify(err if isinstance(err, KafkaError) else None)
@@ -166,7 +202,7 @@ class TransactionalProducer:
                     continue
                 if kind == "abortable" or (kind == "retriable"):
                     raise AbortableError(str(err)) from exc
-                raise FatalProducerError(str(err)) from exc
+                raise FatalProducerError(str(err), fenced=_fenced(err)) from exc
         raise AssertionError("unreachable")
 
     def begin(self) -> None:
@@ -210,7 +246,13 @@ class TransactionalProducer:
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait for every queued message (inside a transaction: before reading offsets)."""
-        left = self._p.flush(self.timeout_s if timeout is None else timeout)
+        try:
+            left = _unwrapped(self._p.flush, self.timeout_s if timeout is None else timeout)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if classify(err if isinstance(err, KafkaError) else None) == "fatal":
+                raise FatalProducerError(str(err), fenced=_fenced(err)) from exc
+            raise AbortableError(str(err)) from exc
         if left:
             raise AbortableError(f"{left} messages not delivered within the flush timeout")
 
@@ -241,7 +283,10 @@ class TransactionalProducer:
                 self.abort()
         except FatalProducerError:
             pass
-        self._p.flush(0)
+        try:
+            _unwrapped(self._p.flush, 0)
+        except KafkaException:
+            pass  # a fenced or failed producer: what it still holds is aborted anyway
 
 
 class AtLeastOnceProducer(TransactionalProducer):
@@ -254,14 +299,24 @@ class AtLeastOnceProducer(TransactionalProducer):
     run ahead of the committed checkpoint + offsets.
     """
 
-    def __init__(self, settings, consumer_getter, timeout_s: float = 30.0):
+    def __init__(self, settings, consumer_getter, timeout_s: float = 30.0,
+                 batch_bytes: int | None = None):
         self.settings = settings
         self.transactional_id = None
         self.timeout_s = timeout_s
         self.in_transaction = False
         self._consumer = consumer_getter
         self._offsets: list[TopicPartition] = []
-        self._p = Producer(producer_config(settings, None))
+        self._failed: list = []  # delivery errors since the last commit
+        conf = producer_config(settings, None, batch_bytes)
+        # offsets are committed only if every output of the batch was delivered (the reports
+        # of successes are needed too: checkpoint chunks take their offsets from them)
+        conf["on_delivery"] = self._on_delivery
+        self._p = Producer(conf)
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is not None:
+            self._failed.append((msg.topic(), err))
 
     def begin(self) -> None:
         self.in_transaction = True
@@ -271,6 +326,11 @@ class AtLeastOnceProducer(TransactionalProducer):
 
     def commit(self) -> None:
         self.flush()
+        if self._failed:
+            (topic, err), n = self._failed[0], len(self._failed)
+            self._failed, self._offsets = [], []
+            raise AbortableError(f"{n} output(s) not delivered (first to {topic}: {err}); "
+                                 "offsets not committed, the batch is processed again")
         if self._offsets:
             try:
                 self._consumer().commit(offsets=self._offsets, asynchronous=False)
@@ -282,4 +342,5 @@ class AtLeastOnceProducer(TransactionalProducer):
     def abort(self) -> None:
         # what was produced stays produced (at-least-once); offsets are not committed
         self._offsets = []
+        self._failed = []
         self.in_transaction = False

@@ -64,4 +64,5 @@ def setup(level: str = "INFO", stream=None, secrets=()) -> None:
 def event(logger: logging.Logger, level: int, msg: str, **fields) -> None:
     """Log ``msg`` with structured ``fields``."""
     if logger.isEnabledFor(level):
-        logger.log(level, msg, extra={"fields": fields})
+        exc_info = fields.pop("exc_info", None)  # a traceback goes to the record, not the fields
+        logger.log(level, msg, exc_info=exc_info, extra={"fields": fields})

@@ -87,6 +87,27 @@ class WorkerMetrics:
             "Time from the start of a restore until the partition caught up with its "
             "committed offset (checkpoint read plus replay)", buckets=_LATENCY_BUCKETS,
             registry=r)
+        self.restore_failures = Counter(
+            "streamforest_restore_failures",
+            "Restores that failed (broker unreachable, timeouts) and were retried", registry=r)
+        self.restore_fallbacks = Counter(
+            "streamforest_restore_fallbacks",
+            "Restores that could not use the newest checkpoint: an older one was used "
+            "(kind=older) or the state was rebuilt from the input (kind=rebuild)", ["kind"],
+            registry=r)
+        self.checkpoints_refused = Counter(
+            "streamforest_checkpoints_refused",
+            "Checkpoints refused at restore (missing or corrupt chunks, failed state checks)",
+            registry=r)
+        self.consecutive_aborts = Gauge(
+            "streamforest_consecutive_aborts",
+            "Transactions aborted since the last commit (a growing value: stuck partition)",
+            registry=r)
+        self.producer_rebuilds = Counter(
+            "streamforest_producer_rebuilds",
+            "Producers replaced after a fatal error (fenced, unrecoverable)", registry=r)
+        self.consume_errors = Counter("streamforest_consume_errors",
+                                      "Errors reported by the consumer", ["code"], registry=r)
         self.heartbeat = time.monotonic()
         self.ready = False
 

@@ -5,22 +5,26 @@ On assignment (and at start) a partition is paused; the worker's loop then calls
 
 1. asks the group for the partition's committed offset ``C`` (a ``read_committed`` consumer
    waits for pending transactional offsets, KIP-447),
-2. reads the latest committed checkpoint (:func:`worker.checkpoint.read_latest`), which
-   covers the input up to ``K <= C``, and rebuilds the streams' pipelines from it,
+2. reads the newest usable checkpoint (:func:`worker.checkpoint.read_usable`), which covers
+   the input up to ``K <= C``, and rebuilds the streams' pipelines from it,
 3. returns ``K`` (where to seek) and ``C`` (below which input is *replayed*: it updates the
    state only, because its outputs were committed in earlier transactions).
 
-Without a checkpoint, ``K`` is the partition's first available offset. A checkpoint that
-claims more input than the committed offset (``K > C``, e.g. after an operator reset the
-group's offsets) is not used: the state is rebuilt from the first available offset so it
-matches what the offsets say.
+A checkpoint whose chunks are missing or corrupt, that is not the one its manifest names, or
+whose learner states fail their checks is refused and the previous one still on the topic is
+tried; one that claims more input than the committed offset (``K > C``, e.g. after an
+operator reset the group's offsets) is skipped the same way. When none is usable the state is
+rebuilt from the partition's first available offset, with a warning: outputs stay exact as
+long as retention kept the input since the group's first commit. A restore never loops on a
+bad checkpoint: the outcome is the same every time, and it is reported in
+:attr:`Restored.refused` (the worker counts it in its metrics).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import TopicPartition
 
@@ -39,6 +43,14 @@ class Restored:
     committed: int  # offsets below are replayed without outputs
     seconds: float
     n_bytes: int
+    refused: list = field(default_factory=list)  # why newer checkpoints were not used
+
+    @property
+    def fallback(self) -> str | None:
+        """``"older"`` (an older checkpoint was used), ``"rebuild"`` (none) or ``None``."""
+        if not self.refused:
+            return None
+        return "older" if self.manifest is not None else "rebuild"
 
 
 def committed_offset(consumer, topic: str, partition: int, timeout_s: float) -> int | None:
@@ -50,6 +62,24 @@ def committed_offset(consumer, topic: str, partition: int, timeout_s: float) -> 
     return tp.offset if tp.offset >= 0 else None
 
 
+def _pipelines(_manifest, envelopes) -> dict:
+    """Every stream's pipeline, or a ``ValueError`` saying why the checkpoint is unusable.
+
+    A checkpoint is read from a topic: whatever is wrong in it (a missing field, a learner
+    state that fails its checks, a learner this version does not know) refuses it.
+    """
+    out = {}
+    for s, env in envelopes.items():
+        try:
+            pipeline = Pipeline.from_state(env.state)
+        except Exception as exc:  # noqa: BLE001 (any defect of the stored state refuses it)
+            raise ValueError(f"stream {s!r}: {type(exc).__name__}: {exc}") from None
+        if pipeline.stream != s:
+            raise ValueError(f"stream {s!r}: the state is of stream {pipeline.stream!r}")
+        out[s] = pipeline
+    return out
+
+
 def restore_partition(consumer, reader, group: str, topic: str, partition: int,
                       ckpt_topic: str, timeout_s: float = 60.0) -> Restored:
     """Read the partition's checkpoint and decide the replay range (see module doc)."""
@@ -57,21 +87,23 @@ def restore_partition(consumer, reader, group: str, topic: str, partition: int,
     committed = committed_offset(consumer, topic, partition, timeout_s)
     low, _high = reader.get_watermark_offsets(TopicPartition(topic, partition),
                                               timeout=timeout_s)
-    manifest, envelopes, n_bytes = ckpt.read_latest(reader, ckpt_topic, partition, group, topic,
-                                                    timeout_s)
-    covered = manifest.offsets[topic] if manifest is not None else None
-    if manifest is not None and committed is not None and covered > committed:
-        event(log, logging.WARNING, "checkpoint ahead of committed offset: not used",
-              topic=topic, partition=partition, checkpoint=covered, committed=committed)
-        manifest, envelopes, n_bytes = None, {}, 0
+    loaded = ckpt.read_usable(reader, ckpt_topic, partition, group, topic, timeout_s,
+                              max_offset=committed, accept=_pipelines)
+    manifest = loaded.manifest
+    for why in loaded.refused:
+        event(log, logging.WARNING, "checkpoint refused", topic=topic, partition=partition,
+              reason=why)
     if manifest is not None and committed is None:
         event(log, logging.WARNING, "checkpoint without committed offset: resuming from it",
-              topic=topic, partition=partition, checkpoint=covered)
-    pipelines = {s: Pipeline.from_state(env.state) for s, env in envelopes.items()}
+              topic=topic, partition=partition, checkpoint=manifest.offsets[topic])
     if manifest is not None:
-        start = covered
+        start = manifest.offsets[topic]
     else:
         start = low
+        if loaded.refused:
+            event(log, logging.WARNING, "no usable checkpoint: rebuilding the state from the "
+                  "first available input", topic=topic, partition=partition, low=low,
+                  committed=committed, refused=len(loaded.refused))
         if committed is not None and low > 0:
             # the input before `low` is gone (retention): the state cannot be rebuilt exactly
             event(log, logging.ERROR, "no checkpoint and input before the first available "
@@ -82,4 +114,5 @@ def restore_partition(consumer, reader, group: str, topic: str, partition: int,
     if start < low:
         event(log, logging.ERROR, "checkpoint offset below the first available offset",
               topic=topic, partition=partition, checkpoint=start, low=low)
-    return Restored(pipelines, manifest, start, committed, time.monotonic() - t0, n_bytes)
+    return Restored(loaded.value or {}, manifest, start, committed, time.monotonic() - t0,
+                    loaded.n_bytes, loaded.refused)

@@ -10,6 +10,7 @@ import pytest
 from worker_support import (
     WorkerProc,
     assert_exact,
+    assert_same_alerts_and_rankings,
     count_committed,
     make_streams,
     new_prefix,
@@ -82,6 +83,7 @@ def test_crashes_at_several_points_leave_no_gap_and_no_duplicate(kafka_bootstrap
     assert restored and any(e.get("checkpoint_offset") is not None for e in restored)
     assert len(preds) == n
     assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
     # recoveries did replay input between a checkpoint and the committed offset
     restores = [e for r in runs for e in r.log_events() if e.get("msg") == "partition restored"]
     assert any(e["start"] < e["committed"] for e in restores), restores

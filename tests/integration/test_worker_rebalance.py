@@ -7,6 +7,7 @@ import pytest
 from worker_support import (
     WorkerProc,
     assert_exact,
+    assert_same_alerts_and_rankings,
     count_committed,
     make_streams,
     new_prefix,
@@ -52,6 +53,7 @@ def test_join_and_leave_mid_stream_keep_outputs_exact(kafka_bootstrap, tmp_path)
             w.terminate()
     assert len(preds) == n
     assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
 
     def assigned(m):
         return [e for e in workers[m].events("partitions assigned") if e.get("partitions")]

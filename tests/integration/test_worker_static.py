@@ -7,6 +7,7 @@ import pytest
 from worker_support import (
     WorkerProc,
     assert_exact,
+    assert_same_alerts_and_rankings,
     count_committed,
     make_streams,
     new_prefix,
@@ -83,3 +84,4 @@ def test_restart_under_the_same_name_keeps_the_assignment(kafka_bootstrap, tmp_p
                 w.terminate()
     assert len(preds) == n
     assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)

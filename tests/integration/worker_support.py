@@ -284,3 +284,31 @@ def assert_exact(ref: dict, msgs, streams: dict) -> None:
         mism = [i for i, (g, r) in enumerate(zip(got[s], ref[s])) if (g[1], g[2]) != (r[1], r[2])]
         assert not mism, f"{s}: {len(mism)} predictions differ from the reference run, " \
             f"first at {mism[0]}: {got[s][mism[0]]} vs {ref[s][mism[0]]}"
+
+
+def alerts_and_rankings(bootstrap: str, settings) -> dict:
+    """Committed drift alerts and rankings per stream, keyed like :func:`reference_outputs`."""
+    out: dict[str, list] = {}
+    for m in read_topic(bootstrap, settings.topics.drift, timeout_s=60, idle_s=2.0):
+        d = unpack(m)
+        out.setdefault("drift:" + d["stream"], []).append((d["level"], d["position"]))
+    for m in read_topic(bootstrap, settings.topics.rankings, timeout_s=60, idle_s=2.0):
+        d = unpack(m)
+        out.setdefault("rank:" + d["stream"], []).append(
+            (d["method"], d["features"], d["scores"], d["n_seen"]))
+    return out
+
+
+def assert_same_alerts_and_rankings(ref: dict, bootstrap: str, settings, streams: dict) -> None:
+    """Drift alerts and rankings equal the reference run: none lost, none twice, same values."""
+    got = alerts_and_rankings(bootstrap, settings)
+    n_alerts = n_rankings = 0
+    for s in streams:
+        for kind in ("drift:", "rank:"):
+            want, have = ref.get(kind + s, []), got.get(kind + s, [])
+            assert have == want, f"{kind}{s}: {len(have)} committed vs {len(want)} in the " \
+                f"reference run; first difference at " \
+                f"{next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))}"
+        n_alerts += len(ref.get("drift:" + s, []))
+        n_rankings += len(ref.get("rank:" + s, []))
+    assert n_rankings > 0, "the reference run published no ranking: the comparison is empty"

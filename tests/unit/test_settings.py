@@ -199,7 +199,10 @@ def test_bad_values_name_the_variable_and_the_fix():
     # learner choices are checked against the registry beside the other sections' problems
     found = dict(problems({"STREAMFOREST_TOPICS__PARTITIONS": "zero",
                            "STREAMFOREST_LEARNERS__PREDICTOR": "forest"}))
-    assert "unknown learner 'forest'; the predictors are: forgetful_forest" in found[
+    from models import registry
+
+    predictors = ", ".join(registry.names(role=registry.PREDICTOR))
+    assert f"unknown learner 'forest'; the predictors are: {predictors}" in found[
         "STREAMFOREST_LEARNERS__PREDICTOR"
     ]
     assert "valid integer" in found["STREAMFOREST_TOPICS__PARTITIONS"]

@@ -174,3 +174,60 @@ def test_topic_specs_compact_the_checkpoints():
     assert set(specs) == {s.topics.instances, s.topics.features, s.topics.predictions,
                           s.topics.drift, s.topics.rankings, s.topics.deadletter,
                           s.topics.checkpoints}
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the block ends: nothing listens there
+
+
+def _worker_without_brokers(startup_timeout_s: float):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
+    port = _closed_port()
+    env.update({"STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
+                "STREAMFOREST_WORKER__STARTUP_TIMEOUT_S": str(startup_timeout_s),
+                "STREAMFOREST_WORKER__METRICS_PORT": "0", "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen([sys.executable, "-m", "worker", "run"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return proc, port
+
+
+def test_unreachable_brokers_are_said_plainly_and_sigterm_ends_the_wait():
+    import signal
+    import time
+
+    proc, port = _worker_without_brokers(120)
+    time.sleep(5.0)  # well inside the startup bound: the worker is waiting for the brokers
+    assert proc.poll() is None
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=30)[0].decode()
+    assert time.monotonic() - t0 < 10, "SIGTERM took too long while waiting for the brokers"
+    assert proc.returncode == 1, out
+    assert f"cannot reach the Kafka brokers at 127.0.0.1:{port} (stopped while waiting" in out
+
+
+def test_unreachable_brokers_end_the_start_within_its_bound():
+    proc, port = _worker_without_brokers(3)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 1, out
+    assert f"cannot reach the Kafka brokers at 127.0.0.1:{port} (no answer within 3 s" in out
+    assert "STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS" in out
+
+
+def test_a_producer_fenced_again_and_again_ends_the_worker():
+    from worker.app import Worker, WorkerFailed
+    from worker.settings import load_settings
+
+    w = Worker(load_settings({"STREAMFOREST_WORKER__TRANSACTIONAL_ID": "shared-id"}))
+    w._check_fencing_loop()
+    w._check_fencing_loop()  # twice: a restart or a zombie, not yet a loop
+    with pytest.raises(WorkerFailed, match="another process uses transactional.id 'shared-id'"):
+        w._check_fencing_loop()

@@ -1,0 +1,364 @@
+"""Exactly once under faults, on the real broker: unexpected errors inside a batch, unusable
+checkpoints, missing or unfit topics, oversized inputs and outputs, a zombie transactional id,
+a deleted input topic, two groups sharing one checkpoints topic under compaction, and the
+stream cap across a restore."""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+import numpy as np
+import pytest
+from confluent_kafka.admin import ConfigResource, NewTopic
+from worker_support import (
+    WorkerProc,
+    assert_exact,
+    assert_same_alerts_and_rankings,
+    count_committed,
+    make_streams,
+    new_prefix,
+    produce_streams,
+    read_topic,
+    reference_outputs,
+    settings_from,
+    unpack,
+    wait_for,
+    worker_env,
+)
+
+from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET
+from worker.topics import create_topics
+
+pytestmark = pytest.mark.kafka
+
+FAST_GROUP = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
+
+
+def _env(bootstrap, prefix, member="w1", **over):
+    over.setdefault("KAFKA__EXTRA", FAST_GROUP)
+    over.setdefault("LEARNERS__RANKERS", "online_random_forest")
+    return worker_env(bootstrap, prefix, member, **over)
+
+
+def _run_until(env, tmp_path, name, bootstrap, topic, n, fault=None, timeout=180):
+    """A worker that runs until ``n`` predictions are committed, then gets SIGTERM."""
+    w = WorkerProc(env, tmp_path, name, fault=fault)
+    try:
+        wait_for(lambda: not w.alive() or count_committed(bootstrap, topic) >= n, timeout,
+                 f"{n} predictions from {name}", interval=1.0)
+    finally:
+        rc = w.terminate()
+    assert rc == 0, w.log()[-3000:]
+    return w
+
+
+def _source_offset(m) -> int:
+    return int(dict(m.headers())[SOURCE_OFFSET])
+
+
+def _manifests(bootstrap: str, topic: str, group: str) -> int:
+    """Manifest records of ``group`` still on the checkpoints topic (every partition)."""
+    prefix = b"m\x00" + group.encode() + b"\x00"
+    return sum((m.key() or b"").startswith(prefix)
+               for m in read_topic(bootstrap, topic, timeout_s=30, idle_s=1.0))
+
+
+def _refusals(w) -> list[str]:
+    return [e["reason"] for e in w.events("checkpoint refused")]
+
+
+def test_unexpected_errors_abort_the_batch_and_a_restart_is_exact(kafka_bootstrap, tmp_path):
+    prefix = new_prefix("raise")
+    env = _env(kafka_bootstrap, prefix)
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(3, 2000, seed=5)
+    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
+    ref = reference_outputs(settings, streams)
+    topic = settings.topics.predictions
+    seen = 0
+    # the 3rd batch raises after its outputs were produced in the open transaction, then the
+    # 2nd batch of the next process raises before its transaction begins
+    for fault in ("raise_after_begin=3", "raise_before_begin=2"):
+        w = WorkerProc(env, tmp_path, fault.split("=")[0], fault=fault)
+        rc = w.wait(180)
+        assert rc == 1, f"{fault}: expected exit status 1, got {rc}\n{w.log()[-3000:]}"
+        failed = w.events("worker failed: open transaction aborted, no checkpoint written; "
+                          "restart it to resume from the last committed checkpoint")
+        assert failed and "InjectedFault" in failed[0]["error"], w.log()[-3000:]
+        assert not w.events("checkpoint written")  # nothing checkpointed on the way out
+        now = count_committed(kafka_bootstrap, topic)
+        assert seen <= now < n
+        seen = now
+    final = WorkerProc(env, tmp_path, "final")
+    try:
+        preds = read_topic(kafka_bootstrap, topic, expected=n, timeout_s=240)
+    finally:
+        assert final.terminate() == 0, final.log()[-3000:]
+    assert len(preds) == n
+    assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
+
+
+def test_unusable_checkpoints_are_refused_and_outputs_stay_exact(kafka_bootstrap, tmp_path):
+    prefix = new_prefix("ckbad")
+    env = _env(kafka_bootstrap, prefix, CHECKPOINT__EVERY_INSTANCES="300")
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(2, 2400, seed=7)
+    topic, inp = settings.topics.predictions, settings.topics.instances
+    n = 0
+    # a good checkpoint, then a process whose every chunk is garbled, then one whose every
+    # chunk is left out; each later process must refuse them and still be exact
+    runs = [(0, 600, None), (600, 1200, "corrupt_chunk=1"), (1200, 1800, "drop_chunk=1"),
+            (1800, 2400, None)]
+    procs = []
+    for a, b, fault in runs:
+        n += produce_streams(kafka_bootstrap, inp, streams, start=a, stop=b)
+        procs.append(_run_until(env, tmp_path, fault or "plain", kafka_bootstrap, topic, n,
+                                fault=fault))
+    corrupt_reasons = _refusals(procs[2])
+    assert any("cannot be read" in r for r in corrupt_reasons), corrupt_reasons
+    dropped_reasons = _refusals(procs[3])
+    assert any("incomplete" in r for r in dropped_reasons), dropped_reasons
+    restored = procs[3].events("partition restored")
+    assert restored and all(e["start"] <= e["committed"] for e in restored)
+    ref = reference_outputs(settings, streams)
+    preds = read_topic(kafka_bootstrap, topic, expected=n, timeout_s=120)
+    assert len(preds) == n
+    assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
+
+
+def test_a_missing_or_unfit_checkpoints_topic_stops_the_start(kafka_bootstrap, tmp_path, admin):
+    prefix = new_prefix("cktopic")
+    env = _env(kafka_bootstrap, prefix)
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(2, 900, seed=8)
+    topic, ck = settings.topics.predictions, settings.topics.checkpoints
+    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams, stop=600)
+    _run_until(env, tmp_path, "first", kafka_bootstrap, topic, n)
+    admin.delete_topics([ck], operation_timeout=30)[ck].result()
+    wait_for(lambda: ck not in admin.list_topics(timeout=10).topics, 60, "topic deletion")
+    w = WorkerProc(env, tmp_path, "no-topic")
+    assert w.wait(90) == 2, w.log()[-3000:]
+    assert f"topic {ck} does not exist" in w.log() and "streamforest topics create" in w.log()
+    # what a producer's auto-creation would leave: one partition, cleanup.policy=delete
+    admin.create_topics([NewTopic(ck, 1, 1)])[ck].result()
+    w = WorkerProc(env, tmp_path, "auto-created")
+    assert w.wait(90) == 2, w.log()[-3000:]
+    assert "cleanup.policy=delete" in w.log()
+    admin.delete_topics([ck], operation_timeout=30)[ck].result()
+    wait_for(lambda: ck not in admin.list_topics(timeout=10).topics, 60, "topic deletion")
+    create_topics(settings)
+    # state is rebuilt from the input: replayed silently up to the committed offsets
+    n += produce_streams(kafka_bootstrap, settings.topics.instances, streams, start=600)
+    w = _run_until(env, tmp_path, "rebuilt", kafka_bootstrap, topic, n)
+    assert any(e["start"] == 0 and e["committed"] > 0 for e in w.events("partition restored"))
+    ref = reference_outputs(settings, streams)
+    preds = read_topic(kafka_bootstrap, topic, expected=n, timeout_s=120)
+    assert_exact(ref, preds, streams)
+
+
+def _instance(stream, i, x, y):
+    return msgpack.packb({"v": 1, "stream": stream, "id": i, "ts": 1_000_000 + i, "x": x, "y": y})
+
+
+def test_oversized_inputs_and_outputs_are_dead_lettered_and_nothing_stalls(kafka_bootstrap,
+                                                                           tmp_path):
+    from worker.dev.produce import make_producer
+
+    prefix = new_prefix("big")
+    # the label cap is raised so that a prediction (it lists the stream's classes) outgrows the
+    # predictions topic's default 1 MB limit: it must be dead-lettered, not stall the partition
+    env = _env(kafka_bootstrap, prefix, WORKER__MAX_LABEL_LENGTH="700000",
+               TOPICS__PARTITIONS="1", LEARNERS__BATCH_SIZE="10")
+    settings = settings_from(env)
+    create_topics(settings)
+    rng = np.random.default_rng(3)
+    huge = ["".join(rng.choice(list("abcdef"), 600_000)) + str(k) for k in range(2)]
+    p = make_producer(kafka_bootstrap)
+    inp = settings.topics.instances
+    # 1. a 600 KB label under the default label cap: refused at decode
+    small = worker_env(kafka_bootstrap, prefix, "x")  # default caps, for the expected codes
+    assert settings_from(small).worker.max_label_length < 600_000
+    # 2. 500 features with 1 KB names: over the name-length cap
+    wide = {("f" * 1000) + str(k): float(k) for k in range(500)}
+    p.produce(inp, msgpack.packb({"v": 1, "stream": "wide", "id": 0, "ts": 1, "x": wide, "y": 0}),
+              b"wide")
+    # 3. a stream whose two classes are 600 KB labels: its predictions list both classes
+    for i in range(30):
+        p.produce(inp, _instance("huge", i, [float(i % 2), 1.0], huge[i % 2]), b"huge")
+    # 4. a plain stream after them: must be predicted in full
+    for i in range(200):
+        p.produce(inp, _instance("plain", i, [float(i % 3), 0.5], i % 2), b"plain")
+    p.flush(60)
+    w = WorkerProc(env, tmp_path, "big")
+    try:
+        wait_for(lambda: sum(unpack(m)["stream"] == "plain"
+                             for m in read_topic(kafka_bootstrap, settings.topics.predictions,
+                                                 idle_s=1.0)) >= 200,
+                 180, "the plain stream's predictions", interval=2.0)
+    finally:
+        assert w.terminate() == 0, w.log()[-3000:]
+    dead = read_topic(kafka_bootstrap, settings.topics.deadletter, idle_s=2.0)
+    codes = [dict(m.headers() or [])[ERROR_CODE].decode() for m in dead]
+    assert codes.count("too_long") == 1  # the 1 KB feature names
+    assert "output_too_large" in codes
+    preds = [unpack(m) for m in read_topic(kafka_bootstrap, settings.topics.predictions,
+                                           idle_s=1.0)]
+    huge_ids = {d["id"] for d in preds if d["stream"] == "huge"}
+    too_large = [_source_offset(m) for m, c in zip(dead, codes) if c == "output_too_large"]
+    # every instance of the huge stream is either predicted or dead-lettered, never both
+    assert len(huge_ids) + len(too_large) == 30 and len(too_large) > 0
+    assert not w.events("transaction aborted, rewinding")
+
+
+def test_at_least_once_commits_only_delivered_outputs(kafka_bootstrap, make_topic,
+                                                      unique_group):
+    from confluent_kafka import Consumer, TopicPartition
+
+    from worker.kafka_io import AbortableError, AtLeastOnceProducer
+
+    prefix = new_prefix("alo")
+    settings = settings_from(_env(kafka_bootstrap, prefix, WORKER__EXACTLY_ONCE="false"))
+    small = make_topic(1, {"max.message.bytes": "2000"})  # refuses what the producer sends
+    source = make_topic(1)
+    group = unique_group()
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        producer = AtLeastOnceProducer(settings, lambda: consumer)
+        producer.begin()
+        producer.produce(small, np.random.default_rng(1).bytes(5000), b"k")  # incompressible
+        producer.send_offsets([TopicPartition(source, 0, 10)], None)
+        with pytest.raises(AbortableError, match="not delivered"):
+            producer.commit()
+        committed = consumer.committed([TopicPartition(source, 0)], timeout=10)[0]
+        assert committed.offset < 0  # nothing committed for the undelivered output
+        producer.begin()
+        producer.produce(small, b"y" * 100, b"k")
+        producer.send_offsets([TopicPartition(source, 0, 10)], None)
+        producer.commit()
+        assert consumer.committed([TopicPartition(source, 0)], timeout=10)[0].offset == 10
+    finally:
+        consumer.close()
+
+
+def test_two_groups_share_input_and_checkpoints_under_compaction(kafka_bootstrap, tmp_path,
+                                                                 admin):
+    a_prefix, b_prefix = new_prefix("grpa"), new_prefix("grpb")
+    env_a = _env(kafka_bootstrap, a_prefix, "a1", CHECKPOINT__EVERY_INSTANCES="200")
+    sa = settings_from(env_a)
+    # group B reads A's input and writes checkpoints to A's checkpoints topic; same stream ids
+    env_b = _env(kafka_bootstrap, b_prefix, "b1", CHECKPOINT__EVERY_INSTANCES="200",
+                 TOPICS__INSTANCES=sa.topics.instances, TOPICS__CHECKPOINTS=sa.topics.checkpoints,
+                 LEARNERS__PREDICTOR="forgetful_forest")
+    sb = settings_from(env_b)
+    create_topics(sa)
+    create_topics(sb)
+    # compaction as eager as the broker allows: segments roll every 100 ms, any dirt cleans
+    res = ConfigResource(ConfigResource.Type.TOPIC, sa.topics.checkpoints,
+                         set_config={"segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+                                     "cleanup.policy": "compact", "delete.retention.ms": "100"})
+    admin.alter_configs([res])[res].result()
+    streams = make_streams(3, 1800, seed=11)
+    n = produce_streams(kafka_bootstrap, sa.topics.instances, streams, stop=900)
+    for env, s in ((env_a, sa), (env_b, sb)):
+        _run_until(env, tmp_path, s.kafka.group_id, kafka_bootstrap, s.topics.predictions, n)
+    # the cleaner (15 s backoff) must have compacted both groups' superseded manifests away
+    ck = sa.topics.checkpoints
+    wait_for(lambda: all(_manifests(kafka_bootstrap, ck, s.kafka.group_id) <= 2 for s in (sa, sb)),
+             90, "compaction of the checkpoints topic", interval=3.0)
+    n += produce_streams(kafka_bootstrap, sa.topics.instances, streams, start=900)
+    wa = WorkerProc(env_a, tmp_path, "a-again")
+    wb = WorkerProc(env_b, tmp_path, "b-again")
+    try:
+        for s in (sa, sb):
+            preds = read_topic(kafka_bootstrap, s.topics.predictions, expected=n, timeout_s=240)
+            assert len(preds) == n
+            assert_exact(reference_outputs(s, streams), preds, streams)
+    finally:
+        assert wa.terminate() == 0, wa.log()[-3000:]
+        assert wb.terminate() == 0, wb.log()[-3000:]
+    for w in (wa, wb):
+        restored = [e for e in w.events("partition restored") if e["committed"]]
+        assert restored and all(e["checkpoint_offset"] == e["committed"] for e in restored)
+        assert not _refusals(w)
+
+
+def test_a_deleted_input_topic_ends_the_worker(kafka_bootstrap, tmp_path, admin):
+    prefix = new_prefix("gone")
+    env = _env(kafka_bootstrap, prefix, WORKER__STARTUP_TIMEOUT_S="5")
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(1, 300, seed=2)
+    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
+    w = WorkerProc(env, tmp_path, "gone")
+    try:
+        wait_for(lambda: count_committed(kafka_bootstrap, settings.topics.predictions) >= n, 120,
+                 "predictions")
+        inp = settings.topics.instances
+        admin.delete_topics([inp], operation_timeout=30)[inp].result()
+        rc = w.wait(90)
+    finally:
+        w.kill()
+    assert rc == 1, w.log()[-3000:]
+    assert "has been unknown" in w.log() or "fatal consumer error" in w.log(), w.log()[-3000:]
+
+
+def test_members_sharing_a_transactional_id_stay_exact(kafka_bootstrap, tmp_path):
+    """Two members given the same transactional id (as two containers with the same hostname
+    and PID 1 would derive): outputs stay exact, and a member that finds itself fenced again
+    and again exits saying why (the loop detection itself is unit-tested)."""
+    prefix = new_prefix("zombie")
+    over = {"WORKER__TRANSACTIONAL_ID": f"{prefix}-same", "CHECKPOINT__EVERY_INSTANCES": "100"}
+    env1 = _env(kafka_bootstrap, prefix, "z1", **over)
+    env2 = _env(kafka_bootstrap, prefix, "z2", **over)
+    settings = settings_from(env1)
+    create_topics(settings)
+    streams = make_streams(4, 2000, seed=4)
+    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams, stop=400)
+    w1 = WorkerProc(env1, tmp_path, "z1")
+    w2 = WorkerProc(env2, tmp_path, "z2")
+    try:
+        for a in range(400, 2000, 100):  # keep both members busy: every batch is a transaction
+            n += produce_streams(kafka_bootstrap, settings.topics.instances, streams, start=a,
+                                 stop=a + 100)
+            time.sleep(0.5)
+        preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n,
+                           timeout_s=180)
+    finally:
+        for w in (w1, w2):
+            if w.alive():
+                assert w.terminate() == 0, w.log()[-3000:]
+    for w in (w1, w2):
+        if w.proc.returncode != 0:
+            assert w.proc.returncode == 1
+            assert "another process uses transactional.id" in w.log(), w.log()[-3000:]
+    assert_exact(reference_outputs(settings, streams), preds, streams)
+
+
+def test_the_stream_cap_is_the_same_after_a_restore(kafka_bootstrap, tmp_path):
+    prefix = new_prefix("cap")
+    env = _env(kafka_bootstrap, prefix, LEARNERS__MAX_STREAMS="2", TOPICS__PARTITIONS="1",
+               CHECKPOINT__EVERY_INSTANCES="300")
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(4, 1200, seed=9)
+    n_all = produce_streams(kafka_bootstrap, settings.topics.instances, streams, interleave=40)
+    admitted = ["stream-0", "stream-1"]  # the first two streams the partition saw
+    n = sum(len(streams[s][1]) for s in admitted)
+    w = WorkerProc(env, tmp_path, "cap-crash", fault="crash_after_commit=4")
+    assert w.wait(180) == -9, w.log()[-3000:]
+    _run_until(env, tmp_path, "cap-final", kafka_bootstrap, settings.topics.predictions, n)
+    preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n, timeout_s=60)
+    kept = {s: streams[s] for s in admitted}
+    assert_exact(reference_outputs(settings, kept), preds, kept)
+    dead = read_topic(kafka_bootstrap, settings.topics.deadletter, expected=n_all - n,
+                      timeout_s=60)
+    offsets = [_source_offset(m) for m in dead]
+    assert len(dead) == n_all - n and len(set(offsets)) == len(offsets)
+    assert {dict(m.headers())[ERROR_CODE] for m in dead} == {b"stream_cap"}

@@ -1,0 +1,107 @@
+"""Checks a worker makes before it joins its group: brokers reachable, topics fit for the job.
+
+A worker that starts against brokers it cannot reach, an input topic that does not exist, or
+a checkpoints topic the broker created on its own (one partition, ``cleanup.policy=delete``:
+checkpoints expire with retention and restores fail) would otherwise retry forever or lose
+state later. :func:`preflight` fails fast instead, with a message that says what to fix:
+
+* the brokers answer a metadata request within ``worker.startup_timeout_s`` (asked in short
+  rounds, so SIGTERM ends the wait at once): :class:`BrokersUnreachable`;
+* the instances, output and dead-letter topics exist, the checkpoints topic is compacted and
+  has at least as many partitions as the instances topic: :class:`TopicProblem`.
+
+It also reads each output topic's ``max.message.bytes``, the largest record the broker will
+take (:attr:`Preflight.max_bytes`): outputs that would exceed it are dead-lettered with reason
+``output_too_large`` instead of failing the transaction forever.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from .topics import admin_config
+
+#: the broker's default ``message.max.bytes`` (Kafka 4.x), for topics that do not say
+BROKER_DEFAULT_MAX_BYTES = 1_048_588
+
+
+class BrokersUnreachable(RuntimeError):
+    """No broker answered within the startup timeout."""
+
+
+class TopicProblem(RuntimeError):
+    """A topic is missing or unfit (the message says which and how to fix it)."""
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What the checks found: partitions of the input topic, output topics' record limits."""
+
+    partitions: int
+    max_bytes: dict[str, int]
+
+
+def _metadata(admin: AdminClient, bootstrap: str, timeout_s: float, stopping):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline and not stopping():
+        try:
+            return admin.list_topics(timeout=min(2.0, max(0.1, deadline - time.monotonic())))
+        except KafkaException as exc:
+            last = exc
+    why = "stopped while waiting" if stopping() else f"no answer within {timeout_s:g} s"
+    raise BrokersUnreachable(f"cannot reach the Kafka brokers at {bootstrap} ({why}"
+                             f"{'; last error: ' + str(last.args[0]) if last else ''}); check "
+                             "STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS and the network")
+
+
+def _topic_configs(admin: AdminClient, names: list[str], timeout_s: float) -> dict[str, dict]:
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in names]
+    out = {}
+    for res, fut in admin.describe_configs(resources, request_timeout=timeout_s).items():
+        out[res.name] = {k: v.value for k, v in fut.result(timeout=timeout_s).items()}
+    return out
+
+
+def check_topics(settings, topics_md, configs: dict[str, dict]) -> list[str]:
+    """Problems of the worker's topics as described by ``topics_md`` and ``configs``."""
+    t = settings.topics
+    hint = "create them with `streamforest topics create` (or your own tooling)"
+    missing = [n for n in (t.instances, t.predictions, t.drift, t.rankings, t.deadletter,
+                           t.checkpoints) if n not in topics_md]
+    problems = [f"topic {n} does not exist; {hint}" for n in missing]
+    if t.checkpoints in topics_md:
+        policy = configs.get(t.checkpoints, {}).get("cleanup.policy", "")
+        if "compact" not in policy:
+            problems.append(
+                f"topic {t.checkpoints} has cleanup.policy={policy or 'delete'}: checkpoints "
+                "need a compacted topic (an auto-created topic is not one); delete it and "
+                "create it with `streamforest topics create`")
+        if t.instances in topics_md:
+            n_in = len(topics_md[t.instances].partitions)
+            n_ck = len(topics_md[t.checkpoints].partitions)
+            if n_ck < n_in:
+                problems.append(f"topic {t.checkpoints} has {n_ck} partitions but {t.instances} "
+                                f"has {n_in}: it needs at least as many")
+    return problems
+
+
+def preflight(settings, stopping=lambda: False, admin: AdminClient | None = None) -> Preflight:
+    """Run the checks of the module doc; raise :class:`BrokersUnreachable` or :class:`TopicProblem`."""
+    t = settings.topics
+    w = settings.worker
+    admin = admin or AdminClient(admin_config(settings))
+    md = _metadata(admin, settings.kafka.bootstrap_servers, w.startup_timeout_s, stopping)
+    outputs = [n for n in (t.predictions, t.drift, t.rankings, t.deadletter) if n in md.topics]
+    present = outputs + ([t.checkpoints] if t.checkpoints in md.topics else [])
+    configs = _topic_configs(admin, present, w.startup_timeout_s) if present else {}
+    problems = check_topics(settings, md.topics, configs)
+    if problems:
+        raise TopicProblem("; ".join(problems))
+    max_bytes = {n: int(configs[n].get("max.message.bytes") or BROKER_DEFAULT_MAX_BYTES)
+                 for n in outputs}
+    return Preflight(len(md.topics[t.instances].partitions), max_bytes)
