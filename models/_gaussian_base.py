@@ -142,10 +142,12 @@ class GaussianLearner(Learner):
     # ------------------------------------------------------------------ state
 
     def _extra_state(self) -> dict:
-        return {"classes": list(self._classes.classes)}
+        return {"classes": list(self._classes.classes),
+                "pending_mask": getattr(self, "_pending_mask", None)}
 
     def _load_extra_state(self, extra: dict) -> None:
         self._classes = ClassIndex(extra.get("classes", ()))
+        self._pending_mask = extra.get("pending_mask")
 
     def _check_gaussians(self, n: int) -> None:
         """Estimator arrays are ``(n, F, K)`` with ``K`` at least the known classes."""

@@ -188,12 +188,12 @@ class ABFS(Learner):
         and retrained on :meth:`window` (the reference does this at the drift row)."""
         return self._retrain
 
-    def window(self) -> tuple[np.ndarray, list]:
-        """The last ``grace_period`` rows learned (oldest first) and their labels."""
+    def window(self) -> tuple[np.ndarray, np.ndarray]:
+        """The last ``grace_period`` rows learned (oldest first) and their class indices
+        (labels: ``[classes[k] for k in codes]``), for retraining after a drift."""
         if not self._arrays:
-            return np.zeros((0, 0)), []
-        X, codes = self._window_codes()
-        return X, self._classes.decode(codes)
+            return np.zeros((0, 0)), np.zeros(0, np.int64)
+        return self._window_codes()
 
     def _window_codes(self) -> tuple[np.ndarray, np.ndarray]:
         a = self._arrays

@@ -56,9 +56,10 @@ def test_selection_events_name_the_added_feature_and_report_retrain():
     assert not model.retrain
     model.learn_many(X[SWITCH:], y[SWITCH:])
     assert model.retrain
-    WX, wy = model.window()
-    assert WX.shape == (100, 10) and len(wy) == 100
+    WX, codes = model.window()
+    assert WX.shape == (100, 10) and codes.shape == (100,)
     np.testing.assert_array_equal(WX[-1], X[-1])
+    assert [model.classes[k] for k in codes] == list(y[-100:])
 
 
 def test_importances_are_layer_accuracies_and_selected_covers_all_before_selection():
