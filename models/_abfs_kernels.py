@@ -73,6 +73,110 @@ def _free_detector(n, layer_detector, n_detectors):
     return -1
 
 
+@njit(inline="always")
+def _push_window(x, k, win_X, win_y, win_meta):
+    """Add a row to the ring of the last ``grace_period`` rows."""
+    G = win_y.shape[0]
+    slot = win_meta[1]
+    win_X[slot, :] = x
+    win_y[slot] = k
+    win_meta[1] = (slot + 1) % G
+    if win_meta[0] < G:
+        win_meta[0] += 1
+
+
+@njit(inline="always")
+def _boost(x, k, lam, omega, bole, ensemble_norm, total_weight, n_layers, layer_feature,
+           layer_threshold, layer_class, layer_sc, layer_sw, layer_detector, order, det1,
+           val1, out1, ad_settings, ad_arrays):
+    """One row through the layers; returns ``(lambda, position in order of a drifting
+    layer or -1)``. BOLE visits the worst untried layer after a miss and the best untried
+    one after a hit; Oza visits them in creation order."""
+    L = n_layers
+    if bole:
+        _order_by_accuracy(L, layer_sc, layer_sw, order)
+    else:
+        for j in range(L):
+            order[j] = j
+    ad_total = ad_arrays[4]
+    ad_width = ad_arrays[6]
+    ad_drift = ad_arrays[8]
+    lo = 0
+    hi = L - 1
+    correct = False
+    for n in range(L):
+        if not bole:
+            pos = n
+        elif correct:
+            pos = hi
+            hi -= 1
+        else:
+            pos = lo
+            lo += 1
+        j = order[pos]
+        side = 0 if x[layer_feature[j]] <= layer_threshold[j] else 1
+        correct = layer_class[j, side] == k
+        # OzaBoost with Assis' omega: lambda *= omega (sc + sw) / (2 sc) on a hit,
+        # omega (sc + sw) / (2 sw) on a miss (N in place of sc + sw for BOLE's "ensemble")
+        if correct:
+            layer_sc[j] += lam
+        else:
+            layer_sw[j] += lam
+        norm = total_weight if ensemble_norm else layer_sc[j] + layer_sw[j]
+        lam *= omega * norm / (2.0 * (layer_sc[j] if correct else layer_sw[j]))
+        # the layer's ADWIN watches its 0/1 error; like MOA's ADWINChangeDetector only a
+        # rise of the error rate counts as a change
+        d = layer_detector[j]
+        before = ad_total[d] / ad_width[d] if ad_width[d] > 0.0 else 0.0
+        det1[0] = d
+        val1[0] = 0.0 if correct else 1.0
+        _adwin_update(det1, val1, 0, out1, *ad_settings, *ad_arrays)
+        if out1[0]:
+            after = ad_total[d] / ad_width[d] if ad_width[d] > 0.0 else 0.0
+            if after > before:
+                return lam, pos
+            # a fall of the error is no feature drift; MOA's ADWIN then goes on with the
+            # shrunk window, where river's (ours) would restart at the next value
+            ad_drift[d] = False
+    return lam, -1
+
+
+@njit(inline="always")
+def _train_candidate(x, k, lam, grace, threshold, n_splits, selected, cand_counts, g_w,
+                     g_mean, g_m2, g_min, g_max, scalars, left, right, best_left,
+                     best_right):
+    """The candidate stump learns the row with weight ``lambda`` (selected features are
+    missing for it); every ``grace`` of weight it looks for the unselected feature of
+    highest information gain above ``threshold``. Returns ``(feature or -1, threshold,
+    merit)``; the winner's class weights below/above are left in ``best_left/right``."""
+    scalars[0] += lam
+    cand_counts[k] += lam
+    F = x.shape[0]
+    for f in range(F):
+        if selected[f] == 0:
+            hs.gaussian_update(g_w, g_mean, g_m2, g_min, g_max, 0, f, k, x[f], lam)
+    if scalars[0] - scalars[1] < grace:
+        return -1, 0.0, 0.0
+    scalars[1] = scalars[0]
+    best = -math.inf
+    best_f = -1
+    best_t = 0.0
+    for f in range(F):
+        if selected[f] != 0:
+            continue
+        m, t = hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, 0, f, cand_counts,
+                                     n_splits, 0.01, left, right, best_left, best_right)
+        if m > best and m > threshold:  # the first feature of the highest gain wins
+            best = m
+            best_f = f
+            best_t = t
+    if best_f < 0 or best == 0.0:
+        return -1, 0.0, 0.0
+    hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, 0, best_f, cand_counts,
+                          n_splits, 0.01, left, right, best_left, best_right)
+    return best_f, best_t, best
+
+
 @njit
 def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_splits,
               layer_feature, layer_threshold, layer_class, layer_sc, layer_sw, layer_detector,
@@ -80,7 +184,6 @@ def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_sp
               g_max, scalars, win_X, win_y, win_meta, n_seen, ad_settings, ad_arrays):
     """Run the selector over rows ``start, ...`` until the batch ends or something changes."""
     K = cand_counts.shape[0]
-    F = X.shape[1]
     det1 = np.zeros(1, np.int64)
     val1 = np.zeros(1)
     out1 = np.zeros(1, np.bool_)
@@ -89,9 +192,6 @@ def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_sp
     best_left = np.zeros(K)
     best_right = np.zeros(K)
     ad_rows = ad_arrays[3]
-    ad_total = ad_arrays[4]
-    ad_width = ad_arrays[6]
-    ad_drift = ad_arrays[8]
     capacity = ad_arrays[0].shape[1]
     i = start
     while i < X.shape[0]:
@@ -101,103 +201,35 @@ def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_sp
                 return i, GROW, layer_detector[j]
         x = X[i]
         k = y[i]
-        lam = w[i]
-        # the window of the last grace_period rows (the reference adds the row first)
-        G = win_y.shape[0]
-        slot = win_meta[1]
-        for f in range(F):
-            win_X[slot, f] = x[f]
-        win_y[slot] = k
-        win_meta[1] = (slot + 1) % G
-        if win_meta[0] < G:
-            win_meta[0] += 1
-        scalars[2] += lam
+        _push_window(x, k, win_X, win_y, win_meta)  # the reference adds the row first
+        scalars[2] += w[i]
         n_seen[0] += 1
         i += 1
-        if bole:
-            _order_by_accuracy(L, layer_sc, layer_sw, order)
-        else:
-            for j in range(L):
-                order[j] = j
-        # boosting through the layers; BOLE visits the worst untried layer after a miss
-        # and the best untried one after a hit
-        lo = 0
-        hi = L - 1
-        correct = False
-        for n in range(L):
-            if bole:
-                if correct:
-                    pos = hi
-                    hi -= 1
-                else:
-                    pos = lo
-                    lo += 1
-            else:
-                pos = n
-            j = order[pos]
-            side = 0 if x[layer_feature[j]] <= layer_threshold[j] else 1
-            correct = layer_class[j, side] == k
-            if correct:
-                layer_sc[j] += lam
-            else:
-                layer_sw[j] += lam
-            norm = scalars[2] if ensemble_norm else layer_sc[j] + layer_sw[j]
-            lam *= omega * norm / (2.0 * (layer_sc[j] if correct else layer_sw[j]))
-            # the layer's ADWIN watches its 0/1 error; like MOA's ADWINChangeDetector only
-            # a rise of the error rate counts as a change
-            d = layer_detector[j]
-            before = ad_total[d] / ad_width[d] if ad_width[d] > 0.0 else 0.0
-            det1[0] = d
-            val1[0] = 0.0 if correct else 1.0
-            _adwin_update(det1, val1, 0, out1, *ad_settings, *ad_arrays)
-            if out1[0]:
-                after = ad_total[d] / ad_width[d] if ad_width[d] > 0.0 else 0.0
-                if after > before:
-                    return i, DRIFT, pos
-                # a fall of the error is no feature drift; MOA's ADWIN then goes on with
-                # the shrunk window, where river's (ours) would restart at the next value
-                ad_drift[d] = False
+        lam, drifted = _boost(x, k, w[i - 1], omega, bole, ensemble_norm, scalars[2], L,
+                              layer_feature, layer_threshold, layer_class, layer_sc,
+                              layer_sw, layer_detector, order, det1, val1, out1, ad_settings,
+                              ad_arrays)
+        if drifted >= 0:
+            return i, DRIFT, drifted
         if lam <= 0.0:
             continue
-        # the candidate stump learns the row with the boosted weight, selected features
-        # being missing for it
-        scalars[0] += lam
-        cand_counts[k] += lam
-        for f in range(F):
-            if selected[f] == 0:
-                hs.gaussian_update(g_w, g_mean, g_m2, g_min, g_max, 0, f, k, x[f], lam)
-        if scalars[0] - scalars[1] < grace:
+        f, t, merit = _train_candidate(x, k, lam, grace, threshold, n_splits, selected,
+                                       cand_counts, g_w, g_mean, g_m2, g_min, g_max, scalars,
+                                       left, right, best_left, best_right)
+        if f < 0:
             continue
-        scalars[1] = scalars[0]
-        best = -math.inf
-        best_f = -1
-        best_t = 0.0
-        for f in range(F):
-            if selected[f] != 0:
-                continue
-            m, t = hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, 0, f, cand_counts,
-                                         n_splits, 0.01, left, right, best_left, best_right)
-            if m > best and m > threshold:
-                best = m
-                best_f = f
-                best_t = t
-        if best_f < 0 or best == 0.0:
-            continue
-        hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, 0, best_f, cand_counts,
-                              n_splits, 0.01, left, right, best_left, best_right)
-        j = L
-        layer_feature[j] = best_f
-        layer_threshold[j] = best_t
-        layer_class[j, 0] = hs.first_argmax(best_left)
-        layer_class[j, 1] = hs.first_argmax(best_right)
-        layer_sc[j] = 0.0
-        layer_sw[j] = 0.0
-        layer_merit[j] = best
-        layer_detector[j] = _free_detector(L, layer_detector, ad_total.shape[0])
+        layer_feature[L] = f
+        layer_threshold[L] = t
+        layer_class[L, 0] = hs.first_argmax(best_left)
+        layer_class[L, 1] = hs.first_argmax(best_right)
+        layer_sc[L] = 0.0
+        layer_sw[L] = 0.0
+        layer_merit[L] = merit
+        layer_detector[L] = _free_detector(L, layer_detector, ad_arrays[4].shape[0])
         n_layers[0] = L + 1
-        selected[best_f] = 1
+        selected[f] = 1
         restart_candidate(cand_counts, g_w, g_mean, g_m2, g_min, g_max, scalars)
-        return i, SELECTED, j
+        return i, SELECTED, L
     return i, DONE, -1
 
 
