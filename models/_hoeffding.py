@@ -83,7 +83,10 @@ def gaussian_cdf(x, mean, variance):
     """``P(X <= x)`` for ``X ~ N(mean, variance)``; 0 when the variance is 0 (river)."""
     if variance <= 0.0:
         return 0.0
-    return 0.5 * (1.0 + math.erf((x - mean) / (math.sqrt(variance) * _SQRT2)))
+    # river's order of operations (z first, then z / sqrt 2), so split weights agree bit
+    # for bit and split attempts land on the same rows
+    z = (x - mean) / variance ** 0.5
+    return 0.5 * (1.0 + math.erf(z / _SQRT2))
 
 
 @njit(inline="always")
