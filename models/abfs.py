@@ -93,6 +93,18 @@ class ABFS(Learner):
         stump predicts the first of equally weighted classes, so the order (MOA: the ARFF
         header's) decides ties, which are frequent with many balanced classes.
 
+    Notes
+    -----
+    * Numeric features only: MOA's stumps split nominal attributes multiway; here every
+      column is a number (Electricity's ``day`` included).
+    * Each layer's ADWIN is a detector of :class:`models.adwin.ADWINBank` (river's
+      semantics, delta ``adwin_delta``), driven from the kernel. A detection where the
+      error *fell* is not a feature drift (MOA's ``ADWINChangeDetector``); the detector
+      then keeps its shrunk window, as MOA's ADWIN does, instead of restarting.
+    * For the worker, :meth:`selected` is the subset the predictor sees (unselected columns
+      read as 0); :class:`ABFSClassifier` filters as the reference code does instead
+      (unselected columns are missing for the downstream learner).
+
     Examples
     --------
     Feature 2 decides the class; the selector finds it and names it in an event:
