@@ -257,7 +257,7 @@ def main(argv=None) -> int:
         lines += [f"* {c}" for c in checks]
         lines.append("\nThe MOA flavour is slower than river's because MOA multiplies naive "
                      "Bayes densities in linear space (one `exp` per class and feature); its "
-                     "accuracy is MOA's to within 0.6 points (equal on hyperplane). MOA's "
+                     "accuracy is MOA's to within 0.03 points (table below). MOA's "
                      "wall-clock rate moves most between runs on the shared machine (another "
                      "run of this benchmark: MOA 56k rows/s on hyperplane and 97k on "
                      "Electricity, giving HT 15.9x / 10.0x MOA, 33.1x / 26.7x river, and "
