@@ -40,6 +40,7 @@ import logging
 import signal
 import time
 from collections import deque
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
@@ -49,6 +50,7 @@ from schemas.checkpoint import StreamCheckpoint
 from . import __version__
 from . import checkpoint as ckpt
 from .batch import BatchDecoder, Caps, OutputEncoder
+from .committer import Committer
 from .faults import Faults
 from .kafka_io import (
     AbortableError,
@@ -154,6 +156,8 @@ class Worker:
         self._unknown_since: float | None = None
         self._last_gauges = 0.0
         self.watchdog = Watchdog(settings.worker.shutdown_timeout_s)
+        # a commit is two transaction calls, each bounded by shutdown_timeout_s, plus retries
+        self._commit_bound = 3 * settings.worker.shutdown_timeout_s
         self._batch_bytes: int | None = None  # below the output topics' record limit
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -309,8 +313,20 @@ class Worker:
         self.metrics.consecutive_aborts.set(self._aborts_in_row)
 
     def _rebuild_producer(self) -> None:
+        """A new producer; retried while the brokers recover (within the startup bound)."""
         self.metrics.producer_rebuilds.inc()
-        self._new_producer()
+        deadline = time.monotonic() + self.settings.worker.startup_timeout_s
+        while True:
+            try:
+                self._new_producer()
+                return
+            except (AbortableError, FatalProducerError) as exc:
+                if time.monotonic() > deadline or self.stopping:
+                    raise WorkerFailed(f"no producer could be made: {exc}") from exc
+                event(log, logging.WARNING, "making a new producer failed, retrying",
+                      error=str(exc))
+                self.producer = None
+                time.sleep(1.0)
 
     def _check_fencing_loop(self) -> None:
         """Fenced again and again: another process uses our transactional id (exit)."""
@@ -329,9 +345,31 @@ class Worker:
         pending, self._pending = self._pending, None
         if pending is not None:
             try:
-                pending[0].result()
+                self._wait_commit(pending[0])
             except Exception:  # noqa: BLE001 (everything is rewound anyway)
                 pass
+
+    def _wait_commit(self, future) -> None:
+        """The commit's outcome, within a bound.
+
+        librdkafka's transaction calls can block past their own timeouts while the
+        coordinator is away (seen with a broker killed and restarted mid-commit). Past the
+        bound the producer is given up: a new one with the same transactional id fences it
+        (its transaction is aborted by the coordinator), and the partitions are rewound.
+        """
+        try:
+            future.result(timeout=self._commit_bound)
+        except FutureTimeout:
+            self._give_up_producer()
+            raise FatalProducerError(f"the transaction commit did not end within "
+                                     f"{self._commit_bound:g} s") from None
+
+    def _give_up_producer(self) -> None:
+        """Leave a producer stuck in a call to its thread; the next one fences it."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+        self.producer = None  # not closed: closing would block on the same call
 
     def _rewind(self) -> None:
         """Drop in-memory state of every partition and restore it from checkpoint + replay."""
@@ -529,11 +567,9 @@ class Worker:
         self._pending = (self._committer().submit(_send_and_commit, producer, offsets, metadata),
                          offsets, t0)
 
-    def _committer(self):
+    def _committer(self) -> Committer:
         if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="streamforest-commit")
+            self._executor = Committer()
         return self._executor
 
     def _settle(self) -> None:
@@ -541,7 +577,7 @@ class Worker:
         pending, self._pending = self._pending, None
         if pending is not None:
             future, offsets, t0 = pending
-            future.result()
+            self._wait_commit(future)
             self._committed(offsets, t0)
 
     def settle(self) -> None:
