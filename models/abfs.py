@@ -180,15 +180,13 @@ class ABFS(Learner):
         return [int(f) for f in self._arrays["layer_feature"][:n]]
 
     def selected(self) -> list[int]:
-        """The columns the predictor should see, in selection order.
+        """The selected columns in selection order (the selector role's surface).
 
-        All columns (ascending) while no feature is selected: before the first selection,
-        and after a drift removed every layer. Empty before the first batch.
+        Empty while no feature is selected (before the first selection, and after a drift
+        removed every layer): the predictor then sees every column, as in the reference
+        code, which filters nothing until a layer exists.
         """
-        chosen = self.layers()
-        if chosen or not self._arrays:
-            return chosen
-        return list(range(self.n_features))
+        return self.layers()
 
     def events(self) -> list[LearnerEvent]:
         """``feature_drift`` and ``selection`` events of the last :meth:`learn_many`."""

@@ -12,11 +12,16 @@ A spec declares
   detectors watch a per-row loss in ``[0, 1]`` and serve both;
 * ``roles``: :data:`PREDICTOR` (``learn_many``, ``predict_many``, and for classifiers
   ``predict_proba_many`` and ``classes``), :data:`RANKER` (``learn_many``, ``importances()``),
-  :data:`SELECTOR` (``learn_many``, ``selected()``: the columns the predictor sees) and
+  :data:`SELECTOR` (``learn_many``, ``selected()``: the chosen columns in selection order,
+  empty while none is chosen; the predictor sees those, or every column when none) and
   :data:`DETECTOR` (``update_many`` over the loss sequence);
 * ``rankings``: which ``importances()`` keys it publishes, and under which ranking method;
 * ``events``: the kinds of :class:`~models.base.LearnerEvent` its ``events()`` reports
-  after a ``learn_many`` (none: ``events()`` is never asked);
+  after a ``learn_many`` (none: ``events()`` is never asked); ``alerts``: the kinds the
+  worker publishes as drift alerts (``None``: all of them);
+* ``retrains``: a selector whose ``retrain`` flag, after a ``learn_many``, asks for the
+  predictor to be rebuilt and trained on its ``window()`` (``(X, class indices)``), as the
+  reference ABFS code does after a feature drift;
 * ``warnings``: a detector that also flags warning zones
   (``update_many(x, return_warnings=True)`` and ``warning_detected``);
 * ``defaults``: constructor arguments the worker uses beyond the class defaults;
@@ -79,6 +84,8 @@ class LearnerSpec:
     summary: str
     rankings: tuple = ()  # ((importances() key, ranking method), ...)
     events: tuple = ()
+    alerts: tuple | None = None  # event kinds published as drift alerts (None: every kind)
+    retrains: bool = False
     warnings: bool = False
     defaults: Mapping = field(default_factory=dict)
     role_params: Mapping = field(default_factory=dict)  # role -> {param: required value}
@@ -286,6 +293,6 @@ register(LearnerSpec(
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({SELECTOR, RANKER}),
     summary="ABFS feature selection (Barddal et al. 2019) with BOLE order and omega (Assis)",
     rankings=(("abfs", "abfs"),),
-    events=("feature_drift", "selection"),
+    events=("feature_drift", "selection"), alerts=("feature_drift",), retrains=True,
     small_params={"grace_period": 50, "selection_threshold": 0.05},
 ))

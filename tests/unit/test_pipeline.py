@@ -487,3 +487,50 @@ def test_seeds_follow_the_stream_not_the_worker():
     assert outs[0] == outs[1]
     other = _flatten(Pipeline("other-id", cfg, X.shape[1]).process(X, y))
     assert other[0] != outs[0][0]  # another stream id draws other random tests
+
+
+def _abfs_pipeline(predictor="hoeffding_tree"):
+    cfg = PipelineConfig(predictor=(predictor,), selector="abfs", rankers=(), detectors=(),
+                         params={"abfs": {"grace_period": 100, "selection_threshold": 0.05}})
+    return Pipeline("s", cfg, 10, feature_names=[f"f{j}" for j in range(10)])
+
+
+def test_a_selector_publishes_its_subset_and_names_the_feature_that_drifted():
+    from tests.models.feature_drift_data import feature_drift_stream, relevant
+
+    X, y, _ = feature_drift_stream(15000, 10, switch_every=5000, seed=3)
+    p = _abfs_pipeline()
+    res = p.process(X, [int(v) for v in y])
+    drifts = [a for a in res.alerts if a.source == "abfs"]
+    assert drifts and all(a.level == "drift" and a.feature for a in drifts)
+    # the first feature drift after each switch names a feature of the pair that stopped mattering
+    for c in (1, 2):
+        after = [a for a in drifts if a.position >= 5000 * c]
+        assert after[0].feature in {f"f{j}" for j in relevant(c - 1, 10)}
+        assert after[0].position < 5000 * c + 1000
+    ranks = [r for r in res.rankings if r.method == "abfs"]
+    assert all(len(r.features) == len(r.scores) for r in ranks)
+    # within 1000 rows of each switch the new pair is the subset, in selection order
+    for c in (0, 1, 2):
+        at = [r for r in ranks if r.n_seen <= 5000 * c + 1000][-1]
+        assert set(at.features) == {f"f{j}" for j in relevant(c, 10)}, at
+    # the predictor learns on the subset: better than chance on every concept
+    preds = np.array([v for b in res.blocks for v in b.y_pred][200:])
+    assert (preds == y[200:]).mean() > 0.75
+
+
+def test_a_selector_pipeline_restored_mid_stream_continues_identically():
+    from tests.models.feature_drift_data import feature_drift_stream
+
+    X, y, _ = feature_drift_stream(12000, 10, switch_every=4000, seed=5)
+    labels = [int(v) for v in y]
+    whole = _abfs_pipeline("naive_bayes").process(X, labels)
+    a = _abfs_pipeline("naive_bayes")
+    first = a.process(X[:6100], labels[:6100])  # past a retrain at the first switch
+    assert any(al.source == "abfs" for al in first.alerts)
+    b = Pipeline.from_state(decode_state(encode_state(a.to_state())))
+    rest = b.process(X[6100:], labels[6100:])
+    got = [v for r in (first, rest) for blk in r.blocks for v in blk.y_pred]
+    assert got == [v for blk in whole.blocks for v in blk.y_pred]
+    assert [(k.method, k.features, k.n_seen) for r in (first, rest) for k in r.rankings] == \
+        [(k.method, k.features, k.n_seen) for k in whole.rankings]

@@ -310,6 +310,8 @@ class Pipeline:
         targets = self.task.learn_targets(yp)
         try:
             for stage in stages:
+                if stage is self.predictor and self._retrained():
+                    continue  # trained on the selector's window, this batch included
                 stage.learner.learn_many(self._view(Xp) if stage is self.predictor else Xp,
                                          targets)
         except ValueError as exc:
@@ -321,11 +323,46 @@ class Pipeline:
         for stage in stages:
             for ev in stage.events():
                 self.n_events += 1
+                if not stage.is_alert(ev.kind):
+                    continue
                 position = int(positions[ev.row]) if ev.row >= 0 else self.n_instances - 1
                 feature = names[ev.feature] if ev.feature >= 0 else None
                 out.alerts.append(Alert(row, stage.name, ev.level, position, ev.detail, feature))
+        if self.selector is not None:
+            self._rank_selection(row, out)
         if self.rankers:
             self._rank(row, out, only_changed=True)
+
+    def _retrained(self) -> bool:
+        """After a selector's drift: a fresh predictor trained on the selector's window.
+
+        The reference ABFS code resets the downstream learner and trains it on the buffered
+        window at the drift row; here it happens at the end of the mini-batch in which the
+        drift fell (the window then holds the batch's rows too, so the batch is not learned
+        twice). The new predictor has the stream's predictor seed, so replays repeat it.
+        """
+        if self.selector is None or not self.selector.wants_retrain():
+            return False
+        old = self.predictor
+        fresh = Stage.build(old.name, self.cfg.params_of(old.name), old.roles, self.seed)
+        Xw, codes = self.selector.learner.window()
+        if codes.shape[0]:
+            classes = self.selector.learner.classes
+            fresh.learner.learn_many(self._view(np.ascontiguousarray(Xw)),
+                                     [classes[int(k)] for k in codes])
+        self.rankers = [fresh if s is old else s for s in self.rankers]
+        self.predictor = fresh
+        return True
+
+    def _rank_selection(self, row: int, out: StreamResult) -> None:
+        """A selector's ranking (selected columns in selection order) whenever it changes."""
+        names = self.names
+        for method, cols, scores in self.selector.selection_rankings():
+            if self.last_topk.get(method) == cols:
+                continue
+            self.last_topk[method] = cols
+            out.rankings.append(RankingOut(row, method, [names[c] for c in cols], scores,
+                                           int(self.selector.learner.n_seen)))
 
     def _rank(self, row: int, out: StreamResult, only_changed: bool) -> None:
         """Rankings of every method (all of them, or those whose top-k changed)."""

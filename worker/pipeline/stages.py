@@ -66,6 +66,23 @@ class Stage:
         """Columns a selector chose, in selection order (empty: none yet, all columns pass)."""
         return [int(c) for c in self.learner.selected()]
 
+    def is_alert(self, kind: str) -> bool:
+        """Whether events of ``kind`` are published as drift alerts."""
+        return self.spec.alerts is None or kind in self.spec.alerts
+
+    def wants_retrain(self) -> bool:
+        """A selector asking for the predictor to be retrained on its window (spec: retrains)."""
+        return bool(self.spec.retrains and self.learner.retrain)
+
+    def selection_rankings(self) -> list[tuple[str, list[int], list[float]]]:
+        """``(method, columns in selection order, their scores)`` of a selector's rankings."""
+        if not self.spec.rankings:
+            return []
+        cols = self.selected()
+        imps = self.learner.importances()
+        return [(method, cols, [float(imps[key][c]) for c in cols])
+                for key, method in self.spec.rankings if key in imps]
+
 
 def zone_entries(warnings: np.ndarray, was_warning: bool) -> np.ndarray:
     """Positions where a run of consecutive warning flags starts.
