@@ -1,7 +1,7 @@
 """Worker benchmark: end-to-end throughput beside in-process throughput, and restore times.
 
 Run: ``python tests/benchmarks/bench_worker.py [--bootstrap HOST:PORT] [--quick]
-[--only-throughput] [--consume-batch N]``
+[--only-throughput] [--only TEXT] [--consume-batch N]``
 (without ``--bootstrap`` it starts the local broker). Prints three tables:
 
 1. instances/s of one worker end to end (produced input -> committed predictions, exactly-once
@@ -41,10 +41,14 @@ PIPELINES = {
     "forgetful_tree + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_tree"),
     "forgetful_forest(20) + ADWIN + ORF(10) ranking": dict(
         LEARNERS__PREDICTOR="forgetful_forest"),
+    "hoeffding_tree + ADWIN": dict(LEARNERS__PREDICTOR="hoeffding_tree", LEARNERS__RANKERS="none"),
+    "ABFS selector + hoeffding_tree + ADWIN": dict(
+        LEARNERS__PREDICTOR="hoeffding_tree", LEARNERS__SELECTOR="abfs", LEARNERS__RANKERS="none"),
 }
 
 
 CONSUME_BATCH = 5000  # messages per consume call and transaction (--consume-batch)
+ONLY: list[str] = []  # --only: pipelines whose name contains one of these
 
 
 def env_for(bootstrap: str, prefix: str, **over) -> dict:
@@ -128,6 +132,8 @@ def end_to_end(settings, n: int, warm_fraction: float = 0.1) -> float:
 def table_throughput(bootstrap: str, rows: int) -> list[dict]:
     out = []
     for name, over in PIPELINES.items():
+        if ONLY and not any(part in name for part in ONLY):
+            continue
         n_rows = rows if "lightest" in name else rows // (2 if "tree" in name else 10)
         prefix = f"bw-{uuid.uuid4().hex[:6]}"
         settings = load_settings(env_for(bootstrap, prefix, **over))
@@ -246,8 +252,11 @@ def main(argv=None) -> int:
     ap.add_argument("--consume-batch", type=int, default=CONSUME_BATCH,
                     help="worker.consume_batch of the throughput table (one transaction each)")
     ap.add_argument("--only-throughput", action="store_true", help="table 1 only")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="table 1: only pipelines whose name contains TEXT (repeatable)")
     args = ap.parse_args(argv)
     globals()["CONSUME_BATCH"] = args.consume_batch
+    globals()["ONLY"] = args.only
     rows = 5000 if args.quick else args.rows
     broker = None
     bootstrap = args.bootstrap

@@ -39,12 +39,19 @@ def _crash_run(env, tmp_path, fault, name):
 def test_crashes_at_several_points_leave_no_gap_and_no_duplicate(kafka_bootstrap, tmp_path):
     prefix = new_prefix("crash")
     env = worker_env(kafka_bootstrap, prefix, "w1", KAFKA__EXTRA=FAST_GROUP,
-                     CHECKPOINT__EVERY_INSTANCES="700", LEARNERS__PREDICTOR="forgetful_tree")
+                     CHECKPOINT__EVERY_INSTANCES="700", LEARNERS__PREDICTOR="forgetful_tree",
+                     # one stream runs ABFS in front of a Hoeffding tree: the selector's state,
+                     # retrains and abfs rankings must survive the crashes too
+                     PROFILES=[{"match": "stream-1", "name": "selected", "selector": "abfs",
+                                "predictor": "hoeffding_tree",
+                                "params": {"abfs": {"grace_period": 100,
+                                                    "selection_threshold": 0.05}}}])
     settings = settings_from(env)
     create_topics(settings)
     streams = make_streams(4, 3000, seed=3)
     n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
     ref = reference_outputs(settings, streams)
+    assert any(r[0] == "abfs" for r in ref["rank:stream-1"])  # the selector is exercised
     topic = settings.topics.predictions
 
     runs = []

@@ -231,3 +231,56 @@ def test_a_producer_fenced_again_and_again_ends_the_worker():
     w._check_fencing_loop()  # twice: a restart or a zombie, not yet a loop
     with pytest.raises(WorkerFailed, match="another process uses transactional.id 'shared-id'"):
         w._check_fencing_loop()
+
+
+def test_the_watchdog_ends_an_overdue_step_and_not_a_finished_one():
+    import threading
+
+    from worker.watchdog import EXIT_OVERDUE, Watchdog
+
+    fired = threading.Event()
+    codes = []
+    dog = Watchdog(0.05, exit_fn=lambda code: (codes.append(code), fired.set()))
+    dog.arm("revoke")
+    dog.disarm()  # the step ended in time
+    assert not fired.wait(0.2) and codes == []
+    dog.arm("shutdown")
+    dog.arm("revoke")  # a revoke inside the shutdown keeps the shutdown's deadline
+    assert fired.wait(2.0) and codes == [EXIT_OVERDUE]
+
+
+class _Consumer:
+    """Stands in for the consumer the rebalance callbacks receive (no broker involved)."""
+
+    def incremental_unassign(self, partitions):
+        self.unassigned = partitions
+
+
+def test_lost_partitions_make_the_worker_unready_until_the_next_assignment():
+    from worker.app import PartitionTask, Worker
+    from worker.settings import load_settings
+
+    w = Worker(load_settings({}))
+    w.joined = True
+    w.metrics.ready = True
+    w.tasks[0] = PartitionTask("g", "t", 0)
+    w._on_lost(_Consumer(), [])
+    assert not w.joined and not w.metrics.ready
+    assert w.tasks[0] is not None  # the empty list lost nothing
+
+
+def test_fault_metrics_are_exported():
+    m = WorkerMetrics()
+    m.restore_fallbacks.labels(kind="older").inc()
+    m.checkpoints_refused.inc(2)
+    m.consecutive_aborts.set(3)
+    m.producer_rebuilds.inc()
+    m.consume_errors.labels(code="UNKNOWN_TOPIC_OR_PART").inc()
+    m.restore_failures.inc()
+    text = m.render()
+    for line in ('streamforest_restore_fallbacks_total{kind="older"} 1.0',
+                 "streamforest_checkpoints_refused_total 2.0",
+                 "streamforest_consecutive_aborts 3.0", "streamforest_producer_rebuilds_total 1.0",
+                 'streamforest_consume_errors_total{code="UNKNOWN_TOPIC_OR_PART"} 1.0',
+                 "streamforest_restore_failures_total 1.0"):
+        assert line in text

@@ -29,7 +29,8 @@ def instance_values(stream: str, X: np.ndarray, y=None, *, start_id: int = 0,
     X : ndarray of shape (n, d)
         Feature rows.
     y : sequence of labels, optional
-        Class labels (``None`` entries, or ``y=None``, make unlabelled instances).
+        Class labels, or rows of targets for multi-target regression (``None`` entries, or
+        ``y=None``, make unlabelled instances).
     start_id : int
         Id of the first instance (ids are consecutive integers).
     ts0 : int
@@ -40,8 +41,7 @@ def instance_values(stream: str, X: np.ndarray, y=None, *, start_id: int = 0,
         Which instances carry their label.
     """
     rows = np.asarray(X, dtype=np.float64).tolist()
-    ys = [None] * len(rows) if y is None else [
-        (v.item() if hasattr(v, "item") else v) for v in y]
+    ys = [None] * len(rows) if y is None else [_plain(v) for v in y]
     out = []
     for i, row in enumerate(rows):
         x = dict(zip(names, row)) if names else row
@@ -50,6 +50,13 @@ def instance_values(stream: str, X: np.ndarray, y=None, *, start_id: int = 0,
             d["y"] = ys[i]
         out.append(_pack(d))
     return out
+
+
+def _plain(label):
+    """A label as msgpack takes it: a target row becomes a list, a numpy scalar a number."""
+    if isinstance(label, np.ndarray):
+        return label.tolist()
+    return label.item() if hasattr(label, "item") else label
 
 
 def make_producer(bootstrap_or_conf) -> Producer:

@@ -358,8 +358,8 @@ class Pipeline:
         """A selector's ranking (selected columns in selection order) whenever it changes."""
         names = self.names
         for method, cols, scores in self.selector.selection_rankings():
-            if self.last_topk.get(method) == cols:
-                continue
+            if self.last_topk.get(method, []) == cols:
+                continue  # unchanged (or still nothing selected: no empty first ranking)
             self.last_topk[method] = cols
             out.rankings.append(RankingOut(row, method, [names[c] for c in cols], scores,
                                            int(self.selector.learner.n_seen)))
