@@ -55,6 +55,8 @@ from .feature_stream_forest import FeatureStreamForest
 from .forgetful_forest import ForgetfulRandomForest
 from .forgetful_tree import ForgetfulDecisionTree
 from .hoeffding_tree import HoeffdingTree
+from .isoup_forest import ISOUPSymRF
+from .isoup_tree import ISOUPTree
 from .naive_bayes import NaiveBayes
 from .online_forest import OnlineRandomForest
 
@@ -295,4 +297,18 @@ register(LearnerSpec(
     rankings=(("abfs", "abfs"),),
     events=("feature_drift", "selection"), alerts=("feature_drift",), retrains=True,
     small_params={"grace_period": 50, "selection_threshold": 0.05},
+))
+register(LearnerSpec(
+    name="isoup_tree", cls=ISOUPTree,
+    tasks=frozenset({REGRESSION}), roles=frozenset({PREDICTOR}),
+    summary="iSOUP-Tree (Osojnik, Panov & Dzeroski 2018): multi-target Hoeffding model tree",
+    small_params={"grace_period": 50, "max_thresholds": 16},
+))
+register(LearnerSpec(
+    name="isoup_symrf", cls=ISOUPSymRF,
+    tasks=frozenset({REGRESSION}), roles=frozenset({PREDICTOR, RANKER}),
+    summary="iSOUP-SymRF (Osojnik, Panov & Dzeroski 2020): bagged iSOUP trees with random "
+            "subspaces per leaf and the symbolic feature ranking",
+    rankings=(("symbolic", "symrf"),),
+    small_params={"n_models": 3, "grace_period": 50, "max_thresholds": 16},
 ))

@@ -328,6 +328,18 @@ def test_corrupt_state_is_refused_before_any_kernel_runs(name):
     assert len(seen) >= 5
 
 
+@pytest.mark.parametrize("name", _cases(REGRESSION))
+def test_corrupt_regressor_state_is_refused_before_any_kernel_runs(name):
+    cls, state = _learned_state(name, _targets)
+    seen = []
+    for what, bad in _corruptions(state):
+        with pytest.raises(ValueError):
+            cls.from_state(bad)
+            pytest.fail(f"{name} accepted a state with a {what}")
+        seen.append(what)
+    assert len(seen) >= 5
+
+
 # --- detectors --------------------------------------------------------------------------------
 
 

@@ -1,0 +1,131 @@
+"""Bounded E-BST observers: multi-target sums below candidate thresholds of one feature.
+
+MOA's iSOUP-Tree keeps, per leaf and feature, an extended binary search tree (E-BST,
+Ikonomovska et al. 2011) with one node per distinct value seen and, in each node, the weight
+and the sums and squared sums of every target of the rows at or below that value. A split
+candidate is every stored value ``v`` (``x <= v`` goes left).
+
+Here one observer is a sorted array of at most ``K`` thresholds (``obs_key``) and, per
+threshold ``k``, the weight and target sums of the rows with ``key[k-1] < x <= key[k]``
+(a bin, so the sums below ``key[k]`` are a prefix sum). While a leaf has seen at most ``K``
+distinct values of the feature this is the E-BST itself, flattened. Once ``K`` are stored, a
+new value joins the bin of the smallest threshold above it, which leaves the sums below
+every stored threshold exact; a value above the largest threshold moves that threshold up to
+it (the largest threshold is never a valid split: nothing lies right of it). So every
+candidate is scored on exactly the statistics MOA's E-BST would use for it; only the set of
+candidates is limited to the first ``K`` distinct values of the leaf, a random sample of the
+leaf's feature values. Memory is fixed (``K (1 + 2M)`` floats per observer), so observers
+live in flat arrays and a leaf's split needs no allocation. With the default ``K = 64``
+every feature of Bike Sharing except humidity fits without truncation.
+
+State layout (``T`` trees, ``S`` observer slots (one per learning leaf), ``P`` features per
+leaf, ``K`` thresholds, ``M`` targets)::
+
+    obs_n   (T, S, P)       int64    thresholds in use
+    obs_key (T, S, P, K)    float64  sorted thresholds
+    obs_w   (T, S, P, K)    float64  weight of each bin
+    obs_sum (T, S, P, K, M) float64  sum of each target in each bin
+    obs_sq  (T, S, P, K, M) float64  sum of squares of each target in each bin
+
+References
+----------
+Ikonomovska, E., Gama, J. and Džeroski, S. (2011). Learning model trees from evolving data
+streams. Data Mining and Knowledge Discovery 23(1), 128-168 (the E-BST).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _hoeffding as hs
+from ._jit import njit
+
+
+@njit(inline="always")
+def _lower_bound(obs_key, t, s, i, n, x):
+    """First index ``k < n`` with ``key[k] >= x`` (``n`` when there is none)."""
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if obs_key[t, s, i, mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit
+def ebst_insert(obs_n, obs_key, obs_w, obs_sum, obs_sq, t, s, i, x, y, w):
+    """Add a row (feature value ``x``, targets ``y``, weight ``w``) to observer (t, s, i)."""
+    n = obs_n[t, s, i]
+    K = obs_key.shape[3]
+    M = y.shape[0]
+    k = _lower_bound(obs_key, t, s, i, n, x)
+    if k < n and obs_key[t, s, i, k] == x:
+        pass
+    elif n < K:
+        # a new distinct value: open its bin (the bins above move up by one)
+        for m in range(n, k, -1):
+            obs_key[t, s, i, m] = obs_key[t, s, i, m - 1]
+            obs_w[t, s, i, m] = obs_w[t, s, i, m - 1]
+            for j in range(M):
+                obs_sum[t, s, i, m, j] = obs_sum[t, s, i, m - 1, j]
+                obs_sq[t, s, i, m, j] = obs_sq[t, s, i, m - 1, j]
+        obs_key[t, s, i, k] = x
+        obs_w[t, s, i, k] = 0.0
+        for j in range(M):
+            obs_sum[t, s, i, k, j] = 0.0
+            obs_sq[t, s, i, k, j] = 0.0
+        obs_n[t, s, i] = n + 1
+    elif k == n:
+        k = n - 1  # full, above every threshold: the top bin stretches up to x
+        obs_key[t, s, i, k] = x
+    # else: full, joins the bin (key[k-1], key[k]] (the sums below every threshold stay exact)
+    obs_w[t, s, i, k] += w
+    for j in range(M):
+        v = w * y[j]
+        obs_sum[t, s, i, k, j] += v
+        obs_sq[t, s, i, k, j] += v * y[j]
+
+
+@njit
+def ebst_totals(obs_n, obs_w, obs_sum, obs_sq, t, s, i, upto, out_s, out_q):
+    """Weight and target sums of bins ``0..upto`` (inclusive) into ``out_*``; returns the weight."""
+    w = 0.0
+    out_s[:] = 0.0
+    out_q[:] = 0.0
+    for k in range(min(upto + 1, obs_n[t, s, i])):
+        w += obs_w[t, s, i, k]
+        for j in range(out_s.shape[0]):
+            out_s[j] += obs_sum[t, s, i, k, j]
+            out_q[j] += obs_sq[t, s, i, k, j]
+    return w
+
+
+@njit
+def ebst_best_split(obs_n, obs_key, obs_w, obs_sum, obs_sq, t, s, i, min_branch_fraction,
+                    cum_s, cum_q, tot_s, tot_q):
+    """Best threshold of observer (t, s, i) by :func:`models._hoeffding.variance_reduction`.
+
+    Returns ``(merit, k, weight)``: the merit (0 when no threshold is valid), the index of
+    the threshold (``-1``: none) and the observer's weight. The lowest of equal thresholds
+    wins.
+    """
+    n = obs_n[t, s, i]
+    W = ebst_totals(obs_n, obs_w, obs_sum, obs_sq, t, s, i, n, tot_s, tot_q)
+    cum_s[:] = 0.0
+    cum_q[:] = 0.0
+    wl = 0.0
+    best = 0.0
+    best_k = -1
+    for k in range(n - 1):
+        wl += obs_w[t, s, i, k]
+        for j in range(cum_s.shape[0]):
+            cum_s[j] += obs_sum[t, s, i, k, j]
+            cum_q[j] += obs_sq[t, s, i, k, j]
+        merit = hs.variance_reduction(wl, cum_s, cum_q, W, tot_s, tot_q, min_branch_fraction)
+        if merit > best and not math.isnan(merit):
+            best = merit
+            best_k = k
+    return best, best_k, W

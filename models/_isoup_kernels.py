@@ -1,0 +1,344 @@
+"""iSOUP-Tree kernels for one tree or a bagged forest of them: learn and predict batches.
+
+A single iSOUP tree is a forest of one tree without bagging whose leaves observe every
+feature, so :class:`~models.isoup_tree.ISOUPTree` and :class:`~models.isoup_forest.ISOUPSymRF`
+run the same kernels.
+
+State (``T`` trees, ``N`` node capacity, ``S`` observer slots, ``P`` features per leaf,
+``F`` features, ``M`` targets; tree layout as in :mod:`models._trees`, one row per tree)::
+
+    node_feature, node_threshold, node_left, node_right, node_depth   (T, N) the trees
+    node_slot       (T, N)          observer slot of a leaf (-1 for a split node)
+    node_last_eval  (T, N)          leaf weight at its last split attempt
+    node_w          (T, N)          leaf weight (a child starts with its branch's weight)
+    node_ysum       (T, N, M)       weighted target sums of the leaf (the mean model)
+    node_err        (T, N, M, 2)    faded absolute errors: [..., 0] perceptron, [..., 1] mean
+    node_lin        (T, N, M, F+1)  perceptron weights (bias last) on standardised values
+    slot_features   (T, S, P)       the features a leaf observes (its random subspace)
+    obs_*           (T, S, P, ...)  bounded E-BST observers (:mod:`models._ebst`)
+    norm_w (1,), x_mean, x_m2 (F,), y_mean, y_m2 (M,)   the standardiser of the stream
+    rng (T,)                        one generator per tree (:mod:`models._rng`)
+    n_nodes, n_slots (T,), n_seen (1,)
+
+Every row is standardised by the statistics of the rows before it: one standardiser for the
+whole learner, since it describes the stream, not a bootstrap replicate. Values are scaled by
+three standard deviations (MOA's perceptrons), so they mostly fall in ``[-1, 1]`` and a
+learning rate of 0.02 is stable on any raw scale (SCM20d's features are in the thousands).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _ebst as eb
+from . import _hoeffding as hs
+from ._jit import njit
+from ._rng import poisson, randint
+
+LEAF_ADAPTIVE = 0
+LEAF_PERCEPTRON = 1
+LEAF_MEAN = 2
+
+
+@njit(inline="always")
+def route(x, t, node_feature, node_threshold, node_left, node_right):
+    """Leaf of tree ``t`` reached by ``x``."""
+    i = 0
+    while node_feature[t, i] >= 0:
+        if x[node_feature[t, i]] <= node_threshold[t, i]:
+            i = node_left[t, i]
+        else:
+            i = node_right[t, i]
+    return i
+
+
+@njit
+def standardise(x, y, norm_w, x_mean, x_m2, y_mean, y_m2, xn, yn, y_scale):
+    """``xn = (x - mean) / 3 sd`` (0 without spread); ``yn`` likewise, ``y_scale = 3 sd``."""
+    n = norm_w[0]
+    for f in range(x.shape[0]):
+        sd = math.sqrt(x_m2[f] / n) if n > 0.0 else 0.0
+        xn[f] = (x[f] - x_mean[f]) / (3.0 * sd) if sd > 0.0 else 0.0
+    for j in range(y_mean.shape[0]):
+        sd = math.sqrt(y_m2[j] / n) if n > 0.0 else 0.0
+        y_scale[j] = 3.0 * sd if sd > 0.0 else 1.0
+        yn[j] = (y[j] - y_mean[j]) / y_scale[j]
+
+
+@njit
+def update_standardiser(x, y, w, norm_w, x_mean, x_m2, y_mean, y_m2):
+    """Weighted Welford step of the input and target standardiser."""
+    n = norm_w[0] + w
+    norm_w[0] = n
+    for f in range(x.shape[0]):
+        old = x_mean[f]
+        new = old + (w / n) * (x[f] - old)
+        x_mean[f] = new
+        x_m2[f] += w * (x[f] - old) * (x[f] - new)
+    for j in range(y.shape[0]):
+        old = y_mean[j]
+        new = old + (w / n) * (y[j] - old)
+        y_mean[j] = new
+        y_m2[j] += w * (y[j] - old) * (y[j] - new)
+
+
+@njit(inline="always")
+def leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin, p_norm, p_lin, p_mean):
+    """The leaf's perceptron (standardised and raw) and mean predictions of every target."""
+    F = xn.shape[0]
+    w = node_w[t, node]
+    for j in range(y_mean.shape[0]):
+        s = node_lin[t, node, j, F]
+        for f in range(F):
+            s += node_lin[t, node, j, f] * xn[f]
+        p_norm[j] = s
+        p_lin[j] = s * y_scale[j] + y_mean[j]
+        p_mean[j] = node_ysum[t, node, j] / w if w > 0.0 else y_mean[j]
+
+
+@njit(inline="always")
+def choose(t, node, j, leaf_mode, node_err, p_lin, p_mean):
+    """Prediction of target ``j``: the model with the lower faded error (adaptive leaves)."""
+    if leaf_mode == LEAF_MEAN:
+        return p_mean[j]
+    if leaf_mode == LEAF_PERCEPTRON or node_err[t, node, j, 0] < node_err[t, node, j, 1]:
+        return p_lin[j]
+    return p_mean[j]
+
+
+@njit
+def draw_features(t, slot, rng, slot_features, perm):
+    """A new leaf's subspace: ``P`` distinct features drawn uniformly (all when ``P == F``)."""
+    P = slot_features.shape[2]
+    F = perm.shape[0]
+    if P >= F:
+        for i in range(P):
+            slot_features[t, slot, i] = i
+        return
+    for f in range(F):
+        perm[f] = f
+    for i in range(P):  # partial Fisher-Yates
+        j = i + randint(rng, t, F - i)
+        tmp = perm[i]
+        perm[i] = perm[j]
+        perm[j] = tmp
+        slot_features[t, slot, i] = perm[i]
+
+
+@njit
+def init_roots(rng, slot_features, perm, node_slot, n_nodes, n_slots):
+    """Every tree starts as one leaf (node 0) observing slot 0."""
+    for t in range(n_nodes.shape[0]):
+        node_slot[t, 0] = 0
+        n_nodes[t] = 1
+        n_slots[t] = 1
+        draw_features(t, 0, rng, slot_features, perm)
+
+
+@njit
+def _best_two(t, slot, min_frac, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq,
+              cum_s, cum_q, tot_s, tot_q):
+    """Best merit (with its feature position and threshold index) and the second best."""
+    best = 0.0
+    best_i = -1
+    best_k = -1
+    second = 0.0
+    weight = 0.0
+    for i in range(slot_features.shape[2]):
+        m, k, w = eb.ebst_best_split(obs_n, obs_key, obs_w, obs_sum, obs_sq, t, slot, i,
+                                     min_frac, cum_s, cum_q, tot_s, tot_q)
+        weight = max(weight, w)
+        if k < 0:
+            continue
+        if m > best:
+            second = best
+            best = m
+            best_i = i
+            best_k = k
+        elif m > second:
+            second = m
+    return best, best_i, best_k, second, weight
+
+
+@njit
+def _make_child(t, parent, c, slot, w, ysum, node_feature, node_left, node_right, node_depth,
+                node_slot, node_last_eval, node_w, node_ysum, node_err, node_lin, obs_n):
+    node_feature[t, c] = -1
+    node_left[t, c] = -1
+    node_right[t, c] = -1
+    node_depth[t, c] = node_depth[t, parent] + 1
+    node_slot[t, c] = slot
+    node_w[t, c] = w
+    node_last_eval[t, c] = w  # grace counts the weight learned by the child itself
+    node_ysum[t, c] = ysum
+    node_err[t, c] = node_err[t, parent]
+    node_lin[t, c] = node_lin[t, parent]  # the child inherits the parent's perceptron
+    obs_n[t, slot] = 0  # an observer empties by forgetting its thresholds
+
+
+@njit
+def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_threshold,
+                  node_left, node_right, node_depth, node_slot, node_last_eval, node_w, node_ysum,
+                  node_err, node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq,
+                  n_nodes, n_slots, cum_s, cum_q, tot_s, tot_q):
+    """Split leaf ``node`` of tree ``t`` when its best split is clearly the best.
+
+    MOA's rule: with ``HB = sqrt(ln(1/delta) / 2n)`` (range 1), split when the second best
+    merit over the best is below ``1 - HB`` or when ``HB < tau``. The children start with
+    their branch's weight and target sums (so their mean model is defined at once), the
+    parent's faded errors and a copy of its perceptron, and draw their own subspaces.
+    """
+    slot = node_slot[t, node]
+    best, bi, bk, second, weight = _best_two(t, slot, min_frac, slot_features, obs_n, obs_key,
+                                             obs_w, obs_sum, obs_sq, cum_s, cum_q, tot_s, tot_q)
+    if bi < 0 or best <= 0.0:
+        return
+    hb = hs.hoeffding_bound(1.0, delta, weight)
+    if not (second / best < 1.0 - hb or hb < tau):
+        return
+    wl = eb.ebst_totals(obs_n, obs_w, obs_sum, obs_sq, t, slot, bi, bk, cum_s, cum_q)
+    W = eb.ebst_totals(obs_n, obs_w, obs_sum, obs_sq, t, slot, bi, obs_n[t, slot, bi], tot_s, tot_q)
+    lc = n_nodes[t]
+    rc = lc + 1
+    n_nodes[t] = lc + 2
+    rs = n_slots[t]
+    n_slots[t] = rs + 1
+    node_feature[t, node] = slot_features[t, slot, bi]
+    node_threshold[t, node] = obs_key[t, slot, bi, bk]
+    node_left[t, node] = lc
+    node_right[t, node] = rc
+    node_slot[t, node] = -1
+    _make_child(t, node, lc, slot, wl, cum_s, node_feature, node_left, node_right, node_depth,
+                node_slot, node_last_eval, node_w, node_ysum, node_err, node_lin, obs_n)
+    _make_child(t, node, rc, rs, W - wl, tot_s - cum_s, node_feature, node_left, node_right,
+                node_depth, node_slot, node_last_eval, node_w, node_ysum, node_err, node_lin, obs_n)
+    draw_features(t, slot, rng, slot_features, perm)
+    draw_features(t, rs, rng, slot_features, perm)
+
+
+@njit
+def learn_leaf(t, node, x, y, xn, yn, wt, can_fit, grace, delta, tau, min_frac, lr, lr_decay,
+               fade, p_norm, p_lin, p_mean, rng, perm, node_feature, node_threshold, node_left,
+               node_right, node_depth, node_slot, node_last_eval, node_w, node_ysum, node_err,
+               node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes, n_slots,
+               cum_s, cum_q, tot_s, tot_q):
+    """Learn one row of weight ``wt`` at leaf ``node`` (outputs ``p_*`` already computed)."""
+    F = xn.shape[0]
+    M = y.shape[0]
+    for j in range(M):
+        # faded absolute errors of both models on this row, before they learn it
+        node_err[t, node, j, 0] = fade * node_err[t, node, j, 0] + wt * abs(y[j] - p_lin[j])
+        node_err[t, node, j, 1] = fade * node_err[t, node, j, 1] + wt * abs(y[j] - p_mean[j])
+    if can_fit:
+        # delta rule on standardised values; the rate decays with the leaf's weight
+        step = wt * lr / (1.0 + lr_decay * node_w[t, node])
+        for j in range(M):
+            d = step * (yn[j] - p_norm[j])
+            for f in range(F):
+                node_lin[t, node, j, f] += d * xn[f]
+            node_lin[t, node, j, F] += d
+    node_w[t, node] += wt
+    for j in range(M):
+        node_ysum[t, node, j] += wt * y[j]
+    slot = node_slot[t, node]
+    for i in range(slot_features.shape[2]):
+        eb.ebst_insert(obs_n, obs_key, obs_w, obs_sum, obs_sq, t, slot, i,
+                       x[slot_features[t, slot, i]], y, wt)
+    if node_w[t, node] - node_last_eval[t, node] >= grace:
+        node_last_eval[t, node] = node_w[t, node]
+        attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_threshold,
+                      node_left, node_right, node_depth, node_slot, node_last_eval, node_w,
+                      node_ysum, node_err, node_lin, slot_features, obs_n, obs_key, obs_w,
+                      obs_sum, obs_sq, n_nodes, n_slots, cum_s, cum_q, tot_s, tot_q)
+
+
+@njit
+def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau, min_frac,
+               lr, lr_decay, fade, leaf_mode,
+               norm_w, x_mean, x_m2, y_mean, y_m2, rng,
+               node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
+               node_last_eval, node_w, node_ysum, node_err, node_lin, slot_features,
+               obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes, n_slots, n_seen):
+    """Learn rows ``start, start+1, ...``; returns the first row not learned.
+
+    Each tree learns a row with weight ``k * w`` (``k ~ Poisson(lam)`` with ``bagging``,
+    else 1). With ``prequential``, ``out[i]`` first receives the mean over the trees of
+    their predictions as they stood (test-then-train in one call). Stops early when a tree
+    has fewer than two free nodes, so that the caller can double the capacity.
+    """
+    T, N = node_feature.shape
+    S = slot_features.shape[1]
+    F = X.shape[1]
+    M = Y.shape[1]
+    xn = np.zeros(F)
+    yn = np.zeros(M)
+    y_scale = np.ones(M)
+    p_norm = np.zeros(M)
+    p_lin = np.zeros(M)
+    p_mean = np.zeros(M)
+    cum_s = np.zeros(M)
+    cum_q = np.zeros(M)
+    tot_s = np.zeros(M)
+    tot_q = np.zeros(M)
+    perm = np.zeros(F, np.int64)
+    i = start
+    while i < X.shape[0]:
+        for t in range(T):
+            if n_nodes[t] + 2 > N or n_slots[t] + 1 > S:
+                return i
+        x = X[i]
+        y = Y[i]
+        wi = w[i]
+        standardise(x, y, norm_w, x_mean, x_m2, y_mean, y_m2, xn, yn, y_scale)
+        can_fit = norm_w[0] > 1.0  # a perceptron learns once the scales mean something
+        if prequential:
+            out[i] = 0.0
+        for t in range(T):
+            node = route(x, t, node_feature, node_threshold, node_left, node_right)
+            leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin,
+                         p_norm, p_lin, p_mean)
+            if prequential:
+                for j in range(M):
+                    out[i, j] += choose(t, node, j, leaf_mode, node_err, p_lin, p_mean) / T
+            k = poisson(rng, t, lam) if bagging else 1
+            wt = k * wi
+            if wt <= 0.0:
+                continue
+            learn_leaf(t, node, x, y, xn, yn, wt, can_fit, grace, delta, tau, min_frac, lr,
+                       lr_decay, fade, p_norm, p_lin, p_mean, rng, perm, node_feature,
+                       node_threshold, node_left, node_right, node_depth, node_slot,
+                       node_last_eval, node_w, node_ysum, node_err, node_lin, slot_features,
+                       obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes, n_slots,
+                       cum_s, cum_q, tot_s, tot_q)
+        if wi > 0.0:
+            update_standardiser(x, y, wi, norm_w, x_mean, x_m2, y_mean, y_m2)
+        n_seen[0] += 1
+        i += 1
+    return i
+
+
+@njit
+def predict_rows(X, out, leaf_mode, norm_w, x_mean, x_m2, y_mean, y_m2, node_feature,
+                 node_threshold, node_left, node_right, node_w, node_ysum, node_err, node_lin):
+    """Mean over the trees of their predictions of each row into ``out`` (n, M)."""
+    T = node_feature.shape[0]
+    F = X.shape[1]
+    M = out.shape[1]
+    xn = np.zeros(F)
+    yn = np.zeros(M)
+    y_scale = np.ones(M)
+    p_norm = np.zeros(M)
+    p_lin = np.zeros(M)
+    p_mean = np.zeros(M)
+    for i in range(X.shape[0]):
+        x = X[i]
+        standardise(x, y_mean, norm_w, x_mean, x_m2, y_mean, y_m2, xn, yn, y_scale)
+        out[i] = 0.0
+        for t in range(T):
+            node = route(x, t, node_feature, node_threshold, node_left, node_right)
+            leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin,
+                         p_norm, p_lin, p_mean)
+            for j in range(M):
+                out[i, j] += choose(t, node, j, leaf_mode, node_err, p_lin, p_mean) / T
