@@ -134,8 +134,8 @@ REGISTRY: dict[str, LearnerSpec] = {}
 
 #: what a stream runs when no profile says otherwise (the defaults of ``learners.*``):
 #: predictor candidates by task, rankers and detectors
-DEFAULT_PREDICTORS = ("forgetful_forest",)
-DEFAULT_RANKERS = ("online_random_forest",)
+DEFAULT_PREDICTORS = ("forgetful_forest", "isoup_symrf")
+DEFAULT_RANKERS = ("online_random_forest", "isoup_symrf")
 DEFAULT_DETECTORS = ("adwin",)
 
 

@@ -433,7 +433,7 @@ class Settings(BaseSettings):
     --------
     >>> s = load_settings({"STREAMFOREST_LEARNERS__BATCH_SIZE": "50"})
     >>> s.learners.batch_size, s.learners.predictor, s.topics.instances
-    (50, ['forgetful_forest'], 'sf.instances')
+    (50, ['forgetful_forest', 'isoup_symrf'], 'sf.instances')
     """
 
     model_config = SettingsConfigDict(

@@ -16,6 +16,7 @@ from worker_support import (
     new_prefix,
     produce_streams,
     read_topic,
+    regression_stream,
     reference_outputs,
     settings_from,
     wait_for,
@@ -39,7 +40,7 @@ def _crash_run(env, tmp_path, fault, name):
 def test_crashes_at_several_points_leave_no_gap_and_no_duplicate(kafka_bootstrap, tmp_path):
     prefix = new_prefix("crash")
     env = worker_env(kafka_bootstrap, prefix, "w1", KAFKA__EXTRA=FAST_GROUP,
-                     CHECKPOINT__EVERY_INSTANCES="700", LEARNERS__PREDICTOR="forgetful_tree",
+                     CHECKPOINT__EVERY_INSTANCES="700", LEARNERS__PREDICTOR="forgetful_tree,isoup_symrf",
                      # one stream runs ABFS in front of a Hoeffding tree: the selector's state,
                      # retrains and abfs rankings must survive the crashes too
                      PROFILES=[{"match": "stream-1", "name": "selected", "selector": "abfs",
@@ -49,9 +50,11 @@ def test_crashes_at_several_points_leave_no_gap_and_no_duplicate(kafka_bootstrap
     settings = settings_from(env)
     create_topics(settings)
     streams = make_streams(4, 3000, seed=3)
+    streams["reg-0"] = regression_stream(3000, seed=3)  # multi-target regression (iSOUP-SymRF)
     n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
     ref = reference_outputs(settings, streams)
     assert any(r[0] == "abfs" for r in ref["rank:stream-1"])  # the selector is exercised
+    assert any(r[0] == "symrf" for r in ref["rank:reg-0"])  # and the regression forest
     topic = settings.topics.predictions
 
     runs = []

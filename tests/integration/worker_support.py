@@ -312,3 +312,15 @@ def assert_same_alerts_and_rankings(ref: dict, bootstrap: str, settings, streams
         n_alerts += len(ref.get("drift:" + s, []))
         n_rankings += len(ref.get("rank:" + s, []))
     assert n_rankings > 0, "the reference run published no ranking: the comparison is empty"
+
+
+def regression_stream(n_rows: int, seed: int = 0, d: int = 5):
+    """A 3-target regression stream (targets from features 0-2, noise, some rows unlabelled)."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n_rows, d))
+    Y = np.column_stack([3 * X[:, 0] + X[:, 1], X[:, 1] * X[:, 2], 2 * X[:, 2] - X[:, 0]])
+    Y += 0.05 * rng.standard_normal(Y.shape)
+    ys = [[float(v) for v in row] for row in Y]
+    for i in range(5, n_rows, 13):
+        ys[i] = None
+    return X, ys

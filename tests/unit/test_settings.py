@@ -44,7 +44,8 @@ def test_defaults():
     assert (s.topics.partitions, s.topics.replication_factor) == (4, 1)
     learners = s.learners
     assert (learners.task, learners.predictor, learners.rankers, learners.detectors) == (
-        "auto", ["forgetful_forest"], ["online_random_forest"], ["adwin"],
+        "auto", ["forgetful_forest", "isoup_symrf"], ["online_random_forest", "isoup_symrf"],
+        ["adwin"],
     )
     assert (learners.selector, learners.batch_size, s.profiles) == (None, 100, [])
     assert (learners.ranking_every, learners.top_k, learners.max_streams, learners.seed) == (1000, 5, 1000, 1)
@@ -294,9 +295,9 @@ def test_profiles_first_match_wins_and_inherit_the_default():
     sensor = profiles.for_stream("sensor-71")
     assert sensor.profile == "sensors" and sensor.predictor == ("forgetful_tree",)
     assert sensor.params["online_random_forest"] == {"n_trees": 3, "n_tests": 4}  # merged
-    assert sensor.rankers == ("online_random_forest",) and sensor.batch_size == 100  # inherited
+    assert sensor.rankers == ("online_random_forest", "isoup_symrf") and sensor.batch_size == 100
     web = profiles.for_stream("web-1")
-    assert web.detectors == ("ddm",) and web.batch_size == 10 and web.predictor == ("forgetful_forest",)
+    assert web.detectors == ("ddm",) and web.batch_size == 10 and web.predictor == ("forgetful_forest", "isoup_symrf")
     other = profiles.for_stream("web-12")
     assert other.profile == "default" and other.params["online_random_forest"]["n_trees"] == 5
 
@@ -306,7 +307,7 @@ def test_profile_problems_name_the_profile_and_the_field():
         {"match": "*"},
         {"match": "a-*", "predictor": "nope"},
         {"match": ""},
-        {"match": "b-*", "task": "regression"},
+        {"match": "b-*", "task": "regression", "predictor": "forgetful_forest"},
         {"match": "c-*", "params": {"forgetful_tree": {"increase_rat": 0.5}}},
     ])})
     text = "\n".join(f"{k}: {v}" for k, v in found)
