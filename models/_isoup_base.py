@@ -25,6 +25,7 @@ _NODE = {
     "node_left": (np.int64, -1, ()), "node_right": (np.int64, -1, ()),
     "node_depth": (np.int64, 0, ()), "node_slot": (np.int64, -1, ()),
     "node_last_eval": (np.float64, 0.0, ()), "node_w": (np.float64, 0.0, ()),
+    "node_fit_w": (np.float64, 0.0, ()),
     "node_ysum": (np.float64, 0.0, ("M",)), "node_err": (np.float64, 0.0, ("M", 2)),
     "node_lin": (np.float64, 0.0, ("M", "F1")),
 }
@@ -150,7 +151,7 @@ class ISOUPBase(Learner):
         return (a["norm_w"], a["x_mean"], a["x_m2"], a["y_mean"], a["y_m2"], a["rng"],
                 a["node_feature"], a["node_threshold"], a["node_left"], a["node_right"],
                 a["node_depth"], a["node_slot"], a["node_last_eval"], a["node_w"],
-                a["node_ysum"], a["node_err"], a["node_lin"], a["slot_features"], a["obs_n"],
+                a["node_fit_w"], a["node_ysum"], a["node_err"], a["node_lin"], a["slot_features"], a["obs_n"],
                 a["obs_key"], a["obs_w"], a["obs_sum"], a["obs_sq"], a["n_nodes"],
                 a["n_slots"], a["n_seen"])
 

@@ -11,6 +11,7 @@ State (``T`` trees, ``N`` node capacity, ``S`` observer slots, ``P`` features pe
     node_slot       (T, N)          observer slot of a leaf (-1 for a split node)
     node_last_eval  (T, N)          leaf weight at its last split attempt
     node_w          (T, N)          leaf weight (a child starts with its branch's weight)
+    node_fit_w      (T, N)          weight the leaf's perceptron learned (its rate decays with it)
     node_ysum       (T, N, M)       weighted target sums of the leaf (the mean model)
     node_err        (T, N, M, 2)    faded absolute errors: [..., 0] perceptron, [..., 1] mean
     node_lin        (T, N, M, F+1)  perceptron weights (bias last) on standardised values
@@ -20,10 +21,12 @@ State (``T`` trees, ``N`` node capacity, ``S`` observer slots, ``P`` features pe
     rng (T,)                        one generator per tree (:mod:`models._rng`)
     n_nodes, n_slots (T,), n_seen (1,)
 
-Every row is standardised by the statistics of the rows before it: one standardiser for the
-whole learner, since it describes the stream, not a bootstrap replicate. Values are scaled by
-three standard deviations (MOA's perceptrons), so they mostly fall in ``[-1, 1]`` and a
-learning rate of 0.02 is stable on any raw scale (SCM20d's features are in the thousands).
+Every row is standardised by the statistics of the rows before it (``(v - mean) / sd``, 0
+without spread): one standardiser for the whole learner, since it describes the stream, not a
+bootstrap replicate. A perceptron learns by the delta rule on standardised values, with a
+rate ``learning_ratio / (1 + learning_ratio_decay * n)`` (``n``: weight the leaf's own
+perceptron learned), and then rescales each target's weights to unit L1 norm, as MOA does.
+That bound keeps a leaf stable on any raw scale (SCM20d's features are in the thousands).
 """
 
 from __future__ import annotations
@@ -54,20 +57,21 @@ def route(x, t, node_feature, node_threshold, node_left, node_right):
     return i
 
 
-@njit
+@njit(inline="always")
 def standardise(x, y, norm_w, x_mean, x_m2, y_mean, y_m2, xn, yn, y_scale):
-    """``xn = (x - mean) / 3 sd`` (0 without spread); ``yn`` likewise, ``y_scale = 3 sd``."""
+    """``xn = (x - mean) / sd`` (0 without spread); ``yn`` likewise, ``y_scale = sd`` (1
+    without spread)."""
     n = norm_w[0]
     for f in range(x.shape[0]):
         sd = math.sqrt(x_m2[f] / n) if n > 0.0 else 0.0
-        xn[f] = (x[f] - x_mean[f]) / (3.0 * sd) if sd > 0.0 else 0.0
+        xn[f] = (x[f] - x_mean[f]) / sd if sd > 0.0 else 0.0
     for j in range(y_mean.shape[0]):
         sd = math.sqrt(y_m2[j] / n) if n > 0.0 else 0.0
-        y_scale[j] = 3.0 * sd if sd > 0.0 else 1.0
+        y_scale[j] = sd if sd > 0.0 else 1.0
         yn[j] = (y[j] - y_mean[j]) / y_scale[j]
 
 
-@njit
+@njit(inline="always")
 def update_standardiser(x, y, w, norm_w, x_mean, x_m2, y_mean, y_m2):
     """Weighted Welford step of the input and target standardiser."""
     n = norm_w[0] + w
@@ -164,7 +168,8 @@ def _best_two(t, slot, min_frac, slot_features, obs_n, obs_key, obs_w, obs_sum, 
 
 @njit
 def _make_child(t, parent, c, slot, w, ysum, node_feature, node_left, node_right, node_depth,
-                node_slot, node_last_eval, node_w, node_ysum, node_err, node_lin, obs_n):
+                node_slot, node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin,
+                obs_n):
     node_feature[t, c] = -1
     node_left[t, c] = -1
     node_right[t, c] = -1
@@ -174,14 +179,15 @@ def _make_child(t, parent, c, slot, w, ysum, node_feature, node_left, node_right
     node_last_eval[t, c] = w  # grace counts the weight learned by the child itself
     node_ysum[t, c] = ysum
     node_err[t, c] = node_err[t, parent]
-    node_lin[t, c] = node_lin[t, parent]  # the child inherits the parent's perceptron
+    node_lin[t, c] = node_lin[t, parent]  # the child inherits the parent's perceptron ...
+    node_fit_w[t, c] = 0.0  # ... but its learning rate starts afresh (MOA)
     obs_n[t, slot] = 0  # an observer empties by forgetting its thresholds
 
 
 @njit
 def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_threshold,
-                  node_left, node_right, node_depth, node_slot, node_last_eval, node_w, node_ysum,
-                  node_err, node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq,
+                  node_left, node_right, node_depth, node_slot, node_last_eval, node_w, node_fit_w,
+                  node_ysum, node_err, node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq,
                   n_nodes, n_slots, cum_s, cum_q, tot_s, tot_q):
     """Split leaf ``node`` of tree ``t`` when its best split is clearly the best.
 
@@ -211,20 +217,20 @@ def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_t
     node_right[t, node] = rc
     node_slot[t, node] = -1
     _make_child(t, node, lc, slot, wl, cum_s, node_feature, node_left, node_right, node_depth,
-                node_slot, node_last_eval, node_w, node_ysum, node_err, node_lin, obs_n)
+                node_slot, node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, obs_n)
     _make_child(t, node, rc, rs, W - wl, tot_s - cum_s, node_feature, node_left, node_right,
-                node_depth, node_slot, node_last_eval, node_w, node_ysum, node_err, node_lin, obs_n)
+                node_depth, node_slot, node_last_eval, node_w, node_fit_w, node_ysum, node_err,
+                node_lin, obs_n)
     draw_features(t, slot, rng, slot_features, perm)
     draw_features(t, rs, rng, slot_features, perm)
 
 
-@njit
-def learn_leaf(t, node, x, y, xn, yn, wt, can_fit, grace, delta, tau, min_frac, lr, lr_decay,
-               fade, p_norm, p_lin, p_mean, rng, perm, node_feature, node_threshold, node_left,
-               node_right, node_depth, node_slot, node_last_eval, node_w, node_ysum, node_err,
-               node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes, n_slots,
-               cum_s, cum_q, tot_s, tot_q):
-    """Learn one row of weight ``wt`` at leaf ``node`` (outputs ``p_*`` already computed)."""
+@njit(inline="always")
+def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_lin, p_mean,
+             node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot, slot_features,
+             obs_n, obs_key, obs_w, obs_sum, obs_sq):
+    """Learn one row of weight ``wt`` at leaf ``node`` (its outputs ``p_*`` already computed):
+    the leaf models' faded errors, the perceptron step, the target sums, the observers."""
     F = xn.shape[0]
     M = y.shape[0]
     for j in range(M):
@@ -233,12 +239,21 @@ def learn_leaf(t, node, x, y, xn, yn, wt, can_fit, grace, delta, tau, min_frac, 
         node_err[t, node, j, 1] = fade * node_err[t, node, j, 1] + wt * abs(y[j] - p_mean[j])
     if can_fit:
         # delta rule on standardised values; the rate decays with the leaf's weight
-        step = wt * lr / (1.0 + lr_decay * node_w[t, node])
+        step = wt * lr / (1.0 + lr_decay * node_fit_w[t, node])
+        node_fit_w[t, node] += wt
         for j in range(M):
             d = step * (yn[j] - p_norm[j])
             for f in range(F):
                 node_lin[t, node, j, f] += d * xn[f]
             node_lin[t, node, j, F] += d
+            # MOA keeps each target's weights at unit L1 norm: the output then never
+            # exceeds the largest standardised input, so no raw scale makes it diverge
+            norm = 0.0
+            for f in range(F + 1):
+                norm += abs(node_lin[t, node, j, f])
+            if norm > 0.0:
+                for f in range(F + 1):
+                    node_lin[t, node, j, f] /= norm
     node_w[t, node] += wt
     for j in range(M):
         node_ysum[t, node, j] += wt * y[j]
@@ -246,12 +261,6 @@ def learn_leaf(t, node, x, y, xn, yn, wt, can_fit, grace, delta, tau, min_frac, 
     for i in range(slot_features.shape[2]):
         eb.ebst_insert(obs_n, obs_key, obs_w, obs_sum, obs_sq, t, slot, i,
                        x[slot_features[t, slot, i]], y, wt)
-    if node_w[t, node] - node_last_eval[t, node] >= grace:
-        node_last_eval[t, node] = node_w[t, node]
-        attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_threshold,
-                      node_left, node_right, node_depth, node_slot, node_last_eval, node_w,
-                      node_ysum, node_err, node_lin, slot_features, obs_n, obs_key, obs_w,
-                      obs_sum, obs_sq, n_nodes, n_slots, cum_s, cum_q, tot_s, tot_q)
 
 
 @njit
@@ -259,7 +268,7 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
                lr, lr_decay, fade, leaf_mode,
                norm_w, x_mean, x_m2, y_mean, y_m2, rng,
                node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
-               node_last_eval, node_w, node_ysum, node_err, node_lin, slot_features,
+               node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
                obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes, n_slots, n_seen):
     """Learn rows ``start, start+1, ...``; returns the first row not learned.
 
@@ -306,12 +315,17 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
             wt = k * wi
             if wt <= 0.0:
                 continue
-            learn_leaf(t, node, x, y, xn, yn, wt, can_fit, grace, delta, tau, min_frac, lr,
-                       lr_decay, fade, p_norm, p_lin, p_mean, rng, perm, node_feature,
-                       node_threshold, node_left, node_right, node_depth, node_slot,
-                       node_last_eval, node_w, node_ysum, node_err, node_lin, slot_features,
-                       obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes, n_slots,
-                       cum_s, cum_q, tot_s, tot_q)
+            fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_lin,
+                     p_mean, node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot,
+                     slot_features,
+                     obs_n, obs_key, obs_w, obs_sum, obs_sq)
+            if node_w[t, node] - node_last_eval[t, node] >= grace:
+                node_last_eval[t, node] = node_w[t, node]
+                attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature,
+                              node_threshold, node_left, node_right, node_depth, node_slot,
+                              node_last_eval, node_w, node_fit_w, node_ysum, node_err,
+                              node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes,
+                              n_slots, cum_s, cum_q, tot_s, tot_q)
         if wi > 0.0:
             update_standardiser(x, y, wi, norm_w, x_mean, x_m2, y_mean, y_m2)
         n_seen[0] += 1

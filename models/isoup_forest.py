@@ -37,7 +37,7 @@ class ISOUPSymRF(ISOUPBase):
     grace_period, delta, tau, leaf_prediction, learning_ratio, learning_ratio_decay, \
 fading_factor, max_thresholds
         As :class:`~models.isoup_tree.ISOUPTree` (200, 1e-7, 0.05, "adaptive", 0.02, 0.001,
-        0.95, 64).
+        0.95, 32).
     seed : int, default 1
         Master seed; one generator per tree draws its bagging weights and subspaces.
 
@@ -74,7 +74,7 @@ fading_factor, max_thresholds
     def __init__(self, n_models: int = 10, subspace: str = "sqrt", grace_period: int = 200,
                  delta: float = 1e-7, tau: float = 0.05, leaf_prediction: str = "adaptive",
                  learning_ratio: float = 0.02, learning_ratio_decay: float = 0.001,
-                 fading_factor: float = 0.95, max_thresholds: int = 64, seed: int = 1):
+                 fading_factor: float = 0.95, max_thresholds: int = 32, seed: int = 1):
         if subspace not in SUBSPACES:
             raise ValueError(f"subspace must be one of {sorted(SUBSPACES)}, got {subspace!r}")
         self.params = {"n_models": int(n_models), "subspace": subspace,
