@@ -6,8 +6,9 @@ and the sums and squared sums of every target of the rows at or below that value
 candidate is every stored value ``v`` (``x <= v`` goes left).
 
 Here one observer is an array of at most ``K`` thresholds (``obs_key``; sorted once full
-and whenever its splits are scored) and, per threshold ``k``, the weight and target sums of the rows with ``key[k-1] < x <= key[k]``
-(a bin, so the sums below ``key[k]`` are a prefix sum). While a leaf has seen at most ``K``
+and whenever its splits are scored) and, per threshold ``k``, the weight and target sums of
+the rows with ``key[k-1] < x <= key[k]`` (a bin, so the sums below ``key[k]`` are a prefix
+sum). While a leaf has seen at most ``K``
 distinct values of the feature this is the E-BST itself, flattened. Once ``K`` are stored, a
 new value joins the bin of the smallest threshold above it, which leaves the sums below
 every stored threshold exact; a value above the largest threshold moves that threshold up to
