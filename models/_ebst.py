@@ -8,8 +8,8 @@ candidate is every stored value ``v`` (``x <= v`` goes left).
 Here one observer is an array of at most ``K`` thresholds (``obs_key``; sorted once full
 and whenever its splits are scored) and, per threshold ``k``, the weight and target sums of
 the rows with ``key[k-1] < x <= key[k]`` (a bin, so the sums below ``key[k]`` are a prefix
-sum). While a leaf has seen at most ``K``
-distinct values of the feature this is the E-BST itself, flattened. Once ``K`` are stored, a
+sum). While a leaf has seen at most ``K`` distinct values of the feature this is the E-BST
+itself, flattened. Once ``K`` are stored, a
 new value joins the bin of the smallest threshold above it, which leaves the sums below
 every stored threshold exact; a value above the largest threshold moves that threshold up to
 it (the largest threshold is never a valid split: nothing lies right of it). So every
@@ -26,7 +26,7 @@ State layout (``T`` trees, ``S`` observer slots (one per learning leaf), ``P`` f
 leaf, ``K`` thresholds, ``M`` targets)::
 
     obs_n   (T, S, P)       int64    thresholds in use
-    obs_key (T, S, P, K)    float64  sorted thresholds
+    obs_key (T, S, P, K)    float64  thresholds
     obs_w   (T, S, P, K)    float64  weight of each bin
     obs_sum (T, S, P, K, M) float64  sum of each target in each bin
     obs_sq  (T, S, P, K, M) float64  sum of squares of each target in each bin
