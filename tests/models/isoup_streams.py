@@ -1,6 +1,6 @@
 """Multi-target regression streams of the iSOUP tests and benchmarks.
 
-* :func:`bike_sharing`: UCI Bike Sharing, hourly (``/work/shared/data``), 12 features after
+* :func:`bike_sharing`: UCI Bike Sharing, hourly (the shared data folder), 12 features after
   dropping ``instant`` and ``dteday``; targets casual, registered, cnt.
 * :func:`scm20d`: Mulan SCM20d, 61 features, 16 targets (the last 16 ARFF attributes).
 * :func:`relevant_stream`: synthetic, 10 features ``x ~ U(-1, 1)``, 3 targets that depend
@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = Path("/work/shared/data")
+from tests.shared_data import data_dir
+
+DATA = data_dir()
 BIKE_FEATURES = ["season", "yr", "mnth", "hr", "holiday", "weekday", "workingday",
                  "weathersit", "temp", "atemp", "hum", "windspeed"]
 BIKE_TARGETS = ["casual", "registered", "cnt"]
@@ -23,6 +25,7 @@ RELEVANT = (0, 1, 2, 3)
 
 
 def available(name: str) -> bool:
+    """Whether the shared data folder holds ``name``."""
     return (DATA / name).exists()
 
 
