@@ -114,7 +114,7 @@ def end_to_end(settings, n: int, warm_fraction: float = 0.1) -> float:
     w.start()
     try:
         def done():
-            return w.metrics.instances_in._values.get((), 0)
+            return w.metrics.registry.get_sample_value("streamforest_instances_total") or 0
 
         while done() < warm_fraction * n:
             w.step()
@@ -166,7 +166,7 @@ def table_recovery(bootstrap: str, rows: int, intervals=(2000, 10000, 50000)) ->
         n = produce(bootstrap, settings.topics.instances, streams)
         a = Worker(settings)
         a.start()
-        while a.metrics.instances_in._values.get((), 0) < n:
+        while a.metrics.registry.get_sample_value("streamforest_instances_total") or 0 < n:
             a.step()
         # crash: leave without the final checkpoint (state is dropped, nothing is written)
         a.tasks.clear()
@@ -181,9 +181,9 @@ def table_recovery(bootstrap: str, rows: int, intervals=(2000, 10000, 50000)) ->
             if time.perf_counter() - t0 > 300:
                 raise TimeoutError("recovery did not finish")
         task = next(iter(b.tasks.values()))
-        read = b.metrics.restore_seconds._values[()][-1]
-        total = b.metrics.recovery_seconds._values[()][-1]
-        replayed = int(b.metrics.replayed._values.get((), 0))
+        read = b.metrics.registry.get_sample_value("streamforest_restore_seconds_sum")  # one restore
+        total = b.metrics.registry.get_sample_value("streamforest_recovery_seconds_sum")
+        replayed = int(b.metrics.registry.get_sample_value("streamforest_replayed_instances_total") or 0)
         b.shutdown()
         out.append({"checkpoint_every": every, "replayed": replayed,
                     "checkpoint_offset": task.manifest.offset, "read_s": read,

@@ -153,7 +153,7 @@ def run_once(bootstrap: str, streams: dict, n_rows: int, child: bool) -> dict:
     cpu0 = time.process_time()
     try:
         def done() -> int:
-            return w.metrics.instances_in._values.get((), 0)
+            return w.metrics.registry.get_sample_value("streamforest_instances_total") or 0
 
         while done() < 0.1 * n:
             w.step()

@@ -12,16 +12,20 @@ from worker_support import REPO
 pytestmark = pytest.mark.kafka
 
 
-def test_demo_consumes_both_streams_and_stops_its_workers(kafka_bootstrap):
+def test_demo_consumes_every_stream_and_stops_its_workers(kafka_bootstrap):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
     proc = subprocess.run(
         [sys.executable, "-m", "worker", "demo", "--bootstrap", kafka_bootstrap,
-         "--rows", "1500", "--electricity-rows", "1000", "--timeout", "240"],
+         "--rows", "1500", "--electricity-rows", "1000", "--bike-rows", "800",
+         "--timeout", "240"],
         cwd=str(REPO), env=env, capture_output=True, text=True, timeout=300)
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert "all streams consumed" in out
     final = out.split("final view:")[1]
-    assert "1500/1500" in final and "1000/1000" in final
+    assert "1500/1500" in final and "1000/1000" in final and "800/800" in final
     # the live view shows the importance ranking beside the true weights
     assert "hyperplane" in final and "x" in final.split("hyperplane")[1]
+    # the regression stream: its error over the three targets and its SymRF ranking
+    bikes = next(line for line in final.splitlines() if line.startswith("bikes"))
+    assert " mae " in bikes and any(f in bikes for f in ("hr", "temp", "atemp", "hum"))

@@ -1,12 +1,14 @@
-"""``streamforest demo``: a local broker, two workers, two streams and a live view.
+"""``streamforest demo``: a local broker, two workers, three streams and a live view.
 
 1. starts the local broker (or uses ``--bootstrap``) and creates the demo's topics;
-2. produces a drifting rotating-hyperplane stream, keeping its true feature weights, and the
-   Electricity dataset shipped in the package (features by name);
+2. produces a drifting rotating-hyperplane stream, keeping its true feature weights, the
+   Electricity dataset shipped in the package (features by name; classification) and the Bike
+   Sharing hourly data shipped beside it (three targets: a multi-target regression stream);
 3. runs two workers (``python -m worker run``) in one consumer group;
-4. prints, every second, per stream: instances processed, instances/s, prequential accuracy,
-   the current top features of the importance ranking beside the true ones (hyperplane), and
-   every drift alert as it is committed;
+4. prints, every second, per stream: instances processed, instances/s, the prequential score
+   (accuracy, or for regression the mean absolute error over the targets), the current top
+   features of the importance ranking (ORF MDA, or iSOUP-SymRF's symbolic ranking) beside the
+   true ones (hyperplane), and every drift alert as it is committed;
 5. when every instance has its prediction, stops the workers and the broker it started.
 """
 
@@ -61,8 +63,9 @@ class LiveView:
         self.truth = truth  # stream -> (feature names, W per instance)
         self.top_k = top_k
         self.done = defaultdict(int)
-        self.correct = defaultdict(int)
+        self.correct = defaultdict(float)  # right answers, or summed absolute errors
         self.labelled = defaultdict(int)
+        self.regression: set[str] = set()
         self.rank: dict = {}
         self.alerts: deque = deque(maxlen=6)
         self.n_alerts = defaultdict(int)
@@ -82,14 +85,19 @@ class LiveView:
                     self.done[s] += 1
                     if d.get("y_true") is not None:
                         self.labelled[s] += 1
-                        self.correct[s] += d["y_pred"] == d["y_true"]
+                        if isinstance(d["y_true"], list):  # multi-target regression
+                            self.regression.add(s)
+                            err = np.abs(np.subtract(d["y_pred"] or 0.0, d["y_true"]))
+                            self.correct[s] += float(err.mean())
+                        else:
+                            self.correct[s] += d["y_pred"] == d["y_true"]
                 elif t == self.topics.drift:
                     self.n_alerts[s] += 1
                     line = (f"  ! drift alert  {s:<12} {d['level']:<7} at instance "
                             f"{d['position']:>6}  ({d['source']}: {d['detail']})")
                     self.alerts.append(line)
                     new.append(line)
-                elif t == self.topics.rankings and d["method"] == "orf_mda":
+                elif t == self.topics.rankings and d["method"] in ("orf_mda", "symrf"):
                     self.rank[s] = (d["features"][: self.top_k], d["n_seen"])
         now = time.monotonic()
         for s in self.totals:
@@ -97,19 +105,20 @@ class LiveView:
         return new
 
     def render(self) -> str:
-        lines = [f"{'stream':<12} {'done':>13} {'inst/s':>8} {'preq acc':>8}  "
-                 f"top features (ORF MDA)        true top features"]
+        lines = [f"{'stream':<12} {'done':>13} {'inst/s':>8} {'preq score':>11}  "
+                 f"top features (ORF MDA, SymRF)  true top features"]
         for s, total in self.totals.items():
             r = self.rate[s]
             ips = (r[-1][1] - r[0][1]) / (r[-1][0] - r[0][0]) if len(r) > 1 else 0.0
             acc = self.correct[s] / self.labelled[s] if self.labelled[s] else float("nan")
+            kind = "mae" if s in self.regression else "acc"
             top, n_seen = self.rank.get(s, ([], 0))
             true = ""
             if s in self.truth and top:
                 names, W = self.truth[s]
                 w = W[min(max(n_seen - 1, 0), len(W) - 1)]
                 true = ", ".join(names[j] for j in np.argsort(-w, kind="stable")[: self.top_k])
-            lines.append(f"{s:<12} {self.done[s]:>6}/{total:<6} {ips:>8.0f} {acc:>8.3f}  "
+            lines.append(f"{s:<12} {self.done[s]:>6}/{total:<6} {ips:>8.0f} {kind} {acc:>7.3f}  "
                          f"{', '.join(top):<29} {true}")
         return "\n".join(lines)
 
@@ -121,7 +130,8 @@ class LiveView:
 
 
 def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: int | None = None,
-             partitions: int = 2, timeout_s: float = 900.0, out=sys.stdout) -> int:
+             partitions: int = 2, timeout_s: float = 900.0, out=sys.stdout,
+             bike_rows: int | None = None) -> int:
     """Run the demo (see module doc); returns 0 when every instance got its prediction."""
     from ..settings import load_settings
     from ..topics import create_topics
@@ -154,15 +164,20 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
         names = [f"x{j}" for j in range(X.shape[1])]
         elec = load("electricity")
         n_elec = electricity_rows or elec.n_rows
+        bikes = load("bike_sharing")
+        n_bikes = bike_rows or bikes.n_rows
         p = make_producer(bootstrap)
         produce_stream(p, settings.topics.instances, "hyperplane", X, y, names=names)
         produce_stream(p, settings.topics.instances, "electricity", elec.X[:n_elec],
                        elec.y[:n_elec], names=elec.feature_names)
+        produce_stream(p, settings.topics.instances, "bikes", bikes.X[:n_bikes],
+                       bikes.y[:n_bikes], names=bikes.feature_names)
         p.flush(60)
         del p  # closes the producer now, before the broker it talks to is stopped
-        totals = {"hyperplane": rows, "electricity": n_elec}
-        print(f"produced {rows} hyperplane instances (2 drifting weights of 10) and "
-              f"{n_elec} Electricity instances", file=out, flush=True)
+        totals = {"hyperplane": rows, "electricity": n_elec, "bikes": n_bikes}
+        print(f"produced {rows} hyperplane instances (2 drifting weights of 10), "
+              f"{n_elec} Electricity instances and {n_bikes} Bike Sharing hours "
+              f"(targets {', '.join(bikes.target_names)})", file=out, flush=True)
 
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
         child_env.update(env)
@@ -218,7 +233,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--rows", type=int, default=30000, help="hyperplane instances")
     p.add_argument("--electricity-rows", type=int, default=None,
                    help="Electricity instances (default: all 45,312)")
+    p.add_argument("--bike-rows", type=int, default=None,
+                   help="Bike Sharing hours (default: all 17,379)")
     p.add_argument("--partitions", type=int, default=2)
     p.add_argument("--timeout", type=float, default=900.0)
     p.set_defaults(func=lambda a: run_demo(a.bootstrap, a.rows, a.electricity_rows,
-                                           a.partitions, a.timeout))
+                                           a.partitions, a.timeout, bike_rows=a.bike_rows))
