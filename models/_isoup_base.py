@@ -31,8 +31,7 @@ _NODE = {
 }
 #: observer arrays: name -> (dtype, trailing axes after (T, S, P))
 _SLOT = {"obs_n": (np.int64, ()), "obs_key": (np.float64, ("K",)),
-         "obs_w": (np.float64, ("K",)), "obs_sum": (np.float64, ("K", "M")),
-         "obs_sq": (np.float64, ("K", "M"))}
+         "obs_stats": (np.float64, ("K", "W2M"))}
 
 
 class ISOUPBase(Learner):
@@ -89,7 +88,7 @@ class ISOUPBase(Learner):
     def _allocate(self, F: int, M: int) -> None:
         T, N = self._n_models, _INITIAL_NODES
         S, P, K = N // 2, min(self._subspace(F), F), self._max_thresholds
-        axes = {"M": M, "2": 2, "F1": F + 1, "K": K}
+        axes = {"M": M, "F1": F + 1, "K": K, "W2M": 1 + 2 * M}
         a = {n: np.full((T, N, *(axes.get(x, x) for x in ax)), fill, d) for n, (d, fill, ax) in _NODE.items()}
         a["slot_features"] = np.zeros((T, S, P), np.int64)
         a.update({n: np.zeros((T, S, P, *(axes.get(x, x) for x in ax)), d) for n, (d, ax) in _SLOT.items()})
@@ -152,7 +151,7 @@ class ISOUPBase(Learner):
                 a["node_feature"], a["node_threshold"], a["node_left"], a["node_right"],
                 a["node_depth"], a["node_slot"], a["node_last_eval"], a["node_w"],
                 a["node_fit_w"], a["node_ysum"], a["node_err"], a["node_lin"], a["slot_features"], a["obs_n"],
-                a["obs_key"], a["obs_w"], a["obs_sum"], a["obs_sq"], a["n_nodes"],
+                a["obs_key"], a["obs_stats"], a["n_nodes"],
                 a["n_slots"], a["n_seen"])
 
     def learn_many(self, X, Y, sample_weight=None) -> None:
@@ -225,7 +224,7 @@ class ISOUPBase(Learner):
         if P != min(self._subspace(F), F) or K != self._max_thresholds or S != N // 2:
             raise ValueError(f"{self.kind} state: observer shape {(S, P, K)} does not fit "
                              f"{N} nodes and {F} features")
-        axes = {"M": M, "2": 2, "F1": F + 1, "K": K}
+        axes = {"M": M, "F1": F + 1, "K": K, "W2M": 1 + 2 * M}
         shapes = {n: (T, N, *(axes.get(x, x) for x in ax)) for n, (_, _, ax) in _NODE.items()}
         shapes.update({n: (T, S, P, *(axes.get(x, x) for x in ax)) for n, (_, ax) in _SLOT.items()})
         shapes.update(slot_features=(T, S, P), norm_w=(1,), x_m2=(F,), y_m2=(M,), rng=(T,),

@@ -142,7 +142,7 @@ def init_roots(rng, slot_features, perm, node_slot, n_nodes, n_slots):
 
 
 @njit
-def _best_two(t, slot, min_frac, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq,
+def _best_two(t, slot, min_frac, slot_features, obs_n, obs_key, obs_stats,
               cum_s, cum_q, tot_s, tot_q):
     """Best merit (with its feature position and threshold index) and the second best."""
     best = 0.0
@@ -151,7 +151,7 @@ def _best_two(t, slot, min_frac, slot_features, obs_n, obs_key, obs_w, obs_sum, 
     second = 0.0
     weight = 0.0
     for i in range(slot_features.shape[2]):
-        m, k, w = eb.ebst_best_split(obs_n, obs_key, obs_w, obs_sum, obs_sq, t, slot, i,
+        m, k, w = eb.ebst_best_split(obs_n, obs_key, obs_stats, t, slot, i,
                                      min_frac, cum_s, cum_q, tot_s, tot_q)
         weight = max(weight, w)
         if k < 0:
@@ -187,7 +187,7 @@ def _make_child(t, parent, c, slot, w, ysum, node_feature, node_left, node_right
 @njit
 def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_threshold,
                   node_left, node_right, node_depth, node_slot, node_last_eval, node_w, node_fit_w,
-                  node_ysum, node_err, node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq,
+                  node_ysum, node_err, node_lin, slot_features, obs_n, obs_key, obs_stats,
                   n_nodes, n_slots, cum_s, cum_q, tot_s, tot_q):
     """Split leaf ``node`` of tree ``t`` when its best split is clearly the best.
 
@@ -198,14 +198,14 @@ def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_t
     """
     slot = node_slot[t, node]
     best, bi, bk, second, weight = _best_two(t, slot, min_frac, slot_features, obs_n, obs_key,
-                                             obs_w, obs_sum, obs_sq, cum_s, cum_q, tot_s, tot_q)
+                                             obs_stats, cum_s, cum_q, tot_s, tot_q)
     if bi < 0 or best <= 0.0:
         return
     hb = hs.hoeffding_bound(1.0, delta, weight)
     if not (second / best < 1.0 - hb or hb < tau):
         return
-    wl = eb.ebst_totals(obs_n, obs_w, obs_sum, obs_sq, t, slot, bi, bk, cum_s, cum_q)
-    W = eb.ebst_totals(obs_n, obs_w, obs_sum, obs_sq, t, slot, bi, obs_n[t, slot, bi], tot_s, tot_q)
+    wl = eb.ebst_totals(obs_n, obs_stats, t, slot, bi, bk, cum_s, cum_q)
+    W = eb.ebst_totals(obs_n, obs_stats, t, slot, bi, obs_n[t, slot, bi], tot_s, tot_q)
     lc = n_nodes[t]
     rc = lc + 1
     n_nodes[t] = lc + 2
@@ -228,7 +228,7 @@ def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_t
 @njit(inline="always")
 def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_lin, p_mean,
              node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot, slot_features,
-             obs_n, obs_key, obs_w, obs_sum, obs_sq):
+             obs_n, obs_key, obs_stats):
     """Learn one row of weight ``wt`` at leaf ``node`` (its outputs ``p_*`` already computed):
     the leaf models' faded errors, the perceptron step, the target sums, the observers."""
     F = xn.shape[0]
@@ -259,7 +259,7 @@ def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_l
         node_ysum[t, node, j] += wt * y[j]
     slot = node_slot[t, node]
     for i in range(slot_features.shape[2]):
-        eb.ebst_insert(obs_n, obs_key, obs_w, obs_sum, obs_sq, t, slot, i,
+        eb.ebst_insert(obs_n, obs_key, obs_stats, t, slot, i,
                        x[slot_features[t, slot, i]], y, wt)
 
 
@@ -269,7 +269,7 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
                norm_w, x_mean, x_m2, y_mean, y_m2, rng,
                node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
                node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
-               obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes, n_slots, n_seen):
+               obs_n, obs_key, obs_stats, n_nodes, n_slots, n_seen):
     """Learn rows ``start, start+1, ...``; returns the first row not learned.
 
     Each tree learns a row with weight ``k * w`` (``k ~ Poisson(lam)`` with ``bagging``,
@@ -318,13 +318,13 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
             fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_lin,
                      p_mean, node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot,
                      slot_features,
-                     obs_n, obs_key, obs_w, obs_sum, obs_sq)
+                     obs_n, obs_key, obs_stats)
             if node_w[t, node] - node_last_eval[t, node] >= grace:
                 node_last_eval[t, node] = node_w[t, node]
                 attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature,
                               node_threshold, node_left, node_right, node_depth, node_slot,
                               node_last_eval, node_w, node_fit_w, node_ysum, node_err,
-                              node_lin, slot_features, obs_n, obs_key, obs_w, obs_sum, obs_sq, n_nodes,
+                              node_lin, slot_features, obs_n, obs_key, obs_stats, n_nodes,
                               n_slots, cum_s, cum_q, tot_s, tot_q)
         if wi > 0.0:
             update_standardiser(x, y, wi, norm_w, x_mean, x_m2, y_mean, y_m2)
