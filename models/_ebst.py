@@ -47,25 +47,6 @@ from . import _hoeffding as hs
 from ._jit import njit
 
 
-@njit(inline="always")
-def _lower_bound(obs_key, t, s, i, n, x):
-    """First index ``k < n`` with ``key[k] >= x`` (``n`` when there is none).
-
-    Branch-free halving (a fixed number of steps whose only choice is a conditional move):
-    the comparisons of a search are unpredictable, and mispredicted branches cost more than
-    the whole search otherwise does.
-    """
-    if n == 0:
-        return 0
-    base = 0
-    length = n
-    while length > 1:
-        half = length >> 1
-        base = base + half if obs_key[t, s, i, base + half - 1] < x else base
-        length -= half
-    return base + 1 if obs_key[t, s, i, base] < x else base
-
-
 @njit
 def sort_bins(obs_n, obs_key, obs_stats, t, s, i):
     """Order the bins of observer (t, s, i) by threshold (they are kept unsorted while the
@@ -78,43 +59,57 @@ def sort_bins(obs_n, obs_key, obs_stats, t, s, i):
     obs_stats[t, s, i, :n] = stats
 
 
-@njit(inline="always")
-def ebst_insert(obs_n, obs_key, obs_stats, t, s, i, x, y, w):
-    """Add a row (feature value ``x``, targets ``y``, weight ``w``) to observer (t, s, i).
+@njit
+def ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, s, x, y, w):
+    """Add a row (features ``x``, targets ``y``, weight ``w``) to every observer of slot ``s``
+    of tree ``t`` (observer ``i`` watches feature ``slot_features[t, s, i]``).
 
     While fewer than ``K`` thresholds are stored, bins are in arrival order (a linear scan
     finds an equal value; a new one is appended); the moment the ``K``-th arrives they are
-    sorted, and from then on a binary search places every value.
+    sorted, and from then on a binary search places every value. One call per row and leaf,
+    with the loop over features inside: an array passed to an inlined helper costs two
+    atomic reference-count updates, more than the whole insertion.
     """
-    n = obs_n[t, s, i]
     K = obs_key.shape[3]
     M = y.shape[0]
-    full = False
-    if n < K:
-        k = n
-        for m in range(n):
-            if obs_key[t, s, i, m] == x:
-                k = m
-                break
-        if k == n:
-            obs_key[t, s, i, k] = x
-            for j in range(1 + 2 * M):
-                obs_stats[t, s, i, k, j] = 0.0
-            obs_n[t, s, i] = n + 1
-            full = n + 1 == K
-    else:
-        k = _lower_bound(obs_key, t, s, i, n, x)
-        if k == n:
-            k = n - 1  # above every threshold: the top bin stretches up to x
-            obs_key[t, s, i, k] = x
-        # else: joins the bin (key[k-1], key[k]] (the sums below every threshold stay exact)
-    obs_stats[t, s, i, k, 0] += w
-    for j in range(M):
-        v = w * y[j]
-        obs_stats[t, s, i, k, 1 + j] += v
-        obs_stats[t, s, i, k, 1 + M + j] += v * y[j]
-    if full:
-        sort_bins(obs_n, obs_key, obs_stats, t, s, i)
+    for i in range(slot_features.shape[2]):
+        xv = x[slot_features[t, s, i]]
+        n = obs_n[t, s, i]
+        full = False
+        if n < K:
+            k = n
+            for m in range(n):
+                if obs_key[t, s, i, m] == xv:
+                    k = m
+                    break
+            if k == n:
+                obs_key[t, s, i, k] = xv
+                for j in range(1 + 2 * M):
+                    obs_stats[t, s, i, k, j] = 0.0
+                obs_n[t, s, i] = n + 1
+                full = n + 1 == K
+        else:
+            # first k with key[k] >= x, by branch-free halving: a fixed number of steps whose
+            # only choice is a conditional move (the comparisons are unpredictable, and
+            # mispredicted branches would cost more than the search)
+            base = 0
+            length = n
+            while length > 1:
+                half = length >> 1
+                base = base + half if obs_key[t, s, i, base + half - 1] < xv else base
+                length -= half
+            k = base + 1 if obs_key[t, s, i, base] < xv else base
+            if k == n:
+                k = n - 1  # above every threshold: the top bin stretches up to x
+                obs_key[t, s, i, k] = xv
+            # else: joins the bin (key[k-1], key[k]] (the sums below every threshold stay exact)
+        obs_stats[t, s, i, k, 0] += w
+        for j in range(M):
+            v = w * y[j]
+            obs_stats[t, s, i, k, 1 + j] += v
+            obs_stats[t, s, i, k, 1 + M + j] += v * y[j]
+        if full:
+            sort_bins(obs_n, obs_key, obs_stats, t, s, i)
 
 
 @njit

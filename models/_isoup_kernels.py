@@ -27,6 +27,13 @@ bootstrap replicate. A perceptron learns by the delta rule on standardised value
 rate ``learning_ratio / (1 + learning_ratio_decay * n)`` (``n``: weight the leaf's own
 perceptron learned), and then rescales each target's weights to unit L1 norm, as MOA does.
 That bound keeps a leaf stable on any raw scale (SCM20d's features are in the thousands).
+
+On the per-row path, numba's inlining (``inline="always"``) binds every array argument to a
+new name and so pays two atomic reference-count updates per array and call; a plain call
+passes arrays without them. Only the small helpers are inlined; the observers' update
+(:func:`models._ebst.ebst_learn`, one call per row and leaf with the loop over features
+inside), the leaf's learning step and the prediction bookkeeping are plain calls, which
+measured 30% more rows/s on the 10-tree forest than inlining them.
 """
 
 from __future__ import annotations
@@ -102,14 +109,18 @@ def leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin, p_no
         p_mean[j] = node_ysum[t, node, j] / w if w > 0.0 else y_mean[j]
 
 
-@njit(inline="always")
-def choose(t, node, j, leaf_mode, node_err, p_lin, p_mean):
-    """Prediction of target ``j``: the model with the lower faded error (adaptive leaves)."""
-    if leaf_mode == LEAF_MEAN:
-        return p_mean[j]
-    if leaf_mode == LEAF_PERCEPTRON or node_err[t, node, j, 0] < node_err[t, node, j, 1]:
-        return p_lin[j]
-    return p_mean[j]
+@njit
+def add_outputs(out, i, T, t, node, leaf_mode, node_err, p_lin, p_mean):
+    """``out[i, j] += answer / T`` for every target ``j``: the leaf's answer is its model with
+    the lower faded error (adaptive leaves), or the model ``leaf_mode`` names."""
+    for j in range(p_lin.shape[0]):
+        if leaf_mode == LEAF_MEAN:
+            v = p_mean[j]
+        elif leaf_mode == LEAF_PERCEPTRON or node_err[t, node, j, 0] < node_err[t, node, j, 1]:
+            v = p_lin[j]
+        else:
+            v = p_mean[j]
+        out[i, j] += v / T
 
 
 @njit
@@ -225,7 +236,7 @@ def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_t
     draw_features(t, rs, rng, slot_features, perm)
 
 
-@njit(inline="always")
+@njit
 def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_lin, p_mean,
              node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot, slot_features,
              obs_n, obs_key, obs_stats):
@@ -257,10 +268,7 @@ def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_l
     node_w[t, node] += wt
     for j in range(M):
         node_ysum[t, node, j] += wt * y[j]
-    slot = node_slot[t, node]
-    for i in range(slot_features.shape[2]):
-        eb.ebst_insert(obs_n, obs_key, obs_stats, t, slot, i,
-                       x[slot_features[t, slot, i]], y, wt)
+    eb.ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, node_slot[t, node], x, y, wt)
 
 
 @njit
@@ -309,8 +317,7 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
             leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin,
                          p_norm, p_lin, p_mean)
             if prequential:
-                for j in range(M):
-                    out[i, j] += choose(t, node, j, leaf_mode, node_err, p_lin, p_mean) / T
+                add_outputs(out, i, T, t, node, leaf_mode, node_err, p_lin, p_mean)
             k = poisson(rng, t, lam) if bagging else 1
             wt = k * wi
             if wt <= 0.0:
@@ -354,5 +361,4 @@ def predict_rows(X, out, leaf_mode, norm_w, x_mean, x_m2, y_mean, y_m2, node_fea
             node = route(x, t, node_feature, node_threshold, node_left, node_right)
             leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin,
                          p_norm, p_lin, p_mean)
-            for j in range(M):
-                out[i, j] += choose(t, node, j, leaf_mode, node_err, p_lin, p_mean) / T
+            add_outputs(out, i, T, t, node, leaf_mode, node_err, p_lin, p_mean)

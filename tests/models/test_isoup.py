@@ -28,8 +28,9 @@ def test_bounded_ebst_scores_every_kept_threshold_exactly(K, distinct):
     Y = np.column_stack([x * 2, np.sin(x), rng.normal(size=n)]) + rng.normal(0, 0.1, (n, M))
     w = rng.integers(1, 4, n).astype(float)
     obs = _observer(K, M)
+    watch = np.zeros((1, 1, 1), np.int64)  # the one observer watches feature 0
     for i in range(n):
-        eb.ebst_insert(*obs, 0, 0, 0, x[i], Y[i], w[i])
+        eb.ebst_learn(*obs, watch, 0, 0, x[i:i + 1], Y[i], w[i])
     eb.sort_bins(*obs, 0, 0, 0)
     n_keys, keys = int(obs[0][0, 0, 0]), obs[1][0, 0, 0]
     assert n_keys == min(K, len(np.unique(x)))
