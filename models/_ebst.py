@@ -41,25 +41,30 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from . import _hoeffding as hs
 from ._jit import njit
 
 
-@njit
+@njit(_nrt=False)
 def sort_bins(obs_n, obs_key, obs_stats, t, s, i):
-    """Order the bins of observer (t, s, i) by threshold (they are kept unsorted while the
-    observer fills, so that a new value costs no shifting)."""
+    """Order the bins of observer (t, s, i) by threshold, in place (insertion sort: at most
+    ``K`` bins, and no allocation)."""
     n = obs_n[t, s, i]
-    order = np.argsort(obs_key[t, s, i, :n])
-    key = obs_key[t, s, i, :n][order]
-    stats = obs_stats[t, s, i, :n][order]
-    obs_key[t, s, i, :n] = key
-    obs_stats[t, s, i, :n] = stats
+    W = obs_stats.shape[4]
+    for a in range(1, n):
+        b = a
+        while b > 0 and obs_key[t, s, i, b - 1] > obs_key[t, s, i, b]:
+            tmp = obs_key[t, s, i, b]
+            obs_key[t, s, i, b] = obs_key[t, s, i, b - 1]
+            obs_key[t, s, i, b - 1] = tmp
+            for j in range(W):
+                v = obs_stats[t, s, i, b, j]
+                obs_stats[t, s, i, b, j] = obs_stats[t, s, i, b - 1, j]
+                obs_stats[t, s, i, b - 1, j] = v
+            b -= 1
 
 
-@njit
+@njit(_nrt=False)
 def ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, s, x, y, w):
     """Add a row (features ``x``, targets ``y``, weight ``w``) to every observer of slot ``s``
     of tree ``t`` (observer ``i`` watches feature ``slot_features[t, s, i]``).
@@ -67,8 +72,9 @@ def ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, s, x, y, w):
     While fewer than ``K`` thresholds are stored, bins are in arrival order (a linear scan
     finds an equal value; a new one is appended); the moment the ``K``-th arrives they are
     sorted, and from then on a binary search places every value. One call per row and leaf,
-    with the loop over features inside: an array passed to an inlined helper costs two
-    atomic reference-count updates, more than the whole insertion.
+    with the loop over features inside, compiled without numba's runtime: it allocates
+    nothing, so its array arguments need no reference counting (which would cost more than
+    the insertion itself; see :mod:`models._isoup_kernels`).
     """
     K = obs_key.shape[3]
     M = y.shape[0]
