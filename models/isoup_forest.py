@@ -45,9 +45,13 @@ fading_factor, max_thresholds
     -----
     :meth:`importances` returns ``{"symbolic": I, "share": I / sum(I)}`` with the paper's
     score ``I(A, E) = 1/|E| sum_T sum_{split nodes on A} 0.5 ** depth`` (root depth 0).
-    Every split node counts, also one below an ancestor that splits on the same feature.
-    The subspace sizes are the paper's; a leaf with ``1 + ceil(...) >= N`` observes every
-    feature.
+    Every split node counts, also one below an ancestor that splits on the same feature
+    (MOA's ``ISOUPTreeRF.getFeatureScores`` overwrites instead of adding, so such repeats
+    are lost there). The subspace sizes are the paper's (MOA's newer ``ISOUPTreeRF`` ends
+    every option at ``ceil(0.1 N)`` features; its older one uses ``ceil(sqrt N)`` without
+    the 1); a leaf whose size reaches ``N`` observes every feature. Bagging weights scale
+    statistics and perceptron steps as instance weights do in
+    :class:`~models.isoup_tree.ISOUPTree`; the trees share one standardiser of the stream.
 
     Examples
     --------

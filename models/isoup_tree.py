@@ -55,8 +55,26 @@ class ISOUPTree(ISOUPBase):
     -----
     :meth:`importances` returns ``{"splits": s, "symbolic": i}``: ``s[f]`` counts the split
     nodes on feature ``f``; ``i[f]`` sums ``0.5 ** depth`` over them (the symbolic score of
-    iSOUP-SymRF for one tree). Instance weights scale every statistic and the perceptron
-    step. Rows are standardised by the statistics of the rows before them.
+    iSOUP-SymRF for one tree). Rows are standardised by the statistics of the rows before
+    them.
+
+    Choices where the paper and MOA leave room (MOA's ``ISOUPTree`` is the reference):
+
+    * *Observers.* E-BSTs bounded to ``max_thresholds`` candidates per leaf and feature
+      (:mod:`models._ebst`): every kept candidate is scored on exact sums; only the set of
+      candidates is limited to the first distinct values a leaf sees.
+    * *Merit.* Variance reduction with population variances, each target normalised by its
+      own variance; targets constant on the leaf are left out of the mean; the Hoeffding
+      bound uses the leaf's weight since it was created. Split thresholds are stored values
+      (``x <= v`` left), as MOA's E-BST.
+    * *Children.* They start with their branch's weight and target sums (their mean model
+      is defined at once), the parent's faded errors and a copy of its perceptron weights;
+      the perceptron's learning-rate count restarts, as in MOA.
+    * *Perceptron.* Weights start at 0 (MOA draws them uniformly in ``[-1, 1]`` and
+      normalises them); each step is followed by MOA's unit L1 rescaling of each target's
+      weights.
+    * *Weights.* An instance weight ``w`` scales every statistic and the perceptron step
+      (MOA repeats the step ``int(w)`` times); rows of weight 0 are not learned.
 
     Examples
     --------
