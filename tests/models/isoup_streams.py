@@ -4,8 +4,9 @@
   dropping ``instant`` and ``dteday``; targets casual, registered, cnt.
 * :func:`scm20d`: Mulan SCM20d, 61 features, 16 targets (the last 16 ARFF attributes).
 * :func:`relevant_stream`: synthetic, 10 features ``x ~ U(-1, 1)``, 3 targets that depend
-  only on ``x0..x3`` (:data:`RELEVANT`); ``x4..x9`` are noise, so a ranking is right when it
-  puts the four relevant features first.
+  only on ``x2, x4, x7, x9`` (:data:`RELEVANT`); the other six are noise, so a ranking is
+  right when it puts the four relevant features first. They are not the first columns, so
+  a ranking that breaks ties by column index cannot look right by accident.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ DATA = data_dir()
 BIKE_FEATURES = ["season", "yr", "mnth", "hr", "holiday", "weekday", "workingday",
                  "weathersit", "temp", "atemp", "hum", "windspeed"]
 BIKE_TARGETS = ["casual", "registered", "cnt"]
-RELEVANT = (0, 1, 2, 3)
+RELEVANT = (2, 4, 7, 9)
 
 
 def available(name: str) -> bool:
@@ -58,17 +59,18 @@ def scm20d() -> tuple[np.ndarray, np.ndarray, list[str]]:
 
 
 def relevant_stream(n: int = 50_000, seed: int = 7, noise: float = 0.1):
-    """``(X, Y, feature names)``: targets built from ``x0..x3`` only, plus N(0, noise).
+    """``(X, Y, feature names)``: targets built from the :data:`RELEVANT` columns only, plus
+    N(0, noise). With ``(a, b, c, d)`` those columns,
 
-    ``y0 = 2 x0 + 3 [x1 > 0]``, ``y1 = 2 sin(pi x2) + 2 x0 x3``,
-    ``y2 = 4 [x3 > 0.3] + x1`` (a mix of linear, step and smooth non-linear parts, so both
-    leaf models and splits matter).
+    ``y0 = 2 a + 3 [b > 0]``, ``y1 = 2 sin(pi c) + 2 a d``, ``y2 = 4 [d > 0.3] + b``
+
+    (a mix of linear, step and smooth non-linear parts, so both leaf models and splits
+    matter).
     """
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1.0, 1.0, (n, 10))
-    x0, x1, x2, x3 = X[:, 0], X[:, 1], X[:, 2], X[:, 3]
-    Y = np.column_stack([2 * x0 + 3 * (x1 > 0), 2 * np.sin(np.pi * x2) + 2 * x0 * x3,
-                         4 * (x3 > 0.3) + x1])
+    a, b, c, d = (X[:, i] for i in RELEVANT)
+    Y = np.column_stack([2 * a + 3 * (b > 0), 2 * np.sin(np.pi * c) + 2 * a * d, 4 * (d > 0.3) + b])
     Y = Y + rng.normal(0.0, noise, Y.shape)
     return X, np.ascontiguousarray(Y), [f"x{i}" for i in range(10)]
 
