@@ -44,6 +44,8 @@ PIPELINES = {
     "hoeffding_tree + ADWIN": dict(LEARNERS__PREDICTOR="hoeffding_tree", LEARNERS__RANKERS="none"),
     "ABFS selector + hoeffding_tree + ADWIN": dict(
         LEARNERS__PREDICTOR="hoeffding_tree", LEARNERS__SELECTOR="abfs", LEARNERS__RANKERS="none"),
+    # the default regression pipeline on 3-target streams
+    "regression: iSOUP-SymRF(10) + symrf ranking + ADWIN": dict(),
 }
 
 
@@ -67,14 +69,21 @@ def env_for(bootstrap: str, prefix: str, **over) -> dict:
     return {"STREAMFOREST_" + k: v for k, v in env.items()}
 
 
-def make_streams(n_streams: int, n_rows: int, d: int = 10):
+def make_streams(n_streams: int, n_rows: int, d: int = 10, regression: bool = False):
+    """Hyperplane classification streams, or 3-target regression streams on the same rows
+    (targets: the hyperplane's score, a product of two features, a difference, with noise)."""
     from models.hyperplane import RotatingHyperplane
 
     out = {}
     for k in range(n_streams):
         X, y, _ = RotatingHyperplane(n_features=d, n_drift_features=2, mag_change=0.001,
                                      seed=k).take(n_rows)
-        out[f"s{k}"] = (X, [int(v) for v in y])
+        if regression:
+            noise = 0.05 * np.random.default_rng(k).standard_normal((n_rows, 3))
+            Y = np.column_stack([X[:, :3].sum(1), X[:, 3] * X[:, 4], X[:, 5] - X[:, 6]]) + noise
+            out[f"s{k}"] = (X, Y.tolist())
+        else:
+            out[f"s{k}"] = (X, [int(v) for v in y])
     return out
 
 
@@ -135,10 +144,11 @@ def table_throughput(bootstrap: str, rows: int) -> list[dict]:
         if ONLY and not any(part in name for part in ONLY):
             continue
         n_rows = rows if "lightest" in name else rows // (2 if "tree" in name else 10)
+        regression = name.startswith("regression")
         prefix = f"bw-{uuid.uuid4().hex[:6]}"
         settings = load_settings(env_for(bootstrap, prefix, **over))
         create_topics(settings)
-        streams = make_streams(4, n_rows)
+        streams = make_streams(4, n_rows, regression=regression)
         n = produce(bootstrap, settings.topics.instances, streams)
         # warm-up: enough rows for several mini-batches (kernels compiled before timing)
         warm = max(n_rows // 10, 5 * settings.learners.batch_size)
