@@ -146,6 +146,12 @@ def test_top_features_help_a_tree_more_than_bottom_ones():
     assert armae(order[-4:]) > 0.95  # the bottom features alone predict no better than a mean
 
 
+def test_synthetic_error_is_within_five_percent_of_moa():
+    X, Y, _ = streams.relevant_stream(50_000)
+    P = ISOUPTree().predict_learn_many(X, Y)
+    assert np.abs(P - Y).mean() < 1.05 * 0.5267  # MOA's ISOUPTree on the same rows (bench_isoup.py)
+
+
 @pytest.mark.skipif(not streams.available("scm20d.arff"), reason="SCM20d not available")
 def test_raw_scales_do_not_make_the_perceptrons_diverge():
     X, Y, _ = streams.scm20d()
