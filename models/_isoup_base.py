@@ -52,7 +52,7 @@ class ISOUPBase(Learner):
 
     def _init_settings(self, n_models: int, bagging: bool, subspace, grace_period, delta, tau,
                        leaf_prediction, learning_ratio, learning_ratio_decay, fading_factor,
-                       max_thresholds, seed) -> None:
+                       max_thresholds, max_depth, seed) -> None:
         if leaf_prediction not in LEAF_MODES:
             raise ValueError(f"leaf_prediction must be one of {sorted(LEAF_MODES)}, "
                              f"got {leaf_prediction!r}")
@@ -64,13 +64,17 @@ class ISOUPBase(Learner):
                              "0 <= fading_factor <= 1")
         if int(max_thresholds) < 2 or int(n_models) < 1:
             raise ValueError("need max_thresholds >= 2 and n_models >= 1")
+        if max_depth is not None and int(max_depth) < 0:
+            raise ValueError("max_depth must be None or >= 0")
         self._n_models = int(n_models)
         self._subspace = subspace
         self._max_thresholds = int(max_thresholds)
         self._seed = int(seed)
         self._settings = (bool(bagging), 1.0, float(grace_period), float(delta), float(tau),
                           0.05, float(learning_ratio), float(learning_ratio_decay),
-                          float(fading_factor), LEAF_MODES[leaf_prediction])
+                          float(fading_factor), LEAF_MODES[leaf_prediction],
+                          2**62 if max_depth is None else int(max_depth))
+        self._leaf_mode = LEAF_MODES[leaf_prediction]
         self._arrays = {}
 
     # ------------------------------------------------------------------ shape
@@ -179,7 +183,7 @@ class ISOUPBase(Learner):
             return np.zeros((X.shape[0], 0))
         a = self._arrays
         out = np.zeros((X.shape[0], a["y_mean"].shape[0]))
-        ik.predict_rows(X, out, self._settings[-1], a["norm_w"], a["x_mean"], a["x_m2"],
+        ik.predict_rows(X, out, self._leaf_mode, a["norm_w"], a["x_mean"], a["x_m2"],
                         a["y_mean"], a["y_m2"], a["node_feature"], a["node_threshold"],
                         a["node_left"], a["node_right"], a["node_w"], a["node_ysum"],
                         a["node_err"], a["node_lin"])

@@ -238,7 +238,7 @@ def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_t
 
 
 @njit(_nrt=False)
-def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_lin, p_mean,
+def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, observe, lr, lr_decay, fade, p_norm, p_lin, p_mean,
              node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot, slot_features,
              obs_n, obs_key, obs_stats):
     """Learn one row of weight ``wt`` at leaf ``node`` (its outputs ``p_*`` already computed):
@@ -269,12 +269,13 @@ def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_l
     node_w[t, node] += wt
     for j in range(M):
         node_ysum[t, node, j] += wt * y[j]
-    eb.ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, node_slot[t, node], x, y, wt)
+    if observe:
+        eb.ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, node_slot[t, node], x, y, wt)
 
 
 @njit
 def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau, min_frac,
-               lr, lr_decay, fade, leaf_mode,
+               lr, lr_decay, fade, leaf_mode, max_depth,
                norm_w, x_mean, x_m2, y_mean, y_m2, rng,
                node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
                node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
@@ -323,11 +324,11 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
             wt = k * wi
             if wt <= 0.0:
                 continue
-            fit_leaf(t, node, x, y, xn, yn, wt, can_fit, lr, lr_decay, fade, p_norm, p_lin,
-                     p_mean, node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot,
-                     slot_features,
-                     obs_n, obs_key, obs_stats)
-            if node_w[t, node] - node_last_eval[t, node] >= grace:
+            grows = node_depth[t, node] < max_depth  # a leaf at max_depth neither observes nor splits
+            fit_leaf(t, node, x, y, xn, yn, wt, can_fit, grows, lr, lr_decay, fade, p_norm,
+                     p_lin, p_mean, node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot,
+                     slot_features, obs_n, obs_key, obs_stats)
+            if grows and node_w[t, node] - node_last_eval[t, node] >= grace:
                 node_last_eval[t, node] = node_w[t, node]
                 attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature,
                               node_threshold, node_left, node_right, node_depth, node_slot,

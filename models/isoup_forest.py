@@ -35,9 +35,9 @@ class ISOUPSymRF(ISOUPBase):
     subspace : {"sqrt", "log"}, default "sqrt"
         Subspace size per leaf.
     grace_period, delta, tau, leaf_prediction, learning_ratio, learning_ratio_decay, \
-fading_factor, max_thresholds
+fading_factor, max_thresholds, max_depth
         As :class:`~models.isoup_tree.ISOUPTree` (200, 1e-7, 0.05, "adaptive", 0.02, 0.001,
-        0.95, 32).
+        0.95, 32, None).
     seed : int, default 1
         Master seed; one generator per tree draws its bagging weights and subspaces.
 
@@ -78,7 +78,8 @@ fading_factor, max_thresholds
     def __init__(self, n_models: int = 10, subspace: str = "sqrt", grace_period: int = 200,
                  delta: float = 1e-7, tau: float = 0.05, leaf_prediction: str = "adaptive",
                  learning_ratio: float = 0.02, learning_ratio_decay: float = 0.001,
-                 fading_factor: float = 0.95, max_thresholds: int = 32, seed: int = 1):
+                 fading_factor: float = 0.95, max_thresholds: int = 32,
+                 max_depth: int | None = None, seed: int = 1):
         if subspace not in SUBSPACES:
             raise ValueError(f"subspace must be one of {sorted(SUBSPACES)}, got {subspace!r}")
         self.params = {"n_models": int(n_models), "subspace": subspace,
@@ -86,10 +87,11 @@ fading_factor, max_thresholds
                        "leaf_prediction": leaf_prediction, "learning_ratio": float(learning_ratio),
                        "learning_ratio_decay": float(learning_ratio_decay),
                        "fading_factor": float(fading_factor),
-                       "max_thresholds": int(max_thresholds), "seed": int(seed)}
+                       "max_thresholds": int(max_thresholds),
+                       "max_depth": None if max_depth is None else int(max_depth), "seed": int(seed)}
         self._init_settings(n_models, True, SUBSPACES[subspace], grace_period, delta, tau,
                             leaf_prediction, learning_ratio, learning_ratio_decay, fading_factor,
-                            max_thresholds, seed)
+                            max_thresholds, max_depth, seed)
 
     def importances(self) -> dict:
         """``{"symbolic": score per feature, "share": scores normalised to sum 1}``."""

@@ -88,6 +88,18 @@ def test_every_new_leaf_draws_its_own_subspace_and_the_score_adds_every_split():
     assert f.importances()["share"].sum() == pytest.approx(1.0)
 
 
+def test_max_depth_bounds_the_trees():
+    X, Y, _ = streams.relevant_stream(20_000, seed=9)
+    free, capped = ISOUPSymRF(n_models=3, seed=4), ISOUPSymRF(n_models=3, seed=4, max_depth=2)
+    free.learn_many(X, Y)
+    capped.learn_many(X, Y)
+    a = capped._arrays
+    used = np.arange(a["node_depth"].shape[1]) < a["n_nodes"][:, None]
+    assert a["node_depth"][used].max() == 2 and a["n_nodes"].max() <= 7
+    assert free._arrays["node_depth"].max() > 2
+    assert np.isfinite(capped.predict_many(X[:100])).all()
+
+
 def test_zero_weight_rows_are_not_learned():
     X, Y, _ = streams.relevant_stream(3000, seed=4)
     w = np.ones(3000)
