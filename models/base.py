@@ -173,6 +173,24 @@ class StateField:
         raise AttributeError(f"{self.name} is read-only (it shows the learner's state)")
 
 
+_KINDS: dict[str, type] = {}
+
+
+def learner_class(kind: str) -> type:
+    """The learner class whose states have ``kind`` (for learners nested in another's state).
+
+    Examples
+    --------
+    >>> from models import OnlineRandomForest
+    >>> learner_class("online_random_forest") is OnlineRandomForest
+    True
+    """
+    try:
+        return _KINDS[kind]
+    except KeyError:
+        raise ValueError(f"no learner has state kind {kind!r}") from None
+
+
 class Learner:
     """Base class: state bookkeeping and the state round trip.
 
@@ -189,6 +207,11 @@ class Learner:
 
     params: dict[str, Any]
     _arrays: dict[str, np.ndarray]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:  # a concrete learner: findable by the kind of its state
+            _KINDS[cls.kind] = cls
 
     @property
     def n_seen(self) -> int:

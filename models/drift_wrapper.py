@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ClassIndex, Learner, LearnerEvent, check_X
+from .base import ClassIndex, Learner, LearnerEvent, check_X, learner_class
 from .ddm import DDM
 
 
@@ -17,12 +17,8 @@ def fresh_copy(learner, mask=None):
 
 
 def learner_from_state(state: dict):
-    """Rebuild a nested learner through the registry (by its state ``kind``)."""
-    if state.get("kind") == DriftDetectionClassifier.kind:
-        return DriftDetectionClassifier.from_state(state)
-    from .registry import by_kind  # the registry imports this module
-
-    return by_kind(state["kind"]).cls.from_state(state)
+    """Rebuild a nested learner by its state ``kind`` (any learner class of the core)."""
+    return learner_class(state.get("kind", "")).from_state(state)
 
 
 _MAX = 1.7976931348623157e308  # Java's Double.MAX_VALUE
