@@ -43,11 +43,11 @@ from collections import deque
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from schemas.checkpoint import StreamCheckpoint
 
-from . import __version__
+from . import __version__, consume_errors
 from . import checkpoint as ckpt
 from .batch import BatchDecoder, Caps, OutputEncoder
 from .committer import Committer
@@ -62,7 +62,7 @@ from .kafka_io import (
 )
 from .logs import event
 from .metrics import MetricsServer, WorkerMetrics
-from .pipeline import Pipeline
+from .partitions import PartitionTask, split_batch
 from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .recovery import restore_partition
 from .settings import stream_profiles
@@ -70,41 +70,12 @@ from .watchdog import Watchdog
 
 log = logging.getLogger("streamforest.worker")
 
-# unbound accessors, for map() over a consumed batch
-_m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
-
-#: consumer errors no retry can fix: the member exits (its orchestrator restarts it)
-_FATAL_CONSUME = frozenset({
-    KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
-    KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError.SASL_AUTHENTICATION_FAILED,
-    KafkaError._AUTHENTICATION, KafkaError._FENCED, KafkaError.FENCED_INSTANCE_ID,
-})
-#: the input topic is gone: fatal once it stays gone for ``worker.startup_timeout_s``
-_UNKNOWN_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
-                            KafkaError._UNKNOWN_PARTITION})
 #: a producer fenced this often within this many seconds shares its transactional id
 _FENCING_LOOP = (3, 300.0)
 
 
 class WorkerFailed(RuntimeError):
     """The worker cannot go on (see the module doc); the message says why."""
-
-
-class PartitionTask:
-    """What the worker holds for one assigned input partition."""
-
-    def __init__(self, group: str, topic: str, partition: int):
-        self.topic = topic
-        self.partition = partition
-        self.ready = False
-        self.pipelines: dict[str, Pipeline] = {}
-        self.dirty: set[str] = set()
-        self.position = 0  # next offset to process
-        self.committed = 0  # offsets below it were committed (and are replayed silently)
-        self.manifest = ckpt.empty_manifest(group, topic, partition, 0)
-        self.since_ckpt = 0
-        self.last_ckpt = time.monotonic()
-        self.restore_t0: float | None = None  # set while replaying after a restore
 
 
 def _send_and_commit(producer, offsets, metadata) -> None:
@@ -457,7 +428,7 @@ class Worker:
                       error=f"{type(exc).__name__}: {exc}")
                 self.metrics.restore_failures.inc()
                 err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-                if isinstance(err, KafkaError) and err.code() in _UNKNOWN_TOPIC:
+                if isinstance(err, KafkaError) and err.code() in consume_errors.UNKNOWN_TOPIC:
                     self._unknown_since = self._unknown_since or time.monotonic()
                 time.sleep(1.0)
                 continue
@@ -597,57 +568,21 @@ class Worker:
         self.metrics.batch_latency.observe(time.perf_counter() - t0)
 
     def _by_partition(self, msgs) -> dict[int, tuple[list, np.ndarray]]:
-        """``partition -> (messages, offsets)`` of what follows each ready partition's position.
-
-        Messages are read with the unbound accessors through ``map`` (no per-message Python
-        frame); consume errors are counted and logged, and fatal ones end the worker.
-        """
-        errors = list(map(_m_error, msgs))
-        if errors.count(None) != len(errors):
-            kept = []
-            for m, err in zip(msgs, errors):
-                if err is None:
-                    kept.append(m)
-                elif err.code() != KafkaError._PARTITION_EOF:
-                    self._consume_error(err)
-            msgs = kept
-        if msgs:
-            self._unknown_since = None
-        if not msgs:
-            return {}
-        parts = list(map(_m_partition, msgs))
-        offsets = np.fromiter(map(_m_offset, msgs), dtype=np.int64, count=len(msgs))
-        distinct = list(dict.fromkeys(parts))  # first-seen order
-        if len(distinct) == 1:
-            groups = [(distinct[0], msgs, offsets)]
-        else:
-            pa = np.fromiter(parts, dtype=np.int64, count=len(parts))
-            groups = []
-            for p in distinct:
-                idx = np.flatnonzero(pa == p)
-                groups.append((p, list(map(msgs.__getitem__, idx.tolist())), offsets[idx]))
-        per_part: dict[int, tuple[list, np.ndarray]] = {}
-        for p, pm, pos in groups:
-            task = self.tasks.get(p)
-            if task is None or not task.ready:
-                continue
-            keep = pos >= task.position
-            if not keep.all():
-                idx = np.flatnonzero(keep)
-                if not idx.shape[0]:
-                    continue
-                pm, pos = list(map(pm.__getitem__, idx.tolist())), pos[idx]
-            per_part[p] = (pm, pos)
+        """``partition -> (messages, offsets)`` of what follows each ready partition's position
+        (:func:`worker.partitions.split_batch`); consumer errors go to :meth:`_consume_error`."""
+        per_part, n_ok = split_batch(msgs, self.tasks, self._consume_error)
+        if n_ok:
+            self._unknown_since = None  # the input topic is there
         return per_part
 
     def _consume_error(self, err) -> None:
         """Count and log a consumer error; raise :class:`WorkerFailed` for fatal ones."""
-        code = err.code()
         self.metrics.consume_errors.labels(code=err.name()).inc()
         event(log, logging.WARNING, "consume error", error=str(err), code=err.name())
-        if err.fatal() or code in _FATAL_CONSUME:
+        what = consume_errors.kind(err)
+        if what == "fatal":
             raise WorkerFailed(f"fatal consumer error: {err}")
-        if code in _UNKNOWN_TOPIC and self._unknown_since is None:
+        if what == "unknown_topic" and self._unknown_since is None:
             self._unknown_since = time.monotonic()
 
     def _check_input_topic(self) -> None:

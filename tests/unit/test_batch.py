@@ -10,10 +10,10 @@ from confluent_kafka import Message
 from schemas import DriftAlert, Prediction, Ranking
 from schemas.codec import decode
 from schemas.deadletter import parse_deadletter_headers
-from worker.app import PartitionTask
 from worker.batch import BatchDecoder, Caps, OutputEncoder
 from worker.dev.produce import instance_values
 from worker.metrics import WorkerMetrics
+from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
 

@@ -88,10 +88,10 @@ def test_output_messages_equal_those_before_the_registry(name):
     gives the same message bytes, in the same order, as before."""
     from confluent_kafka import Message
 
-    from worker.app import PartitionTask
     from worker.batch import BatchDecoder, Caps, OutputEncoder
     from worker.dev.produce import instance_values
     from worker.metrics import WorkerMetrics
+    from worker.partitions import PartitionTask
     from worker.pipeline import Profiles
     from worker.settings import load_settings
 

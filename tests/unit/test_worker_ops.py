@@ -257,7 +257,8 @@ class _Consumer:
 
 
 def test_lost_partitions_make_the_worker_unready_until_the_next_assignment():
-    from worker.app import PartitionTask, Worker
+    from worker.app import Worker
+    from worker.partitions import PartitionTask
     from worker.settings import load_settings
 
     w = Worker(load_settings({}))
@@ -284,3 +285,12 @@ def test_fault_metrics_are_exported():
                  'streamforest_consume_errors_total{code="UNKNOWN_TOPIC_OR_PART"} 1.0',
                  "streamforest_restore_failures_total 1.0"):
         assert line in text
+
+
+@pytest.mark.parametrize("module", ["worker.consume_errors", "worker.metrics"])
+def test_docstring_examples_of_runtime_modules(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
