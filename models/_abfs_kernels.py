@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _hoeffding as hs
 from ._jit import njit
+from ._stats import argmax
 from .adwin import _update_pairs as _adwin_update
 
 DONE = 0
@@ -220,8 +221,8 @@ def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_sp
             continue
         layer_feature[L] = f
         layer_threshold[L] = t
-        layer_class[L, 0] = hs.first_argmax(best_left)
-        layer_class[L, 1] = hs.first_argmax(best_right)
+        layer_class[L, 0] = argmax(best_left)
+        layer_class[L, 1] = argmax(best_right)
         layer_sc[L] = 0.0
         layer_sw[L] = 0.0
         layer_merit[L] = merit

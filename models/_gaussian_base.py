@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _hoeffding as hs
 from ._trees import grow_axis
-from .base import ClassIndex, Learner, check_index, check_X
+from .base import Classifier, ClassIndex, check_index, check_X
 
 FLAVOURS = ("river", "moa")
 
@@ -40,7 +40,7 @@ def check_same_shape(arrays: dict, names, shape: tuple, kind: str) -> None:
                              f"expected {shape}")
 
 
-class GaussianLearner(Learner):
+class GaussianLearner(Classifier):
     """Labels, weights, masks, class growth and the state round trip (not used directly).
 
     Subclasses implement ``_allocate(n_features, n_classes)``, ``_learn(X, codes, w)`` and
@@ -53,11 +53,6 @@ class GaussianLearner(Learner):
     def _init_common(self, classes=None) -> None:
         self._classes = ClassIndex(classes or ())
         self._arrays: dict[str, np.ndarray] = {}
-
-    @property
-    def classes(self) -> list:
-        """Class labels in index order (the columns of :meth:`predict_proba_many`)."""
-        return list(self._classes.classes)
 
     @property
     def n_features(self) -> int | None:

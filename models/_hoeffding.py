@@ -375,13 +375,3 @@ def normalise_log(scores, out):
         s += out[k]
     for k in range(K):
         out[k] /= s
-
-
-@njit(inline="always")
-def first_argmax(values):
-    """Index of the largest value, the lowest index on ties (MOA's ``Utils.maxIndex``)."""
-    best = 0
-    for k in range(1, values.shape[0]):
-        if values[k] > values[best]:
-            best = k
-    return best

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import _hoeffding as hs
 from ._jit import njit
+from ._stats import argmax
 
 LEAF_MC = 0
 LEAF_NB = 1
@@ -187,12 +188,12 @@ def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_spli
                 total += counts[c]
             # an empty leaf: river credits the majority class; MOA takes class 0 as the
             # prediction of both (the index of the largest of all-zero votes)
-            if (total <= 0.0 and not moa) or hs.first_argmax(counts) == k:
+            if (total <= 0.0 and not moa) or argmax(counts) == k:
                 node_mc[node] += wi
             if total > 0.0 or moa:
                 hs.naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, node,
                                          degenerate, scores)
-                if hs.first_argmax(scores) == k:
+                if argmax(scores) == k:
                     node_nb[node] += wi
         counts[k] += wi
         if not active:

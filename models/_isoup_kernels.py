@@ -47,22 +47,11 @@ from . import _ebst as eb
 from . import _hoeffding as hs
 from ._jit import njit
 from ._rng import poisson, randint
+from ._trees import find_leaf
 
 LEAF_ADAPTIVE = 0
 LEAF_PERCEPTRON = 1
 LEAF_MEAN = 2
-
-
-@njit(inline="always")
-def route(x, t, node_feature, node_threshold, node_left, node_right):
-    """Leaf of tree ``t`` reached by ``x``."""
-    i = 0
-    while node_feature[t, i] >= 0:
-        if x[node_feature[t, i]] <= node_threshold[t, i]:
-            i = node_left[t, i]
-        else:
-            i = node_right[t, i]
-    return i
 
 
 @njit(inline="always")
@@ -315,7 +304,7 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
         if prequential:
             out[i] = 0.0
         for t in range(T):
-            node = route(x, t, node_feature, node_threshold, node_left, node_right)
+            node = find_leaf(node_feature[t], node_threshold[t], node_left[t], node_right[t], x)
             leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin,
                          p_norm, p_lin, p_mean)
             if prequential:
@@ -360,7 +349,7 @@ def predict_rows(X, out, leaf_mode, norm_w, x_mean, x_m2, y_mean, y_m2, node_fea
         standardise(x, y_mean, norm_w, x_mean, x_m2, y_mean, y_m2, xn, yn, y_scale)
         out[i] = 0.0
         for t in range(T):
-            node = route(x, t, node_feature, node_threshold, node_left, node_right)
+            node = find_leaf(node_feature[t], node_threshold[t], node_left[t], node_right[t], x)
             leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin,
                          p_norm, p_lin, p_mean)
             add_outputs(out, i, T, t, node, leaf_mode, node_err, p_lin, p_mean)

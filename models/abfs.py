@@ -15,7 +15,7 @@ from . import _hoeffding as hs
 from ._gaussian_base import check_same_shape, check_weights
 from ._trees import grow_axis
 from .adwin import ADWINBank
-from .base import ClassIndex, Learner, LearnerEvent, check_index, check_X
+from .base import Classifier, ClassIndex, Learner, LearnerEvent, check_index, check_X
 from .drift_wrapper import fresh_copy, learner_from_state
 
 BOOSTING = ("oza", "bole")
@@ -23,7 +23,7 @@ NORMALISERS = ("layer", "ensemble")
 DELETIONS = ("creation", "accuracy")
 
 
-class ABFS(Learner):
+class ABFS(Classifier):
     """Feature selection by a chain of boosted decision stumps, with drift detection.
 
     A chain of *layers*, each a decision stump that has selected one feature, plus a
@@ -163,10 +163,6 @@ class ABFS(Learner):
         self._retrain = False
 
     # ------------------------------------------------------------------ read-outs
-
-    @property
-    def classes(self) -> list:
-        return list(self._classes.classes)
 
     @property
     def n_features(self) -> int | None:

@@ -274,6 +274,18 @@ class Learner:
         return f"{type(self).__name__}({args})"
 
 
+class Classifier(Learner):
+    """A learner of class labels: :attr:`classes` reads the subclass's ``self._classes``
+    (a :class:`ClassIndex`), in index order."""
+
+    _classes: ClassIndex
+
+    @property
+    def classes(self) -> list:
+        """Class labels in index order (the columns of :meth:`predict_proba_many`)."""
+        return list(self._classes.classes)
+
+
 def check_layout(arrays: dict, layout: dict, kind: str) -> None:
     """``ValueError`` unless ``arrays`` has exactly the names, dtypes and dimensions of ``layout``.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ClassIndex, Learner, LearnerEvent, check_X, learner_class
+from .base import Classifier, ClassIndex, LearnerEvent, check_X, learner_class
 from .ddm import DDM
 
 
@@ -54,7 +54,7 @@ def moa_ddm_update(st: np.ndarray, error: float, min_n: float, warning_level: fl
     return bool(st[_CHANGE]), bool(st[_WARNING])
 
 
-class DriftDetectionClassifier(Learner):
+class DriftDetectionClassifier(Classifier):
     """MOA's ``DriftDetectionMethodClassifier`` with DDM (Gama et al. 2004).
 
     Every row is first predicted by the active learner and its 0/1 error fed to a DDM
@@ -112,10 +112,6 @@ class DriftDetectionClassifier(Learner):
                         "moa_ddm": np.zeros(9)}
         self._events: list[LearnerEvent] = []
         self._mask_columns = None
-
-    @property
-    def classes(self) -> list:
-        return list(self._classes.classes)
 
     @property
     def n_drifts(self) -> int:

@@ -15,7 +15,7 @@ from ._cart_columns import prepare_columns
 from ._jit import njit
 from ._rng import next_u64, seed_states, shuffle, uniform
 from ._trees import grow_axis
-from .base import ClassIndex, Learner, check_index, check_shapes, check_X
+from .base import Classifier, ClassIndex, check_index, check_shapes, check_X
 
 _SALT_FOREST = 0x5F0A
 
@@ -76,7 +76,7 @@ def _grow_generation(X, codes, sample_weight, class_rows, class_start, n_old, p_
 # ------------------------------------------------------------------------------- the learner
 
 
-class FeatureStreamForest(Learner):
+class FeatureStreamForest(Classifier):
     """Random forest on a stream of features (Motl & Kordík 2019, Algorithm 1).
 
     The rows are fixed; the columns arrive. Every :meth:`learn_many` trains one generation
@@ -206,11 +206,6 @@ class FeatureStreamForest(Learner):
         self._classes = ClassIndex()
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def classes(self) -> list:
-        """Class labels in index order (the columns of :meth:`predict_proba_many`)."""
-        return list(self._classes.classes)
 
     @property
     def n_features(self) -> int | None:

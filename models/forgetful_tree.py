@@ -14,13 +14,13 @@ import numpy as np
 from . import _forgetful_kernels as fk
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import ClassIndex, Learner, LearnerEvent, check_index, check_shapes, check_X
+from .base import Classifier, ClassIndex, LearnerEvent, check_index, check_shapes, check_X
 
 _SALT_TREES = 0x4F46  # "FO"
 _MIN_ROWS = 64
 
 
-class ForgetfulLearner(Learner):
+class ForgetfulLearner(Classifier):
     """Shared machinery of the forgetful tree and forest (not used directly).
 
     State arrays (leading axis: trees; ``R`` row capacity, ``N = 4 R`` node capacity):
@@ -60,11 +60,6 @@ class ForgetfulLearner(Learner):
         self._xlogx = np.zeros(1)
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def classes(self) -> list:
-        """Class labels in index order (the columns of :meth:`predict_proba_many`)."""
-        return list(self._classes.classes)
 
     @property
     def n_features(self) -> int | None:

@@ -13,13 +13,13 @@ from . import _orf_importance as imp
 from ._orf_kernels import NODES_FULL, SLOTS_FULL, _init_forest, _learn_rows, _predict_proba_rows
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import ClassIndex, Learner, check_index, check_shapes, check_X
+from .base import Classifier, ClassIndex, check_index, check_shapes, check_X
 
 _SALT_TREES = 0x0F0F
 _SALT_IMPORTANCE = 0x1A1A
 
 
-class OnlineRandomForest(Learner):
+class OnlineRandomForest(Classifier):
     """Online Random Forest classifier (Saffari et al. 2009) with online importances.
 
     Each of ``n_trees`` trees learns every instance ``k ~ Poisson(lambda_value)`` times
@@ -160,11 +160,6 @@ class OnlineRandomForest(Learner):
         self._classes = ClassIndex()
 
     # ------------------------------------------------------------------ properties
-
-    @property
-    def classes(self) -> list:
-        """Class labels in index order (the columns of :meth:`predict_proba_many`)."""
-        return list(self._classes.classes)
 
     @property
     def n_features(self) -> int | None:

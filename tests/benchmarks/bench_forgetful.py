@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from models.forgetful_forest import ForgetfulRandomForest  # noqa: E402
 from models.forgetful_tree import ForgetfulDecisionTree  # noqa: E402
+from tests.benchmarks.common import write_arff  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.dev.datasets import load  # noqa: E402
 
@@ -156,17 +157,6 @@ def run_river(make, X, y, b, warm, rows, cap, label, note=""):
     return _row(label, rows, hits.acc, train, test, memory, note, hits.acc_cap)
 
 
-def _write_arff(path: Path, X, y):
-    labels = sorted({str(v) for v in y})
-    with open(path, "w") as fh:
-        fh.write("@relation bench\n")
-        for j in range(X.shape[1]):
-            fh.write(f"@attribute x{j} numeric\n")
-        fh.write("@attribute class {" + ",".join(labels) + "}\n@data\n")
-        for row, label in zip(X.tolist(), y):
-            fh.write(",".join(repr(v) for v in row) + f",{label}\n")
-
-
 def _heap_used(jpype):
     runtime = jpype.JClass("java.lang.Runtime").getRuntime()
     for _ in range(3):
@@ -188,7 +178,7 @@ def run_moa(kind, X, y, b, warm, cap, label):
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "stream.arff"
-        _write_arff(path, X, y)
+        write_arff(path, X, y)
         # accuracy on the same batches (Python loop: predict the batch, then train on it)
         stream = ARFFStream(path=str(path))
         heap0 = _heap_used(jpype)

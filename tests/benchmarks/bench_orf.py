@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from models.hyperplane import RotatingHyperplane  # noqa: E402
 from models.online_forest import OnlineRandomForest  # noqa: E402
+from tests.benchmarks.common import write_arff  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.dev.datasets import load  # noqa: E402
 
@@ -120,17 +121,6 @@ def run_river(X, y, make, rows, cap, label, note=""):
     return _summary(label, rows, hits, wall, cpu, min(cap, rows), note)
 
 
-def _write_arff(path: Path, X, y):
-    labels = sorted({str(v) for v in y})
-    with open(path, "w") as fh:
-        fh.write("@relation bench\n")
-        for j in range(X.shape[1]):
-            fh.write(f"@attribute x{j} numeric\n")
-        fh.write("@attribute class {" + ",".join(labels) + "}\n@data\n")
-        for row, label in zip(X.tolist(), y):
-            fh.write(",".join(repr(v) for v in row) + f",{label}\n")
-
-
 def run_moa(X, y, cap, label):
     from capymoa.classifier import AdaptiveRandomForestClassifier
     from capymoa.evaluation import prequential_evaluation
@@ -138,7 +128,7 @@ def run_moa(X, y, cap, label):
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "stream.arff"
-        _write_arff(path, X, y)
+        write_arff(path, X, y)
         stream = ARFFStream(path=str(path))
         model = AdaptiveRandomForestClassifier(schema=stream.get_schema(), ensemble_size=10,
                                                random_seed=1)

@@ -40,6 +40,7 @@ from models.abfs import ABFS, ABFSClassifier  # noqa: E402
 from models.drift_wrapper import DriftDetectionClassifier  # noqa: E402
 from models.hoeffding_tree import HoeffdingTree  # noqa: E402
 from models.naive_bayes import NaiveBayes  # noqa: E402
+from tests.benchmarks.common import write_arff  # noqa: E402
 from tests.models.feature_drift_data import feature_drift_stream, relevant  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.dev.datasets import read_arff, read_csv  # noqa: E402
@@ -120,17 +121,6 @@ def prequential(model, X, y) -> tuple[float, float, int]:
     return 100.0 * hits / X.shape[0], time.perf_counter() - t0, n_sel
 
 
-def write_arff(path: Path, X, y, nominal_day: bool = False):
-    labels = sorted(set(y))
-    with open(path, "w") as fh:
-        fh.write("@relation fidelity\n")
-        for j in range(X.shape[1]):
-            fh.write(f"@attribute x{j} numeric\n")
-        fh.write("@attribute class {" + ",".join(labels) + "}\n@data\n")
-        for row, label in zip(X.tolist(), y):
-            fh.write(",".join(repr(v) for v in row) + f",{label}\n")
-
-
 def moa_native(learner: str, path: Path) -> float:
     from capymoa.base import MOAClassifier
     from capymoa.evaluation import prequential_evaluation
@@ -151,12 +141,12 @@ def moa_cells(name, X, y):
             original = DATA / FILES[name]
         else:
             original = Path(tmp) / "stream.arff"
-            write_arff(original, X, y)
+            write_arff(original, X, y, sorted(set(y)), "fidelity")
         for learner in ("nb", "ht"):
             out[(learner, "moa")] = moa_native(learner, original)
         if name == "elec":
             numeric = Path(tmp) / "elec_numeric.arff"
-            write_arff(numeric, X, y)
+            write_arff(numeric, X, y, sorted(set(y)), "fidelity")
             for learner in ("nb", "ht"):
                 out[(learner, "moa-numeric")] = moa_native(learner, numeric)
     return out
