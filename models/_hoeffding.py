@@ -304,14 +304,7 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
         c = counts[k]
         out[k] = math.log(c / total) if c > 0.0 else -math.inf
     for f in range(x.shape[0]):
-        if mask[f] == 0:
-            continue
-        seen = False
-        for k in range(K):
-            if g_w[leaf, f, k] > 0.0:
-                seen = True
-                break
-        if not seen:
+        if mask[f] == 0 or not _observed(g_w, leaf, f, K):
             continue
         for k in range(K):
             if counts[k] <= 0.0:
@@ -327,6 +320,16 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
     return True
 
 
+@njit(inline="always")
+def _observed(g_w, leaf, f, K):
+    """Whether feature ``f`` has an estimator with weight for one of the ``K`` classes at
+    ``leaf``."""
+    for c in range(K):
+        if g_w[leaf, f, c] > 0.0:
+            return True
+    return False
+
+
 @njit
 def _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out):
     """MOA's naive Bayes votes, multiplied in linear space as MOA does (so a product that
@@ -337,12 +340,7 @@ def _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out):
         for f in range(x.shape[0]):
             if mask[f] == 0 or v == 0.0:
                 continue
-            seen = False
-            for c in range(K):
-                if g_w[leaf, f, c] > 0.0:
-                    seen = True
-                    break
-            if not seen:
+            if not _observed(g_w, leaf, f, K):
                 continue
             n = g_w[leaf, f, k]
             if n <= 0.0:
