@@ -24,6 +24,9 @@ A spec declares
   reference ABFS code does after a feature drift;
 * ``warnings``: a detector that also flags warning zones
   (``update_many(x, return_warnings=True)`` and ``warning_detected``);
+* ``arrivals``: a predictor that learns one generation per arriving feature column; its
+  streams hold their rows and take FeatureArrivals (each arrival calls ``learn_many(X, y)``
+  with every held labelled row, ``X`` one column wider than the time before);
 * ``defaults``: constructor arguments the worker uses beyond the class defaults;
   ``role_params``: arguments a role requires (a ranker must track importances);
 * ``small_params``: small arguments for the contract suite and the warm-up.
@@ -89,6 +92,7 @@ class LearnerSpec:
     alerts: tuple | None = None  # event kinds published as drift alerts (None: every kind)
     retrains: bool = False
     warnings: bool = False
+    arrivals: bool = False
     defaults: Mapping = field(default_factory=dict)
     role_params: Mapping = field(default_factory=dict)  # role -> {param: required value}
     small_params: Mapping = field(default_factory=dict)
@@ -101,6 +105,9 @@ class LearnerSpec:
                              f"among {ROLES} (got {sorted(self.tasks)}, {sorted(self.roles)})")
         if self.rankings and RANKER not in self.roles:
             raise ValueError(f"learner {self.name!r} publishes rankings but is no ranker")
+        if self.arrivals and PREDICTOR not in self.roles:
+            raise ValueError(f"learner {self.name!r} learns from feature arrivals but is no "
+                             "predictor")
         for name in ("defaults", "small_params", "role_params"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
 
@@ -274,7 +281,7 @@ register(LearnerSpec(
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR, RANKER}),
     summary="random forest on a stream of features (Motl & Kordik 2019): a generation of trees "
             "per feature arrival",
-    rankings=(("mdi", "feature_stream"),),
+    rankings=(("mdi", "feature_stream"),), arrivals=True,
     # every learn_many adds a generation: an always-on stream keeps the newest 20 (600 trees)
     defaults={"max_generations": 20},
     small_params={"n_trees": 4},

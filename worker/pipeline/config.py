@@ -3,7 +3,9 @@
 A :class:`PipelineConfig` names learners by their registry names (:mod:`models.registry`):
 
 * ``predictor``: candidates in order; a stream uses the first that serves its task
-  (``forgetful_forest`` for classification streams, a regressor for regression streams);
+  (``forgetful_forest`` for classification streams, a regressor for regression streams).
+  A learner of feature arrivals (``feature_stream``, a stream of features) is named alone
+  and without a selector: its stream learns per arriving column, not per instance;
 * ``selector``: optional, chooses the columns the predictor sees;
 * ``rankers``: every one serving the stream's task publishes rankings (a ranker named as
   the predictor too is the same learner: one forest predicts and ranks);
@@ -109,6 +111,12 @@ class PipelineConfig:
         """The predictor named in predictions before the stream's task is known."""
         return self.predictor[0] if self.predictor else "none"
 
+    @property
+    def arrivals(self) -> bool:
+        """Whether the first predictor learns from feature arrivals (a stream of features,
+        :mod:`worker.pipeline.feature_stream`) rather than from a stream of instances."""
+        return bool(self.predictor) and _arrivals(self.predictor[0])
+
     # -- state ------------------------------------------------------------------------------
 
     def as_dict(self) -> dict:
@@ -125,6 +133,11 @@ class PipelineConfig:
 def _serves(name: str, task: str) -> bool:
     spec = registry.REGISTRY.get(name)
     return spec is not None and task in spec.tasks
+
+
+def _arrivals(name: str) -> bool:
+    spec = registry.REGISTRY.get(name)
+    return spec is not None and spec.arrivals
 
 
 def _role_problems(names: tuple, role: str, where: str) -> list[tuple[str, str]]:
@@ -153,6 +166,9 @@ def check_config(cfg: PipelineConfig) -> list[tuple[str, str]]:
     []
     >>> check_config(PipelineConfig(detectors=["adwn"]))
     [('detectors', "unknown learner 'adwn'; the detectors are: adwin, ddm")]
+    >>> [f for f, _ in check_config(PipelineConfig(predictor=["feature_stream", "naive_bayes"],
+    ...                                             selector="abfs"))]
+    ['predictor', 'selector']
     """
     problems: list[tuple[str, str]] = []
     if cfg.task not in TASK_CHOICES:
@@ -170,11 +186,35 @@ def check_config(cfg: PipelineConfig) -> list[tuple[str, str]]:
                                       f"{', '.join(cfg.predictor)} serves it; the {cfg.task} "
                                       f"predictors are: "
                                       f"{', '.join(registry.names(PREDICTOR, cfg.task)) or 'none'}"))
+    problems += _arrivals_problems(cfg)
     for label, value in (("batch_size", cfg.batch_size), ("ranking_every", cfg.ranking_every),
                          ("top_k", cfg.top_k)):
         if int(value) < 1:
             problems.append((label, "must be at least 1"))
     problems += _param_problems(cfg)
+    return problems
+
+
+def _arrivals_problems(cfg: PipelineConfig) -> list[tuple[str, str]]:
+    """A learner of feature arrivals runs alone: its stream holds rows and learns per column.
+
+    Such a stream learns only when a column arrives and runs no other learning stage, so a
+    second predictor candidate or a selector would silently do nothing.
+    """
+    problems: list[tuple[str, str]] = []
+    names = [n for n in cfg.predictor if _arrivals(n)]
+    if not names:
+        return problems
+    name = names[0]
+    others = [n for n in cfg.predictor if n != name]
+    if others:
+        problems.append(("predictor", f"{name} learns from feature arrivals (a stream of "
+                                      f"features) and must be the only predictor; remove "
+                                      f"{', '.join(others)} or give those streams a profile of "
+                                      f"their own"))
+    if cfg.selector:
+        problems.append(("selector", f"a stream of features ({name}) takes no selector; "
+                                     f"remove {cfg.selector}"))
     return problems
 
 

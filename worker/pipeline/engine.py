@@ -79,6 +79,10 @@ class Pipeline:
     ('classification', 300, True)
     """
 
+    #: a stream of instances: it takes no FeatureArrivals
+    #: (:class:`~worker.pipeline.feature_stream.FeatureStreamPipeline` does)
+    arrivals = False
+
     def __init__(self, stream: str, cfg: PipelineConfig, n_features: int,
                  feature_names: list[str] | None = None, max_classes: int | None = None):
         self.stream = stream

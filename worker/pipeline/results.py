@@ -54,3 +54,32 @@ class StreamResult:
     alerts: list = field(default_factory=list)
     rankings: list = field(default_factory=list)
     rejected: list = field(default_factory=list)  # (row offsets, PipelineError) of a failed learn
+
+
+@dataclass
+class HeldPredictions:
+    """Predictions of rows a stream of features holds, all by the same model.
+
+    ``offsets`` and ``ts`` (int64) are those of the instances the rows came from;
+    ``proba`` has shape ``(len(ids), len(classes))``; ``n_features`` is the number of
+    columns the scoring model used (the columns known at its latest generation).
+    """
+
+    ids: list
+    y_true: list  # the rows' labels (None for unlabelled rows)
+    offsets: np.ndarray
+    ts: np.ndarray
+    classes: list
+    y_pred: list
+    proba: np.ndarray
+    n_features: int
+
+
+@dataclass
+class FeatureResult:
+    """What :class:`worker.pipeline.FeatureStreamPipeline` produced for one call."""
+
+    predictions: HeldPredictions | None = None
+    ranking: RankingOut | None = None  # after a generation (row -1: no input row caused it)
+    rejected: list = field(default_factory=list)  # (offsets, PipelineError) of refused rows
+    unknown_ids: list = field(default_factory=list)  # arrival ids no held row has
