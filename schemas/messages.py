@@ -91,10 +91,11 @@ Target = _one_of(
 
 Row = _one_of(
     "must be a list of numbers or a map from feature name to number",
-    list=Annotated[list[Finite], Field(min_length=1)],
-    dict=Annotated[dict[str, Finite], Field(min_length=1)],
+    list=list[Finite],
+    dict=dict[str, Finite],
 )
-"""Feature values, positional (a list) or by name (a map)."""
+"""Feature values, positional (a list) or by name (a map). Empty only for a stream of
+features whose columns all arrive later (the worker refuses it for other streams)."""
 
 ColumnValues = _one_of(
     "must be a map from instance id to number or a list of numbers aligned with 'ids'",
@@ -168,7 +169,9 @@ class Instance(Contract):
         Event time in milliseconds since the epoch.
     x : list of float or dict of str to float
         Feature values: a list in the stream's feature order, or a map from feature name to
-        value. A stream's first instance fixes its width (and, for maps, its names).
+        value. A stream's first instance fixes its width (and, for maps, its names). A stream
+        of features (``FeatureArrival``) may start empty and grows with each arrival; its
+        instances may then leave features out (missing values).
     y : int, str, list of float or None
         Class label, list of targets for multi-target regression, or None (predict only).
     weight : float or None
@@ -265,6 +268,9 @@ class Prediction(Contract):
         Where the input instance was read (traceability, exactly-once checks).
     ts : int
         The input's event time in milliseconds.
+    n_features : int or None
+        Streams of features: how many feature columns the scoring model knew (it grows with
+        each ``FeatureArrival``); None for other streams.
     """
 
     stream: Name
@@ -278,6 +284,7 @@ class Prediction(Contract):
     partition: Annotated[int, Field(ge=0, le=2**31 - 1)]
     offset: Count
     ts: Timestamp
+    n_features: Count | None = None
 
     @model_validator(mode="after")
     def _aligned(self) -> Prediction:

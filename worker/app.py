@@ -61,8 +61,10 @@ from .kafka_io import (
     make_reader,
 )
 from .logs import event
+from .merge import MAX_CUTS_CHARS, A, B, CoMerge, encode_cuts
 from .metrics import MetricsServer, WorkerMetrics
 from .partitions import PartitionTask, split_batch
+from .pipeline import PipelineError
 from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .recovery import restore_partition
 from .settings import stream_profiles
@@ -130,6 +132,9 @@ class Worker:
         # a commit is two transaction calls, each bounded by shutdown_timeout_s, plus retries
         self._commit_bound = 3 * settings.worker.shutdown_timeout_s
         self._batch_bytes: int | None = None  # below the output topics' record limit
+        # seconds spent waiting for input: the merge's idle bound counts these only, so time
+        # spent computing a batch never makes a topic look idle (worker/merge.py)
+        self._input_clock = 0.0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -143,11 +148,13 @@ class Worker:
         self._new_producer()
         self.reader = make_reader(s)
         self.consumer = make_consumer(s)
+        # the group assigns instances partitions; each brings the same partition of the
+        # features topic, assigned here by hand (no assignor co-partitions two topics)
         self.consumer.subscribe([self.topics.instances], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_lost)
         event(log, logging.INFO, "worker started", member=self.member,
               transactional_id=self.transactional_id, group=s.kafka.group_id,
-              topic=self.topics.instances, version=__version__)
+              topic=self.topics.instances, features=self.topics.features, version=__version__)
 
     def _new_producer(self) -> None:
         if self.producer is not None:
@@ -195,12 +202,14 @@ class Worker:
         if self.to_restore:
             self.settle()  # restores read the committed offsets
             self._restore_pending()
+        t = time.monotonic()
         msgs = self.consumer.consume(w.consume_batch, w.consume_timeout_s)
+        self._input_clock += time.monotonic() - t
         self.metrics.beat()
         if self.to_restore:  # assigned during consume: restore before processing
             self.settle()
             self._restore_pending()
-        if msgs:
+        if msgs or any(t.ready and t.waiting for t in self.tasks.values()):
             self._guarded(self._process_batch, msgs)
         else:
             self._guarded(self._idle_checkpoints)
@@ -349,20 +358,27 @@ class Worker:
             task.pipelines.clear()
             task.dirty.clear()
             self.to_restore.add(p)
-        tps = [TopicPartition(self.topics.instances, p) for p in self.tasks]
+        tps = self._both(self.tasks)
         if tps:
             self.consumer.pause(tps)
+
+    def _both(self, parts) -> list[TopicPartition]:
+        """The instances and the features partition of each of ``parts``."""
+        t = self.topics
+        return [TopicPartition(topic, p) for p in parts for topic in (t.instances, t.features)]
 
     # -- rebalance callbacks (run inside consume) -------------------------------------------
 
     def _on_assign(self, consumer, partitions) -> None:
         self.joined = True
         self.metrics.rebalances.labels(event="assign").inc()
-        consumer.incremental_assign(partitions)
-        if partitions:
-            consumer.pause(partitions)  # restored by the loop, outside this callback
+        both = self._both(tp.partition for tp in partitions)
+        consumer.incremental_assign(both)
+        if both:
+            consumer.pause(both)  # restored by the loop, outside this callback
         for tp in partitions:
-            self.tasks[tp.partition] = PartitionTask(self.group, tp.topic, tp.partition)
+            self.tasks[tp.partition] = PartitionTask(self.group, tp.topic, tp.partition,
+                                                     self.topics.features)
             self.to_restore.add(tp.partition)
         self.metrics.assigned.set(len(self.tasks))
         event(log, logging.INFO, "partitions assigned",
@@ -383,7 +399,7 @@ class Worker:
             if not self.stopping:
                 self.watchdog.disarm()
         self._drop(parts)
-        consumer.incremental_unassign(partitions)
+        consumer.incremental_unassign(self._both(tp.partition for tp in partitions))
         event(log, logging.INFO, "partitions revoked", partitions=parts)
 
     def _on_lost(self, consumer, partitions) -> None:
@@ -394,7 +410,7 @@ class Worker:
         if self.producer is not None:
             self.settle()  # the commit in flight ends (or fails and rewinds) first
         self._drop(parts)  # no commit: another member owns them now
-        consumer.incremental_unassign(partitions)
+        consumer.incremental_unassign(self._both(parts))
         event(log, logging.WARNING, "partitions lost", partitions=parts)
 
     def _drop(self, parts) -> None:
@@ -422,7 +438,7 @@ class Worker:
                 continue
             try:
                 r = restore_partition(self.consumer, self.reader, self.group, task.topic, p,
-                                      self.topics.checkpoints)
+                                      self.topics.checkpoints, task.features)
             except Exception as exc:  # noqa: BLE001 (broker trouble: stay paused, retry)
                 event(log, logging.ERROR, "restore failed, will retry", partition=p,
                       error=f"{type(exc).__name__}: {exc}")
@@ -437,22 +453,27 @@ class Worker:
                 self.metrics.restore_fallbacks.labels(kind=r.fallback).inc()
             task.pipelines = r.pipelines
             task.dirty.clear()
-            task.position = r.start
-            task.committed = r.committed
-            task.manifest = r.manifest or ckpt.empty_manifest(self.group, task.topic, p, r.start)
+            task.position, task.committed = r.start, r.committed
+            task.fposition, task.fcommitted = r.fstart, r.fcommitted
+            task.merge = CoMerge(r.start, r.fstart, r.committed, r.fcommitted, r.cuts,
+                                 self.settings.worker.max_task_idle_ms / 1000.0)
+            task.held = set()
+            task.manifest = r.manifest or ckpt.empty_manifest(
+                self.group, task.topic, p, r.start, task.features, r.fstart)
             task.since_ckpt = 0
             task.last_ckpt = time.monotonic()
             task.restore_t0 = time.monotonic() - r.seconds
-            tp = TopicPartition(task.topic, p, r.start)
-            self._seek(tp)
+            self._seek(TopicPartition(task.topic, p, r.start))
+            self._seek(TopicPartition(task.features, p, r.fstart))
             task.ready = True
-            if r.start >= r.committed:
+            if not task.replaying:
                 self._replayed(task)
             self.to_restore.discard(p)
             self.metrics.restore_seconds.observe(r.seconds)
             event(log, logging.INFO, "partition restored", partition=p, streams=len(r.pipelines),
                   checkpoint_offset=r.manifest.offsets[task.topic] if r.manifest else None,
-                  committed=r.committed, start=r.start, bytes=r.n_bytes,
+                  committed=r.committed, start=r.start, features_start=r.fstart,
+                  features_committed=r.fcommitted, cuts=len(r.cuts), bytes=r.n_bytes,
                   seconds=round(r.seconds, 3))
         self.metrics.streams.set(self._n_streams())
 
@@ -471,26 +492,31 @@ class Worker:
         t0 = time.perf_counter()
         w = self.settings.worker
         tasks = self.tasks
-        # 1. group by partition, keep what follows each restored partition's position
-        per_part = self._by_partition(msgs)
-        if not per_part:
+        # 1. split by partition, queue for the merge of instances and features, release what
+        #    the merge order allows (worker/merge.py)
+        released = self._release(msgs)
+        if not released:
             return
         producer = self.producer
-        topics = self.topics
         n_live = n_replay = 0
         dead = []
         outputs: list[tuple[str, bytes, list[bytes]]] = []  # (topic, key, values)
-        for p, (pm, pos) in per_part.items():
+        for p, rel in released.items():
             task = tasks[p]
             # 2. decode, group by stream
-            streams = self.decoder.decode(task, pm, pos, dead, w.max_message_bytes)
-            # 3. learn
+            streams = (self.decoder.decode(task, rel.a, rel.a_offsets, dead, w.max_message_bytes)
+                       if rel.a else {})
+            arrivals = (self.decoder.decode_arrivals(task, rel.b, dead, w.max_message_bytes)
+                        if rel.b else [])
+            # 3. learn (streams of features with their arrivals, in merged order)
             for stream, sr in streams.items():
                 pl = task.pipelines[stream]
-                sr.finish(pl.n_features)
-                X, offs, n_rows = sr.X, sr.offsets, len(sr)
                 # replayed rows change the state too: the stream must be checkpointed again
                 task.dirty.add(stream)
+                if pl.arrivals:
+                    continue
+                sr.finish(pl.n_features)
+                X, offs, n_rows = sr.X, sr.offsets, len(sr)
                 if sr.live > 0:
                     pl.process(X[:sr.live], sr.ys[:sr.live], offs[:sr.live], emit=False)
                     n_replay += sr.live
@@ -499,31 +525,32 @@ class Worker:
                     res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True)
                     self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
                     n_live += n_rows - lo
-            last = int(pos[-1]) + 1
-            if pos[0] >= task.committed:  # offsets increase: all of them are live
-                task.since_ckpt += len(pm)
-            else:
-                task.since_ckpt += int(np.count_nonzero(pos >= task.committed))
-            task.position = last
-            if task.restore_t0 is not None and last >= task.committed:
+            self._feature_streams(task, streams, arrivals, rel.a_offsets, outputs, dead)
+            n_a = rel.a_offsets.shape[0]
+            live_a = n_a if not n_a or rel.a_offsets[0] >= task.committed else int(
+                np.count_nonzero(rel.a_offsets >= task.committed))
+            task.since_ckpt += live_a + sum(1 for a in arrivals if a.live)
+            task.position, task.fposition = task.merge.position
+            if task.restore_t0 is not None and not task.replaying:
                 self._replayed(task)
         self.metrics.replayed.inc(n_replay)
         self.metrics.instances_in.inc(n_live)
         # 4. one transaction: outputs, dead letters, checkpoints, offsets
-        offsets = [TopicPartition(topics.instances, p, tasks[p].position)
-                   for p in per_part if tasks[p].position > tasks[p].committed]
+        moved = [p for p in released if tasks[p].position > tasks[p].committed
+                 or tasks[p].fposition > tasks[p].fcommitted]
         self.n_batches += 1
         self.faults.raise_if("raise_before_begin", self.n_batches)
-        if not offsets and not outputs and not dead:
+        if not moved and not outputs and not dead:
             return  # pure replay: nothing to commit
         self._settle()  # the previous batch's commit (it ran while this batch was computed)
         producer.begin()
         producer.produce_many(outputs)
         self.faults.raise_if("raise_after_begin", self.n_batches)
         for key, value, headers, reason in dead:
-            producer.produce(topics.deadletter, value, key, headers=headers)
+            producer.produce(self.topics.deadletter, value, key, headers=headers)
             self.metrics.deadletters.labels(reason=reason).inc()
-        self._due_checkpoints(list(per_part))
+        self._due_checkpoints(list(released))
+        offsets = self._offsets(moved)  # after the checkpoints, which drop the cuts they cover
         n = self.n_transactions + 1
         self.faults.crash_if("crash_before_commit", n, producer.flush)
         metadata = self.consumer.consumer_group_metadata()
@@ -537,6 +564,124 @@ class Worker:
         # (:meth:`_settle`), and a failed commit rewinds to the committed state as before
         self._pending = (self._committer().submit(_send_and_commit, producer, offsets, metadata),
                          offsets, t0)
+
+    def _release(self, msgs) -> dict:
+        """``partition -> Released`` of the partitions whose merge lets records through."""
+        for p, (ra, rb) in self._by_partition(msgs).items():
+            merge = self.tasks[p].merge
+            if ra is not None:
+                merge.push_arrays(A, ra.msgs, ra.ts, ra.offsets)
+            if rb is not None:
+                merge.push_arrays(B, rb.msgs, rb.ts, rb.offsets)
+        now = self._input_clock
+        limit = self.settings.worker.consume_batch
+        out = {}
+        for p, task in self.tasks.items():
+            if task.ready and task.waiting:
+                rel = task.merge.release(now, lambda side, p=p: self._caught_up(p, side), limit)
+                if rel:
+                    out[p] = rel
+                self._backpressure(task)
+        return out
+
+    def _backpressure(self, task) -> None:
+        """Pause a topic partition whose records pile up waiting for the other topic (as
+        Kafka Streams' buffered.records.per.partition), resume it once they drain."""
+        high = 4 * self.settings.worker.consume_batch
+        for side, topic in ((A, task.topic), (B, task.features)):
+            queued = task.merge.queued(side)
+            tp = [TopicPartition(topic, task.partition)]
+            if side not in task.held and queued > high:
+                self.consumer.pause(tp)
+                task.held.add(side)
+            elif side in task.held and queued <= high // 4:
+                self.consumer.resume(tp)
+                task.held.discard(side)
+
+    def _caught_up(self, p: int, side: int) -> bool:
+        """Whether the topic of ``side`` has nothing more to deliver for partition ``p`` yet:
+        its fetch position reached its end offset (the last stable one, read_committed)."""
+        task = self.tasks[p]
+        topic = task.topic if side == A else task.features
+        tp = TopicPartition(topic, p)
+        try:
+            high = self.consumer.get_watermark_offsets(tp, cached=True)[1]
+            fetched = self.consumer.position([tp])[0].offset
+        except Exception:  # noqa: BLE001 (unknown yet: the merge waits within its bound)
+            return False
+        here = max(fetched, task.merge.position[side])
+        return high >= 0 and here >= high
+
+    def _feature_streams(self, task, streams: dict, arrivals: list, a_offsets, outputs,
+                         dead) -> None:
+        """Streams of features: their instances and arrivals, in the merged order."""
+        by_stream: dict[str, list] = {}
+        for a in arrivals:
+            by_stream.setdefault(a.stream, []).append(a)
+        for stream in streams:
+            if task.pipelines[stream].arrivals:
+                by_stream.setdefault(stream, [])
+        for stream, items in by_stream.items():
+            pl = task.pipelines[stream]
+            task.dirty.add(stream)
+            sr = streams.get(stream)
+            done = 0  # rows of sr taken so far
+            for a in items:
+                # the instances released before the arrival: offsets up to its predecessor's
+                if sr is not None:
+                    last = int(a_offsets[a.n_before - 1]) if a.n_before else -1
+                    upto = int(np.searchsorted(sr.offsets, last, side="right"))
+                    done = self._add_rows(task, stream, pl, sr, done, upto, outputs, dead)
+                self._arrive(task, stream, pl, a, outputs, dead)
+            if sr is not None:
+                self._add_rows(task, stream, pl, sr, done, len(sr), outputs, dead)
+
+    def _add_rows(self, task, stream, pl, sr, lo: int, hi: int, outputs, dead) -> int:
+        """Rows ``lo:hi`` of a stream of features (replayed ones without outputs)."""
+        offs = np.asarray(sr.offsets, dtype=np.int64)
+        for a, z, emit in ((lo, min(hi, max(lo, sr.live)), False), (max(lo, sr.live), hi, True)):
+            if a >= z:
+                continue
+            res = pl.add(sr.rows[a:z], sr.ys[a:z], sr.ids[a:z], offs[a:z], sr.ts[a:z], emit)
+            if emit:
+                self.encoder.encode_features(task, stream, pl, res, 0, -1, outputs, dead)
+                self.metrics.instances_in.inc(z - a)
+            else:
+                self.metrics.replayed.inc(z - a)
+        return hi
+
+    def _arrive(self, task, stream, pl, a, outputs, dead) -> None:
+        """One FeatureArrival: join, a generation, predictions of the held rows, a ranking."""
+        try:
+            res = pl.arrive(a.arrival.feature, a.values(), emit=a.live)
+        except PipelineError as exc:
+            if a.live:
+                self.decoder.dead_letter(dead, task, a.msg, exc, exc.code, task.features)
+            return
+        self.metrics.arrivals.labels(outcome="replayed" if not a.live else "joined").inc()
+        if not a.live:
+            return
+        if res.unknown_ids:
+            shown = ", ".join(map(repr, res.unknown_ids[:20]))
+            more = f" and {len(res.unknown_ids) - 20} more" if len(res.unknown_ids) > 20 else ""
+            self.decoder.dead_letter(dead, task, a.msg, PipelineError(
+                "unknown_ids", f"{len(res.unknown_ids)} ids of feature {a.arrival.feature!r} "
+                f"are not held by stream {stream!r} (the rest were joined): {shown}{more}"),
+                "unknown_ids", task.features)
+        self.encoder.encode_features(task, stream, pl, res, a.arrival.ts, a.msg.offset(),
+                                     outputs, dead)
+
+    def _offsets(self, parts) -> list[TopicPartition]:
+        """Offsets to commit for ``parts``: both topics; the instances partition carries the
+        merge's cuts since the last checkpoint (worker/merge.py)."""
+        out = []
+        for p in parts:
+            t = self.tasks[p]
+            ck = t.manifest.offsets
+            meta = encode_cuts((ck.get(t.topic, 0), ck.get(t.features, 0)), t.merge.cuts)
+            out.append(TopicPartition(t.topic, p, max(t.position, t.committed), metadata=meta))
+            out.append(TopicPartition(t.features, p, max(t.fposition, t.fcommitted)))
+        return out
 
     def _committer(self) -> Committer:
         if self._executor is None:
@@ -562,15 +707,19 @@ class Worker:
         self.metrics.consecutive_aborts.set(0)
         for tp in offsets:
             task = self.tasks.get(tp.partition)
-            if task is not None:
+            if task is None:
+                continue
+            if tp.topic == task.topic:
                 task.committed = tp.offset
+            else:
+                task.fcommitted = tp.offset
         self.faults.crash_if("crash_after_commit", self.n_transactions)
         self.metrics.batch_latency.observe(time.perf_counter() - t0)
 
-    def _by_partition(self, msgs) -> dict[int, tuple[list, np.ndarray]]:
-        """``partition -> (messages, offsets)`` of what follows each ready partition's position
+    def _by_partition(self, msgs) -> dict[int, list]:
+        """``partition -> [instances, features]`` records of the ready partitions
         (:func:`worker.partitions.split_batch`); consumer errors go to :meth:`_consume_error`."""
-        per_part, n_ok = split_batch(msgs, self.tasks, self._consume_error)
+        per_part, n_ok = split_batch(msgs, self.tasks, self.topics.features, self._consume_error)
         if n_ok:
             self._unknown_since = None  # the input topic is there
         return per_part
@@ -620,24 +769,32 @@ class Worker:
         for p in parts:
             task = self.tasks[p]
             if task.dirty and (task.since_ckpt >= c.every_instances
-                               or now - task.last_ckpt >= c.interval_s):
+                               or now - task.last_ckpt >= c.interval_s
+                               or self._cuts_too_long(task)):
                 self._checkpoint(task)
+
+    @staticmethod
+    def _cuts_too_long(task) -> bool:
+        """The merge's cuts would not fit the offset metadata: a checkpoint drops them."""
+        return len(encode_cuts((0, 0), task.merge.cuts)) > MAX_CUTS_CHARS
 
     def _checkpoint(self, task: PartitionTask) -> None:
         """Write the changed streams of a partition (transaction open)."""
         t0 = time.perf_counter()
         ts = int(time.time() * 1000)
-        offsets = {task.topic: task.position}
+        offsets = {task.topic: task.position, task.features: task.fposition}
+        topics = [task.topic, task.features]
         blobs = {
             s: ckpt.encode_blob(StreamCheckpoint(
-                group=self.group, topics=[task.topic], partition=task.partition, stream=s,
+                group=self.group, topics=topics, partition=task.partition, stream=s,
                 config=task.pipelines[s].cfg.as_dict(), offsets=offsets,
                 state=task.pipelines[s].to_state(), ts=ts))
             for s in sorted(task.dirty) if s in task.pipelines
         }
-        base = task.manifest.model_copy(update={"offsets": offsets, "ts": ts})
+        base = task.manifest.model_copy(update={"offsets": offsets, "topics": topics, "ts": ts})
         manifest, n_bytes = self.writer.write(base, blobs)
         task.manifest = manifest
+        task.merge.checkpointed()
         task.dirty.clear()
         task.since_ckpt = 0
         task.last_ckpt = time.monotonic()
@@ -659,11 +816,10 @@ class Worker:
                 if p in self.tasks and self.tasks[p].ready and self.tasks[p].dirty]
         if not todo:
             return
-        offsets = [TopicPartition(t.topic, t.partition, max(t.position, t.committed))
-                   for t in todo]
         self.producer.begin()
         for task in todo:
             self._checkpoint(task)
+        offsets = self._offsets([t.partition for t in todo])
         self.producer.send_offsets(offsets, self.consumer.consumer_group_metadata())
         self.producer.commit()
         self._committed(offsets, time.perf_counter())

@@ -21,11 +21,12 @@ import msgpack
 import numpy as np
 from confluent_kafka import Message
 
-from schemas.codec import InstanceLimits, decode_instance, instance_features
+from schemas.codec import InstanceLimits, decode, decode_instance, instance_features
 from schemas.deadletter import deadletter_headers, deadletter_record
 from schemas.errors import OUTPUT_TOO_LARGE, DecodeError
+from schemas.messages import FeatureArrival
 
-from .pipeline import Pipeline, PipelineError, Profiles
+from .pipeline import Pipeline, PipelineError, Profiles, make_pipeline
 from .wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
 
 # unbound accessors, for map() over a consumed batch
@@ -90,12 +91,14 @@ class Caps:
     max_streams: int = 1000
     max_classes: int = 1000
     instance: InstanceLimits = InstanceLimits()
+    feature_rows: int = 100_000  # rows a stream of features holds
 
     @classmethod
     def from_settings(cls, settings) -> Caps:
         w = settings.worker
         return cls(settings.learners.max_streams, w.max_classes, InstanceLimits(
-            w.max_label_length, w.max_features, w.max_feature_name_length))
+            w.max_label_length, w.max_features, w.max_feature_name_length),
+            settings.learners.feature_stream_rows)
 
 
 class BatchDecoder:
@@ -244,10 +247,11 @@ class BatchDecoder:
     def _validated(self, pipelines, m, stream, max_bytes):
         """``(stream, pipeline or None, Instance)`` of a message that passes validation."""
         pl = pipelines.get(stream) if stream is not None else None
+        fixed = pl is not None and not pl.arrivals  # a stream of features grows
         inst = decode_instance(
             m.value(), m.headers(), max_bytes=max_bytes,
-            n_features=pl.n_features if pl is not None else None,
-            feature_names=pl.feature_names if pl is not None else None,
+            n_features=pl.n_features if fixed else None,
+            feature_names=pl.feature_names if fixed else None,
             limits=self.caps.instance)
         if stream is None:
             stream = inst.stream
@@ -261,8 +265,13 @@ class BatchDecoder:
         """The instance's feature row; a new stream's first row creates its pipeline.
 
         The label is checked by the stream's task (the first label fixes it when the
-        stream's profile does not).
+        stream's profile does not). A stream of features takes ``x`` as it came: its
+        pipeline checks it against the columns known when the row's turn comes.
         """
+        if pl is not None and pl.arrivals:
+            if inst.y is not None:
+                pl.check_label(inst.y)
+            return inst.x
         if pl is not None:
             row = instance_features(inst, pl.feature_names)
             if len(row) != pl.n_features:
@@ -273,29 +282,94 @@ class BatchDecoder:
             return row
         names = list(inst.x) if isinstance(inst.x, dict) else None
         row = instance_features(inst, names)
+        cfg = self.profiles.for_stream(stream)
+        if not row and not cfg.arrivals:
+            raise DecodeError("feature_count", "x is empty: only a stream of features (a "
+                              "profile with predictor feature_stream) may start without "
+                              "features", "x")
         if len(pipelines) >= self.caps.max_streams:
             raise PipelineError(
                 "stream_cap", f"this input partition already holds {self.caps.max_streams} "
                 f"streams (learners.max_streams); stream {stream!r} is refused")
-        pl = Pipeline(stream, self.profiles.for_stream(stream), len(row), names,
-                      max_classes=self.caps.max_classes)
+        pl = make_pipeline(stream, cfg, len(row), names, self.caps.max_classes,
+                           self.caps.feature_rows, self.caps.instance.max_features)
         if inst.y is not None:
             pl.check_label(inst.y)  # a stream whose first label is refused is not created
         pipelines[stream] = pl
         self.on_new_stream()
-        return row
+        return inst.x if pl.arrivals else row
 
-    def dead_letter(self, dead: list, task, m, exc: Exception, code: str) -> None:
+    def decode_arrivals(self, task, records: list, dead: list,
+                        max_bytes: int) -> list[Arrival]:
+        """The feature records a merge released (``(message, instances before it)``), as
+        :class:`Arrival` s in order; refused ones become dead letters (when live)."""
+        out = []
+        for m, n_before in records:
+            live = m.offset() >= task.fcommitted
+            try:
+                arrival, pl = self._arrival(task.pipelines, m, max_bytes)
+            except (DecodeError, PipelineError) as exc:
+                if live:
+                    self.dead_letter(dead, task, m, exc, exc.code, task.features)
+                continue
+            out.append(Arrival(arrival.stream, arrival, m, n_before, live))
+        return out
+
+    def _arrival(self, pipelines, m, max_bytes: int):
+        """A valid FeatureArrival of a stream of features held here, with its pipeline."""
+        arrival = decode(m.value(), FeatureArrival, m.headers(), max_bytes=max_bytes)
+        key = m.key()
+        if key is not None and key != arrival.stream.encode():
+            raise PipelineError("key_mismatch", f"message key {key!r} differs from the "
+                                f"arrival's stream {arrival.stream!r}")
+        stream = arrival.stream
+        limit = self.caps.instance.max_feature_name_length
+        if len(arrival.feature) > limit:
+            raise PipelineError("feature_name_length", f"feature name of {len(arrival.feature)} "
+                                f"characters; the limit is {limit} "
+                                "(STREAMFOREST_WORKER__MAX_FEATURE_NAME_LENGTH)")
+        pl = pipelines.get(stream)
+        if pl is None and self.profiles.for_stream(stream).arrivals:
+            raise PipelineError("unknown_stream", f"no instance of stream {stream!r} has "
+                                "arrived yet: send the instances before their features")
+        if pl is None or not pl.arrivals:
+            raise PipelineError(
+                "no_feature_profile", f"stream {stream!r} is not a stream of features: give "
+                "it a profile with predictor feature_stream (STREAMFOREST_PROFILES) to send "
+                "it FeatureArrivals")
+        return arrival, pl
+
+    def dead_letter(self, dead: list, task, m, exc: Exception, code: str,
+                    topic: str | None = None) -> None:
         """A refused record: original key, value and headers, then the explanation."""
         key, value, headers = deadletter_record(m.key(), m.value(), m.headers(), exc,
-                                                task.topic, task.partition, m.offset(),
-                                                self.version)
+                                                topic or task.topic, task.partition,
+                                                m.offset(), self.version)
         dead.append((key, value, headers, code))
 
 
+@dataclass(frozen=True)
+class Arrival:
+    """A valid FeatureArrival and where it sits in the merged order of its partition."""
+
+    stream: str
+    arrival: FeatureArrival
+    msg: Message
+    n_before: int  # instance records released before it in the same release
+    live: bool
+
+    def values(self) -> dict[str, float]:
+        """The feature's values by instance id (string form)."""
+        v = self.arrival.values
+        if isinstance(v, dict):
+            return v
+        return {str(i): x for i, x in zip(self.arrival.ids, v)}
+
+
 def _bulk_ready(pl: Pipeline) -> bool:
-    """The bulk kernels take integer labels unchecked: only for classification streams."""
-    return pl.task is not None and pl.task.name == "classification"
+    """The bulk kernels take integer labels unchecked: only for classification streams (and
+    not for streams of features, whose rows the pipeline checks)."""
+    return pl.task is not None and pl.task.name == "classification" and not pl.arrivals
 
 
 def _rows_of(streams: dict, stream: str) -> StreamRows:
@@ -383,13 +457,49 @@ class OutputEncoder:
         self._predictions(task, stream, key, pl, res, sr, lo, outputs, dead)
         self._alerts(task, stream, key, res, sr, lo, outputs, dead)
         self._rankings(task, stream, key, res, sr, lo, outputs, dead)
-        for offsets, err in res.rejected:
+        self._rejected(task, stream, key, res.rejected, dead)
+
+    def _rejected(self, task, stream: str, key: bytes, rejected: list, dead: list) -> None:
+        """Rows a pipeline refused (``[(offsets, PipelineError)]``) as dead letters."""
+        for offsets, err in rejected:
             for off in offsets:
                 headers = deadletter_headers(type(err).__name__, err.reason, task.topic,
                                              task.partition, int(off), self.version,
                                              code=err.code)
                 dead.append((key, _pack({"stream": stream, "offset": int(off)}), headers,
                              err.code))
+
+    def encode_features(self, task, stream: str, pl, res, ts: int, offset: int,
+                        outputs: list, dead: list) -> None:
+        """Outputs of a stream of features (:class:`worker.pipeline.FeatureResult`): the
+        predictions of held rows, an arrival's ranking (event time ``ts``, input ``offset``)
+        and the rows its pipeline refused."""
+        key = stream.encode()
+        held = res.predictions
+        if held is not None and len(held.ids):
+            ptopic = self.topics.predictions
+            const = {"v": 1, "stream": stream, "model": pl.model_name, "classes": held.classes,
+                     "topic": task.topic, "partition": task.partition,
+                     "n_features": held.n_features}
+            values = encode_predictions(const, held.ids, held.y_pred, held.y_true, held.proba,
+                                        held.offsets, held.ts)
+            if not self._fits(ptopic, key, values):
+                values = self._keep_fitting(task, stream, key, ptopic, values, held.offsets,
+                                            dead)
+            outputs.append((ptopic, key, values))
+            self.metrics.outputs.labels(kind="prediction").inc(len(held.ids))
+        rk = res.ranking
+        if rk is not None:
+            topic = self.topics.rankings
+            value = _pack({"v": 1, "stream": stream, "method": rk.method,
+                           "features": rk.features, "scores": rk.scores, "n_seen": rk.n_seen,
+                           "ts": int(ts)})
+            if self._fits(topic, key, [value]):
+                outputs.append((topic, key, [value]))
+                self.metrics.outputs.labels(kind="ranking").inc()
+            else:
+                self._too_large(task, stream, key, offset, topic, len(value), dead)
+        self._rejected(task, stream, key, res.rejected, dead)
 
     def _predictions(self, task, stream, key, pl, res, sr, lo, outputs, dead) -> None:
         ptopic = self.topics.predictions

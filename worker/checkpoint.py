@@ -53,10 +53,14 @@ def manifest_key(group: str, topic: str, partition: int) -> bytes:
     return _sep(b"m", group, topic, partition)
 
 
-def empty_manifest(group: str, topic: str, partition: int, offset: int) -> CheckpointManifest:
-    """The manifest of a partition nothing was checkpointed for yet."""
-    return CheckpointManifest(group=group, topics=[topic], partition=partition,
-                              offsets={topic: offset}, ts=0)
+def empty_manifest(group: str, topic: str, partition: int, offset: int,
+                   features: str | None = None, features_offset: int = 0) -> CheckpointManifest:
+    """The manifest of a partition nothing was checkpointed for yet (``topics`` is the
+    instances topic, then the features topic co-partitioned with it)."""
+    topics = [topic] if features is None else [topic, features]
+    offsets = {topic: offset} if features is None else {topic: offset, features: features_offset}
+    return CheckpointManifest(group=group, topics=topics, partition=partition,
+                              offsets=offsets, ts=0)
 
 
 def encode_blob(envelope: StreamCheckpoint) -> bytes:
@@ -239,7 +243,9 @@ def _decode_manifest(msg, group: str, input_topic: str, partition: int) -> Check
     except ValueError as exc:
         raise CheckpointError(f"checkpoint manifest of {input_topic}[{partition}] at offset "
                               f"{msg.offset()} cannot be read: {exc}") from None
-    if (manifest.group, manifest.topics, manifest.partition) != (group, [input_topic], partition):
+    # topics: the instances topic, then (since streams of features) the features topic
+    if (manifest.group, manifest.topics[:1], manifest.partition) != (group, [input_topic],
+                                                                     partition):
         raise CheckpointError(f"the manifest at offset {msg.offset()} names another partition")
     return manifest
 

@@ -177,19 +177,23 @@ class CoMerge:
 
     # -- releasing ------------------------------------------------------------------------
 
-    def release(self, now: float, caught_up: Callable[[int], bool]) -> Released:
-        """Release what the merge order allows now (see the module doc).
+    def release(self, now: float, caught_up: Callable[[int], bool],
+                limit: int | None = None) -> Released:
+        """Release what the merge order allows now (see the module doc), at most about
+        ``limit`` records (stopping early never changes the order: the next call goes on).
 
         ``caught_up(side)`` tells whether that topic's fetch position reached its end.
         """
         out = Released()
         a_parts: list[list] = []
         a_offs: list[np.ndarray] = []
-        while True:
-            step = self._step(now, caught_up)
+        left = limit if limit is not None else -1
+        while left:
+            step = self._step(now, caught_up, left)
             if step is None:
                 break
             side, n = step
+            left = max(0, left - n) if limit is not None else -1
             msgs, offs = self.queues[side].take(n)
             self.pos[side] = int(offs[-1]) + 1
             if side == A:
@@ -206,26 +210,35 @@ class CoMerge:
                 self._empty_since[side] = now
         return out
 
-    def _step(self, now, caught_up) -> tuple[int, int] | None:
+    def _step(self, now, caught_up, left: int) -> tuple[int, int] | None:
         """The next run to release: ``(side, number of records)``, or ``None`` to wait."""
+        step = self._next(now, caught_up)
+        if step is None:
+            return None
+        side, n, forced = step
+        if 0 <= left < n:
+            n = left
+        if forced:
+            self._record_cut(side, n)
+        return side, n
+
+    def _next(self, now, caught_up) -> tuple[int, int] | None:
         qa, qb = self.queues
         marks = self._marks()
         if marks is not None:  # replaying: follow the cuts, then drain to the ends
             step = self._drain_to(*marks)
-            if step is not False:
-                return step
-            # compared runs stop at the mark: there the live run was forced, or committed
-            return self._compare(marks[A]) if len(qa) and len(qb) else None
+            if step is False:
+                # compared runs stop at the mark: there the live run was forced, or committed
+                step = self._compare(marks[A]) if len(qa) and len(qb) else None
+            return None if step is None else (*step, False)
         if len(qa) and len(qb):
-            return self._compare()
+            return (*self._compare(), False)
         if not len(qa) and not len(qb):
             return None
         side = A if len(qa) else B
         if not self._idle(1 - side, now, caught_up):
             return None
-        n = len(self.queues[side])
-        self._record_cut(side, n)
-        return side, n
+        return side, len(self.queues[side]), True
 
     def _marks(self) -> tuple[int, int] | None:
         """In the replay range, the next positions both topics pass together: the next

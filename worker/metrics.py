@@ -51,6 +51,9 @@ class WorkerMetrics:
                                 "Instances replayed after a restore (state only, no outputs)",
                                 registry=r)
         self.outputs = Counter("streamforest_outputs", "Messages produced", ["kind"], registry=r)
+        self.arrivals = Counter("streamforest_feature_arrivals",
+                                "FeatureArrivals taken by streams of features (joined live, or "
+                                "replayed after a restore)", ["outcome"], registry=r)
         self.deadletters = Counter("streamforest_dead_letters",
                                    "Messages sent to the dead-letter topic", ["reason"],
                                    registry=r)

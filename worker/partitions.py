@@ -1,11 +1,12 @@
 """The worker's view of its input partitions: what it holds for each, and a consumed batch
 split by partition.
 
-:class:`PartitionTask` is everything one assigned input partition carries between batches
-(its streams' pipelines, positions, the last checkpoint's manifest). :func:`split_batch`
-turns one ``consume()`` result into ``partition -> (messages, offsets)`` for the ready
-partitions, keeping only what follows each partition's position; messages are read with
-the unbound accessors through ``map`` (no per-message Python frame on the hot path).
+:class:`PartitionTask` is everything one assigned partition carries between batches: the
+partition of the instances topic and the same partition of the features topic (the two are
+co-partitioned and merged, :mod:`worker.merge`), its streams' pipelines, positions, the last
+checkpoint's manifest. :func:`split_batch` turns one ``consume()`` result into
+``partition -> (instances, features)`` records for the ready partitions; messages are read
+with the unbound accessors through ``map`` (no per-message Python frame on the hot path).
 """
 
 from __future__ import annotations
@@ -16,35 +17,62 @@ import numpy as np
 from confluent_kafka import KafkaError, Message
 
 from . import checkpoint as ckpt
+from .merge import A, B, CoMerge
 
 # unbound accessors, for map() over a consumed batch
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
+_m_topic, _m_timestamp = Message.topic, Message.timestamp
+
+
+class Records:
+    """Consumed messages of one topic partition with their offsets and timestamps."""
+
+    __slots__ = ("msgs", "offsets", "ts")
+
+    def __init__(self, msgs: list, offsets: np.ndarray):
+        self.msgs = msgs
+        self.offsets = offsets
+        self.ts = np.fromiter((t[1] for t in map(_m_timestamp, msgs)), dtype=np.int64,
+                              count=len(msgs))
 
 
 class PartitionTask:
     """What the worker holds for one assigned input partition."""
 
-    def __init__(self, group: str, topic: str, partition: int):
+    def __init__(self, group: str, topic: str, partition: int, features: str):
         self.topic = topic
+        self.features = features
         self.partition = partition
         self.ready = False
         self.pipelines: dict = {}  # stream -> worker.pipeline.Pipeline
         self.dirty: set[str] = set()
-        self.position = 0  # next offset to process
+        self.position = 0  # next instances offset to process
         self.committed = 0  # offsets below it were committed (and are replayed silently)
-        self.manifest = ckpt.empty_manifest(group, topic, partition, 0)
+        self.fposition = 0  # the same two of the features partition
+        self.fcommitted = 0
+        self.merge = CoMerge(0, 0)  # made again by every restore
+        self.held: set[int] = set()  # sides paused while their records wait in the merge
+        self.manifest = ckpt.empty_manifest(group, topic, partition, 0, features)
         self.since_ckpt = 0
         self.last_ckpt = time.monotonic()
         self.restore_t0: float | None = None  # set while replaying after a restore
 
+    @property
+    def replaying(self) -> bool:
+        return self.position < self.committed or self.fposition < self.fcommitted
 
-def split_batch(msgs: list, tasks: dict[int, PartitionTask], on_error
-                ) -> tuple[dict[int, tuple[list, np.ndarray]], int]:
-    """``(partition -> (messages, offsets), number of messages without error)``.
+    @property
+    def waiting(self) -> bool:
+        """Records are buffered for the merge (a later step may release them)."""
+        return bool(self.merge.queued(A) or self.merge.queued(B))
 
-    Only ready partitions are kept, and of them only what follows the position (a restore
-    seeks there; earlier messages of the same fetch are stale). Errors other than the end of
-    a partition go to ``on_error(err)``, which may raise.
+
+def split_batch(msgs: list, tasks: dict[int, PartitionTask], features: str, on_error
+                ) -> tuple[dict[int, list], int]:
+    """``(partition -> [instances Records or None, features Records or None], number of
+    messages without error)`` of the ready partitions.
+
+    Errors other than the end of a partition go to ``on_error(err)``, which may raise.
     """
     errors = list(map(_m_error, msgs))
     if errors.count(None) != len(errors):
@@ -57,6 +85,21 @@ def split_batch(msgs: list, tasks: dict[int, PartitionTask], on_error
         msgs = kept
     if not msgs:
         return {}, 0
+    topics = list(map(_m_topic, msgs))
+    n_feat = topics.count(features)
+    per_part: dict[int, list] = {}
+    if n_feat == 0:
+        _split(msgs, tasks, per_part, 0)
+    elif n_feat == len(msgs):
+        _split(msgs, tasks, per_part, 1)
+    else:
+        _split([m for m, t in zip(msgs, topics) if t != features], tasks, per_part, 0)
+        _split([m for m, t in zip(msgs, topics) if t == features], tasks, per_part, 1)
+    return per_part, len(msgs)
+
+
+def _split(msgs: list, tasks: dict, per_part: dict, side: int) -> None:
+    """Group one topic's messages by partition into ``per_part[p][side]``."""
     parts = list(map(_m_partition, msgs))
     offsets = np.fromiter(map(_m_offset, msgs), dtype=np.int64, count=len(msgs))
     distinct = list(dict.fromkeys(parts))  # first-seen order
@@ -68,16 +111,8 @@ def split_batch(msgs: list, tasks: dict[int, PartitionTask], on_error
         for p in distinct:
             idx = np.flatnonzero(pa == p)
             groups.append((p, list(map(msgs.__getitem__, idx.tolist())), offsets[idx]))
-    per_part: dict[int, tuple[list, np.ndarray]] = {}
     for p, pm, pos in groups:
         task = tasks.get(p)
         if task is None or not task.ready:
-            continue
-        keep = pos >= task.position
-        if not keep.all():
-            idx = np.flatnonzero(keep)
-            if not idx.shape[0]:
-                continue
-            pm, pos = list(map(pm.__getitem__, idx.tolist())), pos[idx]
-        per_part[p] = (pm, pos)
-    return per_part, len(msgs)
+            continue  # re-read after the partition's restore seeks it
+        per_part.setdefault(p, [None, None])[side] = Records(pm, pos)

@@ -7,8 +7,9 @@ state later. :func:`preflight` fails fast instead, with a message that says what
 
 * the brokers answer a metadata request within ``worker.startup_timeout_s`` (asked in short
   rounds, so SIGTERM ends the wait at once): :class:`BrokersUnreachable`;
-* the instances, output and dead-letter topics exist, the checkpoints topic is compacted and
-  has at least as many partitions as the instances topic: :class:`TopicProblem`.
+* the instances, features, output and dead-letter topics exist, the features topic has as
+  many partitions as the instances topic (they are co-partitioned), the checkpoints topic is
+  compacted and has at least as many partitions as the instances topic: :class:`TopicProblem`.
 
 It also reads each output topic's ``max.message.bytes``, the largest record the broker will
 take (:attr:`Preflight.max_bytes`): outputs that would exceed it are dead-lettered with reason
@@ -71,9 +72,19 @@ def check_topics(settings, topics_md, configs: dict[str, dict]) -> list[str]:
     """Problems of the worker's topics as described by ``topics_md`` and ``configs``."""
     t = settings.topics
     hint = "create them with `streamforest topics create` (or your own tooling)"
-    missing = [n for n in (t.instances, t.predictions, t.drift, t.rankings, t.deadletter,
-                           t.checkpoints) if n not in topics_md]
+    missing = [n for n in (t.instances, t.features, t.predictions, t.drift, t.rankings,
+                           t.deadletter, t.checkpoints) if n not in topics_md]
     problems = [f"topic {n} does not exist; {hint}" for n in missing]
+    if t.instances in topics_md and t.features in topics_md:
+        n_in = len(topics_md[t.instances].partitions)
+        n_ft = len(topics_md[t.features].partitions)
+        if n_ft != n_in:
+            # partition p of both is one task: a feature must land where its instances are
+            problems.append(
+                f"topic {t.features} has {n_ft} partitions but {t.instances} has {n_in}: the "
+                "two are co-partitioned (a stream's features must land in the partition of "
+                "its instances) and need the same count; recreate one of them with "
+                f"{n_in if n_ft < n_in else n_ft} partitions")
     if t.checkpoints in topics_md:
         policy = configs.get(t.checkpoints, {}).get("cleanup.policy", "")
         if "compact" not in policy:

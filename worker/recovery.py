@@ -10,6 +10,10 @@ On assignment (and at start) a partition is paused; the worker's loop then calls
 3. returns ``K`` (where to seek) and ``C`` (below which input is *replayed*: it updates the
    state only, because its outputs were committed in earlier transactions).
 
+The same partition of the features topic is restored with it: the checkpoint records both
+offsets, the group both committed offsets, and the instances partition's committed offset
+carries the merge's cuts since the checkpoint (:mod:`worker.merge`), which the replay follows.
+
 A checkpoint whose chunks are missing or corrupt, that is not the one its manifest names, or
 whose learner states fail their checks is refused and the previous one still on the topic is
 tried; one that claims more input than the committed offset (``K > C``, e.g. after an
@@ -30,7 +34,8 @@ from confluent_kafka import TopicPartition
 
 from . import checkpoint as ckpt
 from .logs import event
-from .pipeline import Pipeline
+from .merge import decode_cuts
+from .pipeline import pipeline_from_state
 
 log = logging.getLogger("streamforest.recovery")
 
@@ -44,6 +49,9 @@ class Restored:
     seconds: float
     n_bytes: int
     refused: list = field(default_factory=list)  # why newer checkpoints were not used
+    fstart: int = 0  # the same two of the features partition
+    fcommitted: int = 0
+    cuts: list = field(default_factory=list)  # the merge's forced releases since the checkpoint
 
     @property
     def fallback(self) -> str | None:
@@ -53,13 +61,16 @@ class Restored:
         return "older" if self.manifest is not None else "rebuild"
 
 
-def committed_offset(consumer, topic: str, partition: int, timeout_s: float) -> int | None:
-    """The group's committed offset of a partition, or ``None`` when there is none."""
-    tp = consumer.committed([TopicPartition(topic, partition)], timeout=timeout_s)[0]
-    if tp.error is not None:
-        raise RuntimeError(f"cannot read the committed offset of {topic}[{partition}]: "
-                           f"{tp.error}")
-    return tp.offset if tp.offset >= 0 else None
+def _committed_both(consumer, topic: str, features: str, partition: int, timeout_s: float):
+    """Committed offsets of both partitions (``None``: none) and the instances' metadata."""
+    tps = consumer.committed([TopicPartition(topic, partition),
+                              TopicPartition(features, partition)], timeout=timeout_s)
+    for tp in tps:
+        if tp.error is not None:
+            raise RuntimeError(f"cannot read the committed offset of {tp.topic}[{partition}]: "
+                               f"{tp.error}")
+    a, b = (tp.offset if tp.offset >= 0 else None for tp in tps)
+    return a, b, tps[0].metadata
 
 
 def _pipelines(_manifest, envelopes) -> dict:
@@ -71,7 +82,7 @@ def _pipelines(_manifest, envelopes) -> dict:
     out = {}
     for s, env in envelopes.items():
         try:
-            pipeline = Pipeline.from_state(env.state)
+            pipeline = pipeline_from_state(env.state)
         except Exception as exc:  # noqa: BLE001 (any defect of the stored state refuses it)
             raise ValueError(f"stream {s!r}: {type(exc).__name__}: {exc}") from None
         if pipeline.stream != s:
@@ -81,10 +92,11 @@ def _pipelines(_manifest, envelopes) -> dict:
 
 
 def restore_partition(consumer, reader, group: str, topic: str, partition: int,
-                      ckpt_topic: str, timeout_s: float = 60.0) -> Restored:
+                      ckpt_topic: str, features: str, timeout_s: float = 60.0) -> Restored:
     """Read the partition's checkpoint and decide the replay range (see module doc)."""
     t0 = time.monotonic()
-    committed = committed_offset(consumer, topic, partition, timeout_s)
+    committed, fcommitted, metadata = _committed_both(consumer, topic, features, partition,
+                                                      timeout_s)
     low, _high = reader.get_watermark_offsets(TopicPartition(topic, partition),
                                               timeout=timeout_s)
     loaded = ckpt.read_usable(reader, ckpt_topic, partition, group, topic, timeout_s,
@@ -114,5 +126,27 @@ def restore_partition(consumer, reader, group: str, topic: str, partition: int,
     if start < low:
         event(log, logging.ERROR, "checkpoint offset below the first available offset",
               topic=topic, partition=partition, checkpoint=start, low=low)
+    fstart, cuts = _features_range(reader, manifest, features, partition, fcommitted,
+                                   metadata, timeout_s)
     return Restored(loaded.value or {}, manifest, start, committed, time.monotonic() - t0,
-                    loaded.n_bytes, loaded.refused)
+                    loaded.n_bytes, loaded.refused, fstart,
+                    fstart if fcommitted is None else fcommitted, cuts)
+
+
+def _features_range(reader, manifest, features: str, partition: int, fcommitted,
+                    metadata, timeout_s: float) -> tuple[int, list]:
+    """Where the features partition restarts, and the cuts its merge replays with."""
+    if manifest is not None and features in manifest.offsets:
+        fstart = manifest.offsets[features]
+    else:  # no checkpoint, or one written before the features topic was read
+        fstart = reader.get_watermark_offsets(TopicPartition(features, partition),
+                                              timeout=timeout_s)[0]
+        if manifest is not None and fcommitted is not None:
+            fstart = fcommitted
+    ck, cuts = decode_cuts(metadata)
+    here = (manifest.offsets[manifest.topics[0]], fstart) if manifest is not None else None
+    if cuts and ck != here:
+        event(log, logging.WARNING, "the merge's cuts were recorded after another checkpoint: "
+              "the replayed order of instances and features may differ from the first run",
+              partition=partition, cuts_after=ck, checkpoint=here)
+    return fstart, cuts

@@ -310,6 +310,9 @@ class LearnerSettings(Section):
     ranking_every: Positive = Field(1000, description="instances between rankings")
     top_k: Positive = 5
     max_streams: Positive = Field(1000, description="streams one input partition holds at most")
+    feature_stream_rows: Positive = Field(
+        100_000, description="instances a stream of features holds (its row store); more are "
+        "dead-lettered with reason row_store_full")
     seed: int = Field(1, ge=0, le=2**63 - 1)
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -383,6 +386,10 @@ class WorkerSettings(Section):
         False, description="join as group.instance.id=<member_name>: a member restarted under "
         "the same name within session.timeout.ms gets its partitions back without a rebalance",
     )
+    max_task_idle_ms: int = Field(
+        0, ge=0, le=3_600_000, description="how long a partition whose other topic (instances "
+        "or features) has nothing buffered waits for it once that topic is caught up; see "
+        "worker/merge.py")
     startup_timeout_s: PositiveFloat = Field(
         60.0, description="how long to wait for the brokers at start before giving up")
     shutdown_timeout_s: PositiveFloat = Field(

@@ -44,7 +44,7 @@ def _decode(dec, task, msgs, dead):
 
 
 def test_first_messages_create_streams_later_batches_decode_in_bulk():
-    task = PartitionTask("g", "in", 0)
+    task = PartitionTask("g", "in", 0, "in.features")
     dec = _decoder(task)
     Xa, ya, a = _stream("a", 8, seed=1)
     Xb, yb, b = _stream("b", 8, seed=2)
@@ -71,7 +71,7 @@ def test_first_messages_create_streams_later_batches_decode_in_bulk():
 
 
 def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
-    task = PartitionTask("g", "in", 3)
+    task = PartitionTask("g", "in", 3, "in.features")
     dec = _decoder(task, max_streams=1)
     _, _, good = _stream("a", 3)
     pack = msgpack.packb
@@ -98,7 +98,7 @@ def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
         assert (h["topic"], h["partition"], h["offset"]) == ("in", 3, m.offset())
         assert h["reason"]
     # replayed messages were dead-lettered when they were live: not again
-    task2 = PartitionTask("g", "in", 3)
+    task2 = PartitionTask("g", "in", 3, "in.features")
     task2.committed = len(msgs)
     dead2: list = []
     rows2 = _decode(_decoder(task2, max_streams=1), task2, msgs, dead2)
@@ -110,7 +110,7 @@ def test_output_encoder_writes_the_contracts_in_row_order():
 
     settings = load_settings({})
     enc = OutputEncoder(settings.topics, WorkerMetrics(), "test")
-    task = PartitionTask("g", "in", 1)
+    task = PartitionTask("g", "in", 1, "in.features")
     X, y, vals = _stream("s", 60, seed=4)
     dec = _decoder(task, cfg=PipelineConfig(
         predictor="forgetful_tree", batch_size=10, ranking_every=20,

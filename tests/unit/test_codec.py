@@ -369,7 +369,6 @@ BAD_CASES = [
     (pack(id=2**63), "invalid_field", "id", "less than or equal"),
     (pack(x=[1.0, "a"]), "invalid_field", "x[1]", "valid number"),
     (pack(x=[1.0, True]), "invalid_field", "x[1]", "valid number"),
-    (pack(x=[]), "invalid_field", "x", "at least 1 item"),
     (pack(x="1,2"), "invalid_field", "x", "list of numbers or a map"),
     (pack(y=True), "invalid_field", "y", "class label"),
     (pack(y=[1.0, None]), "invalid_field", "y[1]", "valid number"),

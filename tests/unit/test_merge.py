@@ -2,7 +2,6 @@
 the cuts committed since, repeats the live run's order exactly, however the records were
 fetched and whenever the idle bound forced a release."""
 
-import random
 
 import numpy as np
 import pytest
@@ -29,7 +28,8 @@ def _live(rng, recs, max_idle):
         fetched[side] = min(len(recs[side]), fetched[side] + k)
         now += float(rng.random())
         done = fetched[A] == len(recs[A]), fetched[B] == len(recs[B])
-        r = m.release(now, lambda s: done[s] or rng.random() < 0.3)
+        limit = int(rng.integers(1, 8)) if rng.random() < 0.5 else None
+        r = m.release(now, lambda s, done=done: done[s] or rng.random() < 0.3, limit)
         i = 0
         for msg, before in r.b:
             order += [(A, int(x)) for x in r.a[i:before]] + [(B, int(msg))]
@@ -55,7 +55,8 @@ def _replay(rng, recs, start, end, cuts):
         k = int(rng.integers(0, 6))
         m.push(side, recs[side][fetched[side]:fetched[side] + k])
         fetched[side] = min(len(recs[side]), fetched[side] + k)
-        r = m.release(0.0, lambda s: False)  # replay never waits on time
+        limit = int(rng.integers(1, 8)) if rng.random() < 0.5 else None
+        r = m.release(0.0, lambda s: False, limit)  # replay never waits on time
         i = 0
         for msg, before in r.b:
             order += [(A, int(x)) for x in r.a[i:before]] + [(B, int(msg))]
@@ -64,7 +65,7 @@ def _replay(rng, recs, start, end, cuts):
     return [(s, o) for s, o in order if o < end[s]]
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(150))
 def test_replay_from_any_checkpoint_repeats_the_live_order(seed):
     rng = np.random.default_rng(seed)
     recs = (_records(rng, int(rng.integers(5, 60)), 100),

@@ -39,6 +39,13 @@ def test_every_contract_is_versioned_and_closed():
         assert model.model_config["strict"] is True
 
 
+def test_an_empty_row_is_a_contract_instance():
+    """Streams of features start with no column: the contract takes an empty x, and the
+    worker refuses it for other streams (tests/integration/test_worker_features.py)."""
+    assert Instance(stream="s1", id=1, ts=0, x={}).x == {}
+    assert Instance(stream="s1", id=1, ts=0, x=[]).x == []
+
+
 def test_instance_defaults_and_forms():
     inst = Instance(stream="s1", id="a-1", ts=5, x={"t": 1.0, "h": 2.0})
     assert (inst.v, inst.y, inst.weight) == (1, None, None)
@@ -52,7 +59,6 @@ def test_instance_defaults_and_forms():
         ({"ts": "5"}, ("int_type", ("ts",))),  # no parsing of numbers from strings
         ({"x": [1.0, "2"]}, ("float_type", ("x", "list", 1))),
         ({"x": [1.0, math.nan]}, ("finite_number", ("x", "list", 1))),
-        ({"x": {}}, ("too_short", ("x", "dict"))),
         ({"y": 1.0}, ("wrong_type", ("y",))),  # a float is neither a label nor targets
         ({"y": []}, ("too_short", ("y", "list"))),
         ({"weight": -0.5}, ("greater_than_equal", ("weight",))),

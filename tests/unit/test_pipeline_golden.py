@@ -97,7 +97,7 @@ def test_output_messages_equal_those_before_the_registry(name):
 
     kw, digest = WIRE[name]
     enc = OutputEncoder(load_settings({}).topics, WorkerMetrics(), "test")
-    task = PartitionTask("g", "in", 0)
+    task = PartitionTask("g", "in", 0, "in.features")
     dec = BatchDecoder(Profiles(PipelineConfig(**kw)), Caps(10), "test", lambda: None)
     values = []
     for k, s in enumerate(("a", "b")):

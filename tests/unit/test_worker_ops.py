@@ -264,7 +264,7 @@ def test_lost_partitions_make_the_worker_unready_until_the_next_assignment():
     w = Worker(load_settings({}))
     w.joined = True
     w.metrics.ready = True
-    w.tasks[0] = PartitionTask("g", "t", 0)
+    w.tasks[0] = PartitionTask("g", "t", 0, "t.features")
     w._on_lost(_Consumer(), [])
     assert not w.joined and not w.metrics.ready
     assert w.tasks[0] is not None  # the empty list lost nothing
