@@ -735,22 +735,27 @@ class Worker:
             self._unknown_since = time.monotonic()
 
     def _check_input_topic(self) -> None:
-        """The input topic reported unknown and never came back within the bound: exit."""
+        """An input topic reported unknown and never came back within the bound: exit."""
         if self._unknown_since is None:
             return
         gone = time.monotonic() - self._unknown_since
         if gone <= self.settings.worker.startup_timeout_s:
             return
-        topic = self.topics.instances
-        try:
-            md = self.consumer.list_topics(topic, timeout=5.0).topics.get(topic)
-        except Exception:  # noqa: BLE001 (brokers unreachable: not this check's business)
-            return
-        if md is not None and md.error is None and md.partitions:
+        missing = []
+        for topic, var in ((self.topics.instances, "INSTANCES"),
+                           (self.topics.features, "FEATURES")):
+            try:
+                md = self.consumer.list_topics(topic, timeout=5.0).topics.get(topic)
+            except Exception:  # noqa: BLE001 (brokers unreachable: not this check's business)
+                return
+            if md is None or md.error is not None or not md.partitions:
+                missing.append((topic, var))
+        if not missing:
             self._unknown_since = None  # it was a passing error (a topic being created)
             return
+        topic, var = missing[0]
         raise WorkerFailed(f"the input topic {topic} has been unknown for {gone:.0f} s "
-                           "(deleted?): create it, or point STREAMFOREST_TOPICS__INSTANCES at "
+                           f"(deleted?): create it, or point STREAMFOREST_TOPICS__{var} at "
                            "an existing topic")
 
     def _replayed(self, task: PartitionTask) -> None:

@@ -205,6 +205,7 @@ def table_recovery(bootstrap: str, rows: int, intervals=(2000, 10000, 50000)) ->
 
 def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
     """Restore of a partition whose checkpoint holds ~target_mb of real pipeline states."""
+    from schemas.checkpoint import StreamCheckpoint
     from worker import checkpoint as ckpt
     from worker.kafka_io import TransactionalProducer, make_consumer, make_reader
     from worker.recovery import restore_partition
@@ -217,23 +218,30 @@ def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
     p = Pipeline("big", cfg, X.shape[1])
     p.process(X, y)
     state = p.to_state()
-    blob = ckpt.encode_blob("big", settings.topics.instances, 0, 0, state)
+    group, topic, feats = settings.kafka.group_id, settings.topics.instances, settings.topics.features
+
+    def blob_of(stream: str) -> bytes:
+        return ckpt.encode_blob(StreamCheckpoint(
+            group=group, topics=[topic, feats], partition=0, stream=stream,
+            config=cfg.as_dict(), offsets={topic: 0, feats: 0}, state={**state, "stream": stream},
+            ts=0))
+
+    blob = blob_of("big")
     k = max(1, math.ceil(target_mb * 1e6 / len(blob)))
     prod = TransactionalProducer(settings, f"{prefix}-writer")
     writer = ckpt.CheckpointWriter(prod, settings.topics.checkpoints,
                                    settings.checkpoint.max_message_bytes)
     prod.begin()
-    blobs = {f"big-{i}": ckpt.encode_blob(f"big-{i}", settings.topics.instances, 0, 0,
-                                           {**state, "stream": f"big-{i}"}) for i in range(k)}
-    writer.write(ckpt.Manifest(settings.topics.instances, 0, 0), blobs)
+    blobs = {f"big-{i}": blob_of(f"big-{i}") for i in range(k)}
+    writer.write(ckpt.empty_manifest(group, topic, 0, 0, feats, 0), blobs)
     prod.commit()
     total = sum(len(b) for b in blobs.values())
     consumer, reader = make_consumer(settings), make_reader(settings)
     times = []
     for _ in range(3):
-        r = restore_partition(consumer, reader, settings.topics.instances, 0,
-                              settings.topics.checkpoints)
-        assert len(r.pipelines) == k
+        r = restore_partition(consumer, reader, group, topic, 0, settings.topics.checkpoints,
+                              feats)
+        assert len(r.pipelines) == k, r.refused
         times.append(r.seconds)
     consumer.close()
     reader.close()
