@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     finally:
         if broker is not None:
             broker.stop()
-    print("\n| held | labelled | first arrival s (compiles) | warm median s (min-max) | "
+    print("\n| held | labelled | first arrival s | warm median s (min-max) | "
           "in process, warm median s | Kafka share |")
     print("|---|---|---|---|---|---|")
     share = 1 - res["in_process_median_s"] / res["warm_median_s"]

@@ -10,7 +10,7 @@ import time
 import msgpack
 import numpy as np
 import pytest
-from confluent_kafka.admin import ConfigResource, NewTopic
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 from worker_support import (
     WorkerProc,
     assert_exact,
@@ -270,10 +270,11 @@ def test_two_groups_share_input_and_checkpoints_under_compaction(kafka_bootstrap
     create_topics(sa)
     create_topics(sb)
     # compaction as eager as the broker allows: segments roll every 100 ms, any dirt cleans
-    res = ConfigResource(ConfigResource.Type.TOPIC, sa.topics.checkpoints,
-                         set_config={"segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
-                                     "cleanup.policy": "compact", "delete.retention.ms": "100"})
-    admin.alter_configs([res])[res].result()
+    eager = {"segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+             "cleanup.policy": "compact", "delete.retention.ms": "100"}
+    res = ConfigResource(ConfigResource.Type.TOPIC, sa.topics.checkpoints, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in eager.items()])
+    admin.incremental_alter_configs([res])[res].result()
     streams = make_streams(3, 1800, seed=11)
     n = produce_streams(kafka_bootstrap, sa.topics.instances, streams, stop=900)
     for env, s in ((env_a, sa), (env_b, sb)):
