@@ -4,13 +4,17 @@ One :class:`Worker` is one member of the consumer group. Per consumed batch (num
 the comments in :meth:`Worker._process_batch`):
 
 1. group the messages by partition, drop what belongs to partitions that are not restored
-   yet (they are re-read after the restore seeks them);
+   yet (they are re-read after the restore seeks them); partition *p* of the instances
+   topic and partition *p* of the features topic (assigned with it by hand) are one task,
+   whose records the merge releases in timestamp order (:mod:`worker.merge`);
 2. decode every message (:class:`worker.batch.BatchDecoder`); invalid ones become
    dead letters; the rest are grouped by stream (the message key) in partition order;
-3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`);
-   rows below a partition's replay mark only update state;
+3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`),
+   streams of features with their arrivals (:mod:`worker.feature_streams`); rows below a
+   partition's replay mark only update state;
 4. in one transaction: produce predictions, alerts, rankings and dead letters, the due
-   checkpoints, send the consumed offsets (KIP-447 group metadata) and commit. The two
+   checkpoints, send the consumed offsets of both topics (KIP-447 group metadata; the
+   instances offset carries the merge's cuts) and commit. The two
    round trips that end the transaction run on a commit thread while the next batch is
    consumed and computed; every later use of the producer, restore, rebalance callback and
    shutdown waits for them first, and a failed commit rewinds exactly as before (the state
@@ -52,6 +56,7 @@ from . import checkpoint as ckpt
 from .batch import BatchDecoder, Caps, OutputEncoder
 from .committer import Committer
 from .faults import Faults
+from .feature_streams import FeatureStreams
 from .kafka_io import (
     AbortableError,
     AtLeastOnceProducer,
@@ -64,7 +69,6 @@ from .logs import event
 from .merge import MAX_CUTS_CHARS, A, B, CoMerge, encode_cuts
 from .metrics import MetricsServer, WorkerMetrics
 from .partitions import PartitionTask, split_batch
-from .pipeline import PipelineError
 from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .recovery import restore_partition
 from .settings import stream_profiles
@@ -120,6 +124,7 @@ class Worker:
         self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__,
                                     self._streams_changed)
         self.encoder = OutputEncoder(self.topics, self.metrics, __version__)
+        self.features = FeatureStreams(self.decoder, self.encoder, self.metrics)
         self._executor = None  # the commit thread (see _process_batch)
         self._pending = None  # (future, offsets, t0) of the commit in flight
         self.failed = False  # an unexpected error: abort, no checkpoint, non-zero exit
@@ -525,7 +530,7 @@ class Worker:
                     res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True)
                     self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
                     n_live += n_rows - lo
-            self._feature_streams(task, streams, arrivals, rel.a_offsets, outputs, dead)
+            self.features.process(task, streams, arrivals, rel.a_offsets, outputs, dead)
             n_a = rel.a_offsets.shape[0]
             live_a = n_a if not n_a or rel.a_offsets[0] >= task.committed else int(
                 np.count_nonzero(rel.a_offsets >= task.committed))
@@ -611,65 +616,6 @@ class Worker:
             return False
         here = max(fetched, task.merge.position[side])
         return high >= 0 and here >= high
-
-    def _feature_streams(self, task, streams: dict, arrivals: list, a_offsets, outputs,
-                         dead) -> None:
-        """Streams of features: their instances and arrivals, in the merged order."""
-        by_stream: dict[str, list] = {}
-        for a in arrivals:
-            by_stream.setdefault(a.stream, []).append(a)
-        for stream in streams:
-            if task.pipelines[stream].arrivals:
-                by_stream.setdefault(stream, [])
-        for stream, items in by_stream.items():
-            pl = task.pipelines[stream]
-            task.dirty.add(stream)
-            sr = streams.get(stream)
-            done = 0  # rows of sr taken so far
-            for a in items:
-                # the instances released before the arrival: offsets up to its predecessor's
-                if sr is not None:
-                    last = int(a_offsets[a.n_before - 1]) if a.n_before else -1
-                    upto = int(np.searchsorted(sr.offsets, last, side="right"))
-                    done = self._add_rows(task, stream, pl, sr, done, upto, outputs, dead)
-                self._arrive(task, stream, pl, a, outputs, dead)
-            if sr is not None:
-                self._add_rows(task, stream, pl, sr, done, len(sr), outputs, dead)
-
-    def _add_rows(self, task, stream, pl, sr, lo: int, hi: int, outputs, dead) -> int:
-        """Rows ``lo:hi`` of a stream of features (replayed ones without outputs)."""
-        offs = np.asarray(sr.offsets, dtype=np.int64)
-        for a, z, emit in ((lo, min(hi, max(lo, sr.live)), False), (max(lo, sr.live), hi, True)):
-            if a >= z:
-                continue
-            res = pl.add(sr.rows[a:z], sr.ys[a:z], sr.ids[a:z], offs[a:z], sr.ts[a:z], emit)
-            if emit:
-                self.encoder.encode_features(task, stream, pl, res, 0, -1, outputs, dead)
-                self.metrics.instances_in.inc(z - a)
-            else:
-                self.metrics.replayed.inc(z - a)
-        return hi
-
-    def _arrive(self, task, stream, pl, a, outputs, dead) -> None:
-        """One FeatureArrival: join, a generation, predictions of the held rows, a ranking."""
-        try:
-            res = pl.arrive(a.arrival.feature, a.values(), emit=a.live)
-        except PipelineError as exc:
-            if a.live:
-                self.decoder.dead_letter(dead, task, a.msg, exc, exc.code, task.features)
-            return
-        self.metrics.arrivals.labels(outcome="replayed" if not a.live else "joined").inc()
-        if not a.live:
-            return
-        if res.unknown_ids:
-            shown = ", ".join(map(repr, res.unknown_ids[:20]))
-            more = f" and {len(res.unknown_ids) - 20} more" if len(res.unknown_ids) > 20 else ""
-            self.decoder.dead_letter(dead, task, a.msg, PipelineError(
-                "unknown_ids", f"{len(res.unknown_ids)} ids of feature {a.arrival.feature!r} "
-                f"are not held by stream {stream!r} (the rest were joined): {shown}{more}"),
-                "unknown_ids", task.features)
-        self.encoder.encode_features(task, stream, pl, res, a.arrival.ts, a.msg.offset(),
-                                     outputs, dead)
 
     def _offsets(self, parts) -> list[TopicPartition]:
         """Offsets to commit for ``parts``: both topics; the instances partition carries the

@@ -33,6 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.benchmarks.common import kafka  # noqa: E402
 from worker.app import Worker  # noqa: E402
 from worker.pipeline import FeatureStreamPipeline  # noqa: E402
 from worker.settings import load_settings, stream_profiles  # noqa: E402
@@ -187,20 +188,8 @@ def main(argv=None) -> int:
     ap.add_argument("--arrivals", type=int, default=8)
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args(argv)
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        from worker.dev.broker import LocalBroker, free_port
-
-        port = free_port()
-        broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))
-        broker.fetch()
-        bootstrap = broker.start()
-    try:
+    with kafka(args.bootstrap) as bootstrap:
         res = run(bootstrap, args.held, args.labelled, args.arrivals)
-    finally:
-        if broker is not None:
-            broker.stop()
     print("\n| held | labelled | first arrival s | warm median s (min-max) | "
           "in process, warm median s | Kafka share |")
     print("|---|---|---|---|---|---|")

@@ -29,6 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.benchmarks.common import kafka  # noqa: E402
 from worker.app import Worker  # noqa: E402
 from worker.dev.produce import instance_values, make_producer, produce_values  # noqa: E402
 from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
@@ -276,16 +277,7 @@ def main(argv=None) -> int:
     globals()["CONSUME_BATCH"] = args.consume_batch
     globals()["ONLY"] = args.only
     rows = 5000 if args.quick else args.rows
-    broker = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        from worker.dev.broker import LocalBroker, free_port
-
-        port = free_port()
-        broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))
-        broker.fetch()
-        bootstrap = broker.start()
-    try:
+    with kafka(args.bootstrap) as bootstrap:
         print("1. throughput per worker (4 hyperplane streams, d=10, 2 partitions)")
         thr = table_throughput(bootstrap, rows)
         if args.only_throughput:
@@ -296,9 +288,6 @@ def main(argv=None) -> int:
                              (1500, 7000) if args.quick else (1500, 7000, 35000, 150000))
         print("3. restore of a partition with ~100 MB of state")
         big = table_big_state(bootstrap, 10.0 if args.quick else 100.0)
-    finally:
-        if broker is not None:
-            broker.stop()
     _print_throughput(thr)
     print("\n| checkpoint every | replayed | checkpoint read s | recovery s |")
     print("|---|---|---|---|")

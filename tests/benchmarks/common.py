@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,3 +40,21 @@ def cold_compile(script: str) -> tuple[float, ...]:
         out = subprocess.run([sys.executable, "-c", script.format(root=str(ROOT))], env=env,
                              capture_output=True, text=True, check=True).stdout
     return tuple(float(v) for v in out.split())
+
+
+@contextmanager
+def kafka(bootstrap: str | None) -> Iterator[str]:
+    """The brokers to benchmark against: ``bootstrap`` as given, or a local broker started
+    from the jars (on free ports) and stopped at the end."""
+    if bootstrap is not None:
+        yield bootstrap
+        return
+    from worker.dev.broker import LocalBroker, free_port
+
+    port = free_port()
+    broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))
+    broker.fetch()
+    try:
+        yield broker.start()
+    finally:
+        broker.stop()
