@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import time
 import urllib.request
 
 import pytest
@@ -294,3 +295,39 @@ def test_docstring_examples_of_runtime_modules(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+class _Metadata:
+    """Cluster metadata with some topics missing (no broker involved)."""
+
+    def __init__(self, present):
+        self.topics = {t: type("T", (), {"error": None, "partitions": {0: None}})()
+                       for t in present}
+
+
+class _Lister:
+    def __init__(self, present):
+        self.present = present
+
+    def list_topics(self, topic, timeout):
+        return _Metadata([t for t in self.present if t == topic])
+
+
+@pytest.mark.parametrize("gone", ["instances", "features"])
+def test_a_vanished_input_topic_ends_the_worker_naming_it(gone):
+    """Either input topic reported unknown for longer than the start-up bound ends the
+    worker with the topic's name and its setting; once both are back the alarm is off."""
+    from worker.app import Worker, WorkerFailed
+    from worker.settings import load_settings
+
+    w = Worker(load_settings({"STREAMFOREST_WORKER__STARTUP_TIMEOUT_S": "1"}))
+    t = w.topics
+    other = t.features if gone == "instances" else t.instances
+    w.consumer = _Lister([other])
+    w._unknown_since = time.monotonic() - 5
+    with pytest.raises(WorkerFailed, match=f"input topic {getattr(t, gone)} .*"
+                                           f"STREAMFOREST_TOPICS__{gone.upper()}"):
+        w._check_input_topic()
+    w.consumer = _Lister([t.instances, t.features])
+    w._check_input_topic()
+    assert w._unknown_since is None
