@@ -1,0 +1,1 @@
+"""Replay a topic and evaluate: metrics, report."""
