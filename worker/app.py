@@ -65,6 +65,7 @@ from .kafka_io import (
     make_consumer,
     make_reader,
 )
+from .learn import learn_streams
 from .logs import event
 from .merge import MAX_CUTS_CHARS, A, B, CoMerge, encode_cuts
 from .metrics import MetricsServer, WorkerMetrics
@@ -123,7 +124,8 @@ class Worker:
         self._last_lag = 0.0
         self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__,
                                     self._streams_changed)
-        self.encoder = OutputEncoder(self.topics, self.metrics, __version__)
+        self.encoder = OutputEncoder(self.topics, self.metrics, __version__,
+                                     output=settings.output)
         self.features = FeatureStreams(self.decoder, self.encoder, self.metrics)
         self._executor = None  # the commit thread (see _process_batch)
         self._pending = None  # (future, offsets, t0) of the commit in flight
@@ -514,22 +516,11 @@ class Worker:
             arrivals = (self.decoder.decode_arrivals(task, rel.b, dead, w.max_message_bytes)
                         if rel.b else [])
             # 3. learn (streams of features with their arrivals, in merged order)
-            for stream, sr in streams.items():
-                pl = task.pipelines[stream]
-                # replayed rows change the state too: the stream must be checkpointed again
-                task.dirty.add(stream)
-                if pl.arrivals:
-                    continue
-                sr.finish(pl.n_features)
-                X, offs, n_rows = sr.X, sr.offsets, len(sr)
-                if sr.live > 0:
-                    pl.process(X[:sr.live], sr.ys[:sr.live], offs[:sr.live], emit=False)
-                    n_replay += sr.live
-                if sr.live < n_rows:
-                    lo = sr.live
-                    res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True)
-                    self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
-                    n_live += n_rows - lo
+            learned = learn_streams(task, streams)
+            for stream, pl, sr, lo, res in learned.results:
+                self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
+            n_live += learned.n_live
+            n_replay += learned.n_replay
             self.features.process(task, streams, arrivals, rel.a_offsets, outputs, dead)
             n_a = rel.a_offsets.shape[0]
             live_a = n_a if not n_a or rel.a_offsets[0] >= task.committed else int(
@@ -549,7 +540,7 @@ class Worker:
             return  # pure replay: nothing to commit
         self._settle()  # the previous batch's commit (it ran while this batch was computed)
         producer.begin()
-        producer.produce_many(outputs)
+        producer.produce_many(outputs, self.encoder.headers)
         self.faults.raise_if("raise_after_begin", self.n_batches)
         for key, value, headers, reason in dead:
             producer.produce(self.topics.deadletter, value, key, headers=headers)

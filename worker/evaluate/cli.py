@@ -1,0 +1,277 @@
+"""``streamforest evaluate``: replay a bounded range of a topic and report how well each
+candidate configuration would have done on it, or (``--served``) how well the predictions the
+workers published did.
+
+It reads with a consumer of its own (``read_committed``, no group, no commits: the running
+consumer group never notices), feeds every configuration from the same pass over the topic
+(:mod:`worker.evaluate.replay`), and writes a report directory (:mod:`worker.evaluate.report`):
+``report.json``, a self-contained ``report.html`` and the plots as PNG. With ``--publish
+PREFIX`` the replay's predictions, alerts and rankings go to ``PREFIX.predictions``,
+``PREFIX.drift`` and ``PREFIX.rankings`` in one transaction: ``read_committed`` readers see the
+whole backfill or nothing.
+
+Exit codes: 0 done; 2 a bad option, configuration file or range (an unknown topic, an empty
+range, an end before the start), said on stderr; 1 the brokers failed us.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from fnmatch import fnmatchcase
+from pathlib import Path
+from types import SimpleNamespace
+
+from confluent_kafka import KafkaException
+
+from .configs import ConfigFileError, load, running
+from .ranges import RangeError, resolve
+
+REPORT_VERSION = 1
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "evaluate", help="replay a range of a topic through candidate configurations (or read "
+        "what was served) and write a report",
+        description=__doc__.split("\n\n")[0])
+    p.add_argument("--topic", default=None,
+                   help="topic to read (default: the instances topic; with --served the "
+                   "predictions topic); logical names such as 'instances' work too")
+    p.add_argument("--start", default="earliest",
+                   help="earliest (default), latest, an offset, an ISO date-time or @ms")
+    p.add_argument("--end", default="latest", help="as --start (default: latest at start)")
+    p.add_argument("--streams", default=None, metavar="GLOB",
+                   help="only streams whose id matches (*, ?, [seq])")
+    p.add_argument("--configs", default=None, metavar="FILE",
+                   help="candidate configurations, TOML or JSON (default: the running settings)")
+    p.add_argument("--served", action="store_true",
+                   help="evaluate the predictions topic (what the workers served) instead")
+    p.add_argument("--window", type=int, default=1000,
+                   help="labelled rows of the sliding-window metrics (default 1000)")
+    p.add_argument("--every", type=int, default=500,
+                   help="labelled rows between two points of the metric history (default 500)")
+    p.add_argument("--out", default="evaluation", help="report directory (default ./evaluation)")
+    p.add_argument("--publish", default=None, metavar="PREFIX",
+                   help="also write the replay's outputs to PREFIX.predictions, PREFIX.drift "
+                   "and PREFIX.rankings (one configuration only), exactly once")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd)
+
+
+class UsageError(ValueError):
+    """An option that cannot be used (exit code 2)."""
+
+
+def _cmd(args) -> int:
+    from ..logs import setup
+    from ..settings import settings_or_exit
+
+    settings = settings_or_exit()
+    setup("WARNING", secrets=settings.secret_values())
+    try:
+        return _evaluate(args, settings)
+    except (UsageError, ConfigFileError, RangeError) as exc:
+        print(f"streamforest evaluate: {exc}", file=sys.stderr)
+        return 2
+    except KafkaException as exc:
+        print(f"streamforest evaluate: Kafka failed: {exc}", file=sys.stderr)
+        return 1
+
+
+def _check_options(args) -> None:
+    if args.window < 1 or args.every < 1:
+        raise UsageError("--window and --every must be at least 1")
+    if args.served and (args.configs or args.publish):
+        raise UsageError("--served reads what was served: it takes neither --configs nor "
+                         "--publish")
+
+
+def _topic(args, settings) -> str:
+    t = settings.topics
+    name = args.topic or ("predictions" if args.served else "instances")
+    logical = {"instances": t.instances, "predictions": t.predictions}
+    return logical.get(name, name)
+
+
+def _evaluate(args, settings) -> int:
+    from ..kafka_io import make_reader
+
+    _check_options(args)
+    configs = [] if args.served else (load(args.configs, settings) if args.configs
+                                      else running(settings))
+    if args.publish and len(configs) != 1:
+        raise UsageError(f"--publish writes one configuration's outputs; "
+                         f"{args.configs} has {len(configs)}")
+    topic = _topic(args, settings)
+    reader = make_reader(settings)
+    try:
+        ranges = resolve(reader, topic, args.start, args.end)
+        started = time.perf_counter()
+        run = _run(args, settings, reader, topic, ranges, configs)
+    finally:
+        reader.close()
+    report = _report(args, topic, ranges, run, time.perf_counter() - started)
+    _write(args, report)
+    return 0
+
+
+def _run(args, settings, reader, topic, ranges, configs) -> SimpleNamespace:
+    """One pass over the range, every candidate fed from it (see the module doc)."""
+    from .reader import read_range
+    from .replay import Candidate
+    from .served import Served
+
+    if args.served:
+        sinks = [Served(args.window, args.every, settings.worker.max_message_bytes)]
+    else:
+        sinks = [Candidate(name, profiles, settings, topic, args.window, args.every)
+                 for name, profiles in configs]
+    backfill = _Backfill(settings, args.publish, topic, len(ranges)) if args.publish else None
+    n_read = 0
+    with _progress(sum(len(r) for r in ranges), args.no_progress) as advance:
+        try:
+            for p, msgs, offs in read_range(reader, topic, ranges, on_progress=advance):
+                n_read += len(msgs)
+                if args.streams:
+                    msgs, offs = _only_streams(msgs, offs, args.streams)
+                    if not msgs:
+                        continue
+                outputs = [] if backfill else None
+                for sink in sinks:
+                    sink.feed(p, msgs, offs, *((backfill.encoder, outputs) if backfill else ()))
+                if backfill:
+                    backfill.send(outputs)
+        except BaseException:
+            if backfill:
+                backfill.abort()
+            raise
+    if backfill:
+        backfill.commit()
+    return SimpleNamespace(sinks=sinks, n_read=n_read)
+
+
+def _only_streams(msgs, offs, pattern: str):
+    keep = [i for i, m in enumerate(msgs)
+            if m.key() is not None and fnmatchcase(m.key().decode("utf-8", "replace"), pattern)]
+    return [msgs[i] for i in keep], offs[keep]
+
+
+class _progress:
+    """A rich progress bar on stderr (rows, rows/s, time left); silent when stderr is not a
+    terminal or with --no-progress. Used as a context manager yielding ``advance(n)``."""
+
+    def __init__(self, total: int, disabled: bool):
+        self.total, self.disabled = total, disabled or not sys.stderr.isatty()
+
+    def __enter__(self):
+        if self.disabled:
+            return lambda n: None
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.bar = Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
+                            TaskProgressColumn(), TextColumn("{task.fields[rate]}"),
+                            TimeRemainingColumn(), console=Console(stderr=True))
+        self.bar.start()
+        self.task = self.bar.add_task("rows", total=self.total, rate="")
+        self.t0 = time.perf_counter()
+        self.done = 0
+
+        def advance(n: int) -> None:
+            self.done += n
+            rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
+            self.bar.update(self.task, advance=n, rate=f"{rate:,.0f} rows/s")
+
+        return advance
+
+    def __exit__(self, *exc) -> None:
+        if not self.disabled:
+            self.bar.stop()
+
+
+class _Backfill:
+    """The replay's outputs under a prefix, in one transaction (see the module doc)."""
+
+    def __init__(self, settings, prefix: str, topic: str, partitions: int):
+        from ..batch import OutputEncoder
+        from ..kafka_io import TransactionalProducer
+        from ..metrics import WorkerMetrics
+
+        names = SimpleNamespace(predictions=f"{prefix}.predictions", drift=f"{prefix}.drift",
+                                rankings=f"{prefix}.rankings")
+        _create(settings, [names.predictions, names.drift, names.rankings], partitions)
+        # a backfill is one transaction: allow it the broker's longest (15 min by default)
+        extra = {"transaction.timeout.ms": "900000", **settings.kafka.extra}
+        long = settings.model_copy(update={"kafka": settings.kafka.model_copy(
+            update={"extra": extra})})
+        self.producer = TransactionalProducer(long, f"streamforest-evaluate-{prefix}",
+                                              timeout_s=60.0)
+        self.encoder = OutputEncoder(names, WorkerMetrics(), "evaluate")
+        self.producer.begin()
+
+    def send(self, outputs: list) -> None:
+        if outputs:
+            self.producer.produce_many(outputs)
+
+    def commit(self) -> None:
+        self.producer.commit()
+        self.producer.close()
+
+    def abort(self) -> None:
+        try:
+            self.producer.abort()
+        finally:
+            self.producer.close()
+
+
+def _create(settings, names: list[str], partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from ..topics import admin_config
+
+    admin = AdminClient(admin_config(settings))
+    have = admin.list_topics(timeout=30).topics
+    todo = [NewTopic(n, partitions, settings.topics.replication_factor)
+            for n in names if n not in have]
+    for fut in (admin.create_topics(todo).values() if todo else ()):
+        fut.result(timeout=30)
+
+
+def _report(args, topic, ranges, run, seconds: float) -> dict:
+    sinks = run.sinks
+    if args.served:
+        configurations = sinks[0].configurations()
+        malformed = dict(sinks[0].malformed)
+    else:
+        configurations = [s.report() for s in sinks]
+        malformed = dict(sinks[0].refused) if sinks else {}
+    return {
+        "version": REPORT_VERSION, "mode": "served" if args.served else "replay",
+        "source": {"topic": topic, "start": args.start, "end": args.end,
+                   "streams": args.streams,
+                   "partitions": {str(r.partition): [r.start, r.end] for r in ranges}},
+        "records": {"read": run.n_read, "decoded": run.n_read - sum(malformed.values()),
+                    "malformed": dict(sorted(malformed.items()))},
+        "configurations": configurations,
+        "published": args.publish,
+        "timings": {"seconds": seconds},
+    }
+
+
+def _write(args, report: dict) -> None:
+    from .report import plots_available, write_report
+    from .summary import print_summary
+
+    paths = write_report(Path(args.out), report)
+    print_summary(report)
+    print(f"\nreport: {paths.get('html', Path(args.out) / 'report.html')}")
+    if not plots_available():
+        print("plots need matplotlib: pip install 'streamforest[report]'")

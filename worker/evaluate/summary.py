@@ -1,0 +1,57 @@
+"""The few lines ``streamforest evaluate`` prints: one table row per configuration and stream.
+
+Examples
+--------
+>>> report = {"mode": "replay", "records": {"read": 3, "malformed": {}}, "configurations": [
+...     {"name": "a", "throughput": {"per_second": 1000.0}, "streams": {"s1": {
+...         "task": "classification", "instances": 3, "labelled": 3, "alerts": [],
+...         "cumulative": {"accuracy": 0.5}, "window": {"accuracy": 0.6}}}}]}
+>>> rows(report)
+[['a', 's1', 'classification', '3', 'accuracy 0.5000', '0.6000', '0', '1,000']]
+"""
+
+from __future__ import annotations
+
+#: the headline metric of each task, and its column title
+HEADLINE = {"classification": "accuracy", "regression": "mae"}
+COLUMNS = ("configuration", "stream", "task", "instances", "cumulative", "window", "alerts",
+           "instances/s")
+
+
+def rows(report: dict) -> list[list[str]]:
+    out = []
+    for cfg in report["configurations"]:
+        rate = cfg.get("throughput", {}).get("per_second")
+        for stream, s in cfg["streams"].items():
+            key = HEADLINE.get(s.get("task"))
+            cum = s.get("cumulative", {}).get(key) if key else None
+            win = s.get("window", {}).get(key) if key else None
+            out.append([cfg["name"], stream, s.get("task") or "-", f"{s['instances']:,}",
+                        f"{key} {cum:.4f}" if cum is not None else "-",
+                        f"{win:.4f}" if win is not None else "-", str(len(s.get("alerts", []))),
+                        f"{rate:,.0f}" if rate else "-"])
+    return out
+
+
+def print_summary(report: dict) -> None:
+    """The table (rich; plain text when stdout is not a terminal) and the refused records."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{report['mode']}: {report['records']['read']:,} records read")
+    for c in COLUMNS:
+        table.add_column(c, justify="right" if c not in ("configuration", "stream", "task")
+                         else "left")
+    for r in rows(report):
+        table.add_row(*r)
+    console = Console(width=120) if not _tty() else Console()
+    console.print(table)
+    bad = report["records"].get("malformed") or {}
+    if bad:
+        console.print("refused records by reason: " + ", ".join(f"{k} {v}" for k, v in bad.items()))
+
+
+def _tty() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
