@@ -36,6 +36,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+#: header of an Instance declaring its stream's true feature importances from that instance on:
+#: a JSON map from feature name to weight (``streamforest evaluate`` compares rankings with it;
+#: the worker ignores it)
+TRUTH_HEADER = "sf-truth"
+
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 MAX_NAME_LENGTH = 1024  # stream, feature, model and topic names

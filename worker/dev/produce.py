@@ -8,11 +8,14 @@ msgpack maps of the :class:`schemas.Instance` contract, keyed by stream id; ``x`
 
 from __future__ import annotations
 
+import json
 import time
 
 import msgpack
 import numpy as np
 from confluent_kafka import Producer
+
+from schemas.messages import TRUTH_HEADER
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 
@@ -71,17 +74,22 @@ def make_producer(bootstrap_or_conf) -> Producer:
 
 
 def produce_values(producer: Producer, topic: str, stream: str, values,
-                   partition: int | None = None) -> int:
-    """Produce values keyed by ``stream``; returns the count. Does not flush."""
+                   partition: int | None = None, headers: dict | None = None) -> int:
+    """Produce values keyed by ``stream``; returns the count. Does not flush.
+
+    ``headers`` maps the index of a value to the headers of its record.
+    """
     key = stream.encode()
     n = 0
-    for v in values:
+    extra = {} if partition is None else {"partition": partition}
+    for i, v in enumerate(values):
+        if headers and i in headers:
+            extra_i = {**extra, "headers": headers[i]}
+        else:
+            extra_i = extra
         while True:
             try:
-                if partition is None:
-                    producer.produce(topic, v, key)
-                else:
-                    producer.produce(topic, v, key, partition)
+                producer.produce(topic, v, key, **extra_i)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -93,15 +101,27 @@ def produce_values(producer: Producer, topic: str, stream: str, values,
 
 def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=None,
                    start_id: int = 0, chunk: int = 20000, partition: int | None = None,
-                   rate: float | None = None) -> int:
-    """Produce a whole stream in chunks (optionally paced at ``rate`` instances/s)."""
+                   rate: float | None = None, truth=None, truth_every: int = 1000) -> int:
+    """Produce a whole stream in chunks (optionally paced at ``rate`` instances/s).
+
+    ``truth``: the true importance of each feature per instance (``W`` of :func:`hyperplane`),
+    declared every ``truth_every`` instances with an ``sf-truth`` header (a JSON map from
+    feature name to weight) that ``streamforest evaluate`` compares rankings with.
+    """
     n = len(X)
     t0 = time.monotonic()
+    feature_names = names or [f"x{j}" for j in range(X.shape[1])]
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
         vals = instance_values(stream, X[a:b], None if y is None else y[a:b],
                                start_id=start_id + a, ts0=start_id + a, names=names)
-        produce_values(producer, topic, stream, vals, partition)
+        headers = None
+        if truth is not None:
+            first = -(-a // truth_every) * truth_every
+            headers = {i - a: [(TRUTH_HEADER, json.dumps(dict(zip(
+                feature_names, map(float, truth[i])))).encode())]
+                for i in range(first, b, truth_every)}
+        produce_values(producer, topic, stream, vals, partition, headers)
         if rate:
             wait = (b / rate) - (time.monotonic() - t0)
             if wait > 0:
@@ -130,6 +150,9 @@ def add_parser(subparsers) -> None:
     h.add_argument("--drift-features", type=int, default=2)
     h.add_argument("--mag-change", type=float, default=0.001)
     h.add_argument("--seed", type=int, default=1)
+    h.add_argument("--truth-every", type=int, default=1000, metavar="N",
+                   help="declare the true feature weights every N instances (sf-truth header, "
+                   "read by streamforest evaluate; 0: never)")
     for q in (d, h):
         q.add_argument("--stream", default=None, help="stream id (default: the source name)")
         q.add_argument("-n", "--rows", type=int, default=None, help="number of instances")
@@ -148,16 +171,19 @@ def _cmd_produce(args) -> int:
         ds = load(args.name, args.data_dir)
         X, y, names = ds.X, ds.y, ds.feature_names
         stream = args.stream or args.name
+        truth = None
     else:
-        X, y, _W = hyperplane(args.rows or 10000, args.features, args.drift_features,
-                              args.seed, args.mag_change)
+        X, y, W = hyperplane(args.rows or 10000, args.features, args.drift_features,
+                             args.seed, args.mag_change)
         names = [f"x{j}" for j in range(X.shape[1])]
         stream = args.stream or "hyperplane"
+        truth = W if args.truth_every > 0 else None
     if args.rows:
         X, y = X[:args.rows], y[:args.rows]
     producer = make_producer(settings.kafka.as_librdkafka_dict())
     n = produce_stream(producer, settings.topics.instances, stream, X, y,
-                       names=names if args.names else None)
+                       names=names if args.names else None, truth=truth,
+                       truth_every=max(1, getattr(args, "truth_every", 0)))
     producer.flush(60)
     print(f"produced {n} instances of stream {stream!r} to {settings.topics.instances}")
     return 0

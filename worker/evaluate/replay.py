@@ -26,6 +26,7 @@ from collections import Counter
 import numpy as np
 
 from schemas.codec import encode_state
+from schemas.messages import TRUTH_HEADER
 
 from .. import __version__
 from ..batch import BatchDecoder, Caps
@@ -33,7 +34,6 @@ from ..learn import learn_streams
 from ..partitions import PartitionTask
 from .metrics import StreamMetrics, spearman
 
-TRUTH_HEADER = "sf-truth"
 #: instances between two samples of a candidate's state size (its peak memory)
 STATE_SAMPLE_EVERY = 5000
 
