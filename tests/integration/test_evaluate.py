@@ -1,0 +1,202 @@
+"""``streamforest evaluate`` on a real broker: a replay publishes exactly the worker's outputs,
+its metrics equal an in-process computation, the served mode equals the replay mode for a
+topic the worker processed, several configurations in one pass, declared true importances,
+refused records counted, and every bad option a clear error with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import msgpack
+import numpy as np
+import pytest
+from worker_support import (
+    REPO,
+    WorkerProc,
+    make_streams,
+    new_prefix,
+    produce_streams,
+    read_topic,
+    regression_stream,
+    settings_from,
+    unpack,
+    worker_env,
+)
+
+from worker.evaluate.metrics import StreamMetrics
+from worker.pipeline import Pipeline
+from worker.settings import stream_profiles
+from worker.topics import create_topics
+
+pytestmark = pytest.mark.kafka
+
+
+def _evaluate(env: dict, *args: str, timeout: float = 300.0) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
+    full.update(env)
+    return subprocess.run([sys.executable, "-m", "worker", "evaluate", "--no-progress", *args],
+                          cwd=str(REPO), env=full, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _report(out) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def _without_timings(report: dict) -> dict:
+    r = json.loads(json.dumps(report))
+    r.pop("timings")
+    for c in r["configurations"]:
+        c.pop("throughput")
+    return r
+
+
+@pytest.fixture(scope="module")
+def served(kafka_bootstrap, tmp_path_factory):
+    """A topic of two classification streams and a regression stream, with a sf-truth header
+    on one stream, a few malformed records, and a worker that processed all of it."""
+    tmp = tmp_path_factory.mktemp("evaluate")
+    prefix = new_prefix("eval")
+    env = worker_env(kafka_bootstrap, prefix, "w1", LEARNERS__PREDICTOR="forgetful_tree,isoup_symrf")
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(2, 1500, seed=4)
+    streams["reg-0"] = regression_stream(1200, seed=4)
+    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
+    from worker.dev.produce import make_producer
+
+    p = make_producer(kafka_bootstrap)
+    t = settings.topics.instances
+    truth = {f"x{j}": w for j, w in enumerate([0.5, 0.3, 0.1, 0.05, 0.05])}
+    X, y = streams["stream-0"]
+    p.produce(t, msgpack.packb({"v": 1, "stream": "stream-0", "id": 5000, "ts": 1,
+                                "x": X[0].tolist(), "y": y[1]}), b"stream-0",
+              headers=[("sf-truth", json.dumps(truth).encode())])
+    for bad in (b"\x00not msgpack", msgpack.packb({"v": 1, "stream": "stream-1"})):
+        p.produce(t, bad, b"stream-1")
+    p.flush(30)
+    w = WorkerProc(env, tmp, "w1")
+    try:
+        preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n + 1,
+                           timeout_s=240)
+    finally:
+        assert w.terminate() == 0, w.log()[-3000:]
+    assert len(preds) == n + 1
+    streams["stream-0"] = (np.vstack((X, X[:1])), list(y) + [y[1]])
+    return {"env": env, "settings": settings, "streams": streams, "preds": preds, "tmp": tmp,
+            "prefix": prefix, "bootstrap": kafka_bootstrap}
+
+
+def test_replay_publishes_the_workers_outputs_and_scores_them_as_in_process(served):
+    env, settings, tmp = served["env"], served["settings"], served["tmp"]
+    out = tmp / "replay"
+    pub = served["prefix"] + ".replay"
+    r = _evaluate(env, "--out", str(out), "--publish", pub)
+    assert r.returncode == 0, r.stderr
+    report = _report(out)
+    # the backfill equals what the worker published, record for record, per stream
+    def by_stream(msgs, fields):
+        got: dict = {}
+        for m in msgs:
+            d = unpack(m)
+            got.setdefault(d["stream"], []).append(tuple(json.dumps(d[f]) for f in fields))
+        return got
+
+    fields = ("id", "y_pred", "proba", "y_true", "offset")
+    assert by_stream(read_topic(served["bootstrap"], pub + ".predictions"), fields) == \
+        by_stream(served["preds"], fields)
+    for kind, fields in (("drift", ("source", "level", "position")),
+                         ("rankings", ("method", "features", "scores", "n_seen"))):
+        mine = by_stream(read_topic(served["bootstrap"], f"{pub}.{kind}", idle_s=2), fields)
+        theirs = by_stream(read_topic(served["bootstrap"], getattr(settings.topics, kind),
+                                      idle_s=2), fields)
+        assert mine == theirs, kind
+        assert mine or kind == "drift", kind
+    # metrics equal StreamMetrics over an in-process run of the same pipelines
+    profiles = stream_profiles(settings)
+    (cfg,) = report["configurations"]
+    for s, (Xs, ys) in served["streams"].items():
+        pl = Pipeline(s, profiles.for_stream(s), Xs.shape[1])
+        res = pl.process(np.ascontiguousarray(Xs), list(ys))
+        y_pred = [v for b in res.blocks for v in b.y_pred]
+        lab = [i for i, v in enumerate(ys) if v is not None]
+        m = StreamMetrics(pl.task.name, 1000, 500, getattr(pl.task, "n_targets", None))
+        m.update([ys[i] for i in lab], [y_pred[i] for i in lab], lab)
+        assert cfg["streams"][s]["cumulative"] == pytest.approx(m.cumulative()), s
+        assert cfg["streams"][s]["window"] == pytest.approx(m.windowed()), s
+        assert cfg["streams"][s]["instances"] == len(ys)
+    # refused records counted by reason; the declared truth compared with each ranking
+    assert sum(report["records"]["malformed"].values()) == 2
+    corr = cfg["streams"]["stream-0"]["truth_correlation"]
+    assert corr and all(len(v) >= 1 for v in corr.values())
+    # a second run gives the same report apart from timings
+    again = tmp / "again"
+    assert _evaluate(env, "--out", str(again)).returncode == 0
+    assert _without_timings(_report(again)) == _without_timings(
+        {**report, "published": None})
+    html = (out / "report.html").read_text()
+    assert "stream-0" in html and "http://" not in html and "https://" not in html
+
+
+def test_served_mode_equals_the_replay(served):
+    env, tmp = served["env"], served["tmp"]
+    r1 = _evaluate(env, "--out", str(tmp / "r"))
+    r2 = _evaluate(env, "--served", "--out", str(tmp / "s"))
+    assert r1.returncode == 0 and r2.returncode == 0, r1.stderr + r2.stderr
+    replay, srv = _report(tmp / "r"), _report(tmp / "s")
+    assert srv["mode"] == "served"
+    models = {c["name"]: c for c in srv["configurations"]}
+    assert set(models) == {"forgetful_tree", "isoup_symrf"}
+    for s, st in replay["configurations"][0]["streams"].items():
+        got = models[st["model"]]["streams"][s]
+        assert got["cumulative"] == pytest.approx(st["cumulative"]), s
+        assert got["labelled"] == st["labelled"]
+
+
+def test_several_configurations_in_one_pass(served):
+    env, tmp = served["env"], served["tmp"]
+    cfg = tmp / "candidates.toml"
+    cfg.write_text('[[configuration]]\nname = "tree"\npredictor = "forgetful_tree"\n'
+                   'rankers = []\n\n[[configuration]]\nname = "hoeffding"\n'
+                   'predictor = "hoeffding_tree"\nrankers = []\n')
+    r = _evaluate(env, "--configs", str(cfg), "--streams", "stream-*", "--out", str(tmp / "c"))
+    assert r.returncode == 0, r.stderr
+    report = _report(tmp / "c")
+    names = [c["name"] for c in report["configurations"]]
+    assert names == ["tree", "hoeffding"]
+    for c in report["configurations"]:
+        assert set(c["streams"]) == {"stream-0", "stream-1"}
+        assert c["throughput"]["per_second"] > 0 and c["memory"]["state_bytes"] > 0
+        for st in c["streams"].values():
+            assert 0.5 < st["cumulative"]["accuracy"] <= 1.0
+    accs = [c["streams"]["stream-1"]["cumulative"]["accuracy"] for c in report["configurations"]]
+    assert accs[0] != accs[1]  # two learners, two results
+    assert "tree" in r.stdout and "hoeffding" in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--topic", "no-such-topic"), "does not exist"),
+    (("--start", "latest"), "no record"),
+    (("--start", "100", "--end", "50"), "before the start"),
+    (("--start", "yesterday"), "is not a bound"),
+    (("--window", "0"), "at least 1"),
+    (("--served", "--publish", "x"), "neither"),
+])
+def test_bad_options_exit_2_with_the_reason(served, args, message):
+    r = _evaluate(served["env"], "--out", str(served["tmp"] / "bad"), *args)
+    assert r.returncode == 2 and message in r.stderr, (r.returncode, r.stderr)
+
+
+def test_bad_configuration_files_exit_2(served):
+    tmp = served["tmp"]
+    bad = tmp / "bad.json"
+    bad.write_text(json.dumps({"configuration": [{"name": "x", "predictor": "forgetful_tre"}]}))
+    r = _evaluate(served["env"], "--configs", str(bad), "--out", str(tmp / "bad"))
+    assert r.returncode == 2 and "forgetful_tre" in r.stderr, r.stderr
+    two = tmp / "two.json"
+    two.write_text(json.dumps([{"name": "a"}, {"name": "b"}]))
+    r = _evaluate(served["env"], "--configs", str(two), "--publish", "p", "--out", str(tmp / "b"))
+    assert r.returncode == 2 and "one configuration" in r.stderr, r.stderr
