@@ -134,3 +134,26 @@ def test_output_encoder_writes_the_contracts_in_row_order():
     assert len(ranks) >= 3 and all(sorted(r.features) == ["x0", "x1", "x2"] for r in ranks)
     for v in by_topic.get(settings.topics.drift, []):
         assert decode(v, DriftAlert).stream == "s"
+
+
+def test_a_batch_with_consumer_errors_is_split_and_the_errors_reported():
+    """A KafkaError cannot be compared with None: a batch mixing errors and records must still
+    split (errors go to the callback, end-of-partition events are dropped)."""
+    from confluent_kafka import KafkaError, Message
+
+    from worker.partitions import PartitionTask, split_batch
+
+    task = PartitionTask("g", "in", 0, "in.features")
+    task.ready = True
+    msgs = [Message(topic="in", partition=0, offset=0, key=b"s", value=b"v", timestamp=(1, 5)),
+            Message(topic="in", partition=0, offset=1,
+                    error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)),
+            Message(topic="in", partition=0, offset=2, error=KafkaError(KafkaError._PARTITION_EOF)),
+            Message(topic="in.features", partition=0, offset=7, key=b"s", value=b"f",
+                    timestamp=(1, 6))]
+    seen = []
+    per_part, n_ok = split_batch(msgs, {0: task}, "in.features", seen.append)
+    assert n_ok == 2 and [e.code() for e in seen] == [KafkaError.UNKNOWN_TOPIC_OR_PART]
+    inst, feat = per_part[0]
+    assert inst.offsets.tolist() == [0] and inst.ts.tolist() == [5]
+    assert feat.offsets.tolist() == [7] and feat.ts.tolist() == [6]
