@@ -348,6 +348,32 @@ def _sniff(value: bytes) -> str:
     return JSON if first in (0x7B, 0x5B) else MSGPACK  # "{" or "["
 
 
+def wire_format(
+    value: bytes, headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None
+) -> str:
+    """The format :func:`load` reads a non-empty value in: its ``content-type`` header, else
+    sniffed from the first byte (see the module doc).
+
+    Returns
+    -------
+    str
+        :data:`MSGPACK` or :data:`JSON` (``application/msgpack``, ``application/json``).
+
+    Raises
+    ------
+    DecodeError
+        ``not_decodable`` for a content type other than msgpack or JSON.
+
+    Examples
+    --------
+    >>> wire_format(b'{"v":1}'), wire_format(b"\\x81\\xa1v\\x01")
+    ('application/json', 'application/msgpack')
+    >>> wire_format(b"\\x81\\xa1v\\x01", [("content-type", b"application/json")])
+    'application/json'
+    """
+    return (content_type(headers) if headers else None) or _sniff(value)
+
+
 def load(
     value: bytes | None,
     headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None,
@@ -383,7 +409,7 @@ def load(
         raise DecodeError(E.OVERSIZED, f"the message is {n} bytes, the limit is {max_bytes} bytes")
     if n == 0:
         raise DecodeError(E.NOT_DECODABLE, "the message value is empty")
-    fmt = (content_type(headers) if headers else None) or _sniff(value)
+    fmt = wire_format(value, headers)
     try:
         if fmt == MSGPACK:
             if arrays:

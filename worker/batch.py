@@ -7,7 +7,7 @@ message. Every message it cannot take becomes a dead letter with its reason. The
 per-message Python work; anything else is taken message by message.
 
 :class:`OutputEncoder` turns what a pipeline returned for a stream's live rows into the
-messages of the output topics.
+messages of the output topics, in each topic's wire format (``output.*`` settings).
 
 Neither knows about transactions: the worker produces what they return.
 """
@@ -21,13 +21,21 @@ import msgpack
 import numpy as np
 from confluent_kafka import Message
 
-from schemas.codec import InstanceLimits, decode, decode_instance, instance_features
+from schemas.codec import CONTENT_TYPE, JSON, InstanceLimits, decode, decode_instance, instance_features
 from schemas.deadletter import deadletter_headers, deadletter_record
 from schemas.errors import OUTPUT_TOO_LARGE, DecodeError
 from schemas.messages import FeatureArrival
 
 from .pipeline import Pipeline, PipelineError, Profiles, make_pipeline
-from .wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
+from .settings import OUTPUT_KINDS
+from .wire import (
+    decode_bulk,
+    decode_fast,
+    dumps_json,
+    encode_predictions,
+    encode_predictions_json,
+    merge_blocks,
+)
 
 # unbound accessors, for map() over a consumed batch
 _m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
@@ -411,17 +419,45 @@ class OutputEncoder:
         Output and alert counters.
     version : str
         Worker version, written into dead-letter headers.
+    max_bytes : dict of str to int, optional
+        Largest record of each output topic (see :meth:`set_limits`).
+    output : worker.settings.OutputSettings, optional
+        Wire format of predictions, drift alerts and rankings (default: msgpack for all).
+
+    Attributes
+    ----------
+    headers : dict of str to list
+        Headers of every record of a topic, by topic, for
+        :meth:`worker.kafka_io.TransactionalProducer.produce_many`: JSON topics say
+        ``content-type: application/json``; msgpack topics are absent (no header, as always).
+
+    Examples
+    --------
+    >>> from worker.metrics import WorkerMetrics
+    >>> from worker.settings import load_settings
+    >>> s = load_settings({"STREAMFOREST_OUTPUT__PREDICTIONS": "json"})
+    >>> OutputEncoder(s.topics, WorkerMetrics(), "0", output=s.output).headers
+    {'sf.predictions': [('content-type', b'application/json')]}
     """
 
     #: bytes of a record beyond its value: key, headers, record and batch framing (generous)
     RECORD_OVERHEAD = 1024
 
-    def __init__(self, topics, metrics, version: str, max_bytes: dict[str, int] | None = None):
+    def __init__(self, topics, metrics, version: str, max_bytes: dict[str, int] | None = None,
+                 output=None):
         self.topics = topics
         self.metrics = metrics
         self.version = version
         self.limits: dict[str, int] = {}
         self.set_limits(max_bytes or {})
+        json_kinds = [k for k in OUTPUT_KINDS if output is not None and output.format_of(k) == "json"]
+        # chosen once: the msgpack default keeps its bulk encoder and header-less records
+        self._encode_predictions = (encode_predictions_json if "predictions" in json_kinds
+                                    else encode_predictions)
+        self._dump_alert = dumps_json if "drift" in json_kinds else _pack
+        self._dump_ranking = dumps_json if "rankings" in json_kinds else _pack
+        json_header = [(CONTENT_TYPE, JSON.encode())]
+        self.headers = {getattr(topics, k): json_header for k in json_kinds}
 
     def set_limits(self, max_bytes: dict[str, int]) -> None:
         """Largest record each output topic takes (its ``max.message.bytes``)."""
@@ -481,8 +517,8 @@ class OutputEncoder:
             const = {"v": 1, "stream": stream, "model": pl.model_name, "classes": held.classes,
                      "topic": task.topic, "partition": task.partition,
                      "n_features": held.n_features}
-            values = encode_predictions(const, held.ids, held.y_pred, held.y_true, held.proba,
-                                        held.offsets, held.ts)
+            values = self._encode_predictions(const, held.ids, held.y_pred, held.y_true,
+                                              held.proba, held.offsets, held.ts)
             if not self._fits(ptopic, key, values):
                 values = self._keep_fitting(task, stream, key, ptopic, values, held.offsets,
                                             dead)
@@ -491,9 +527,9 @@ class OutputEncoder:
         rk = res.ranking
         if rk is not None:
             topic = self.topics.rankings
-            value = _pack({"v": 1, "stream": stream, "method": rk.method,
-                           "features": rk.features, "scores": rk.scores, "n_seen": rk.n_seen,
-                           "ts": int(ts)})
+            value = self._dump_ranking({"v": 1, "stream": stream, "method": rk.method,
+                                        "features": rk.features, "scores": rk.scores,
+                                        "n_seen": rk.n_seen, "ts": int(ts)})
             if self._fits(topic, key, [value]):
                 outputs.append((topic, key, [value]))
                 self.metrics.outputs.labels(kind="ranking").inc()
@@ -509,8 +545,8 @@ class OutputEncoder:
         for start, stop, classes, y_pred, proba in merge_blocks(res.blocks):
             a, z = lo + start, lo + stop
             const["classes"] = classes
-            values = encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba, offs[a:z],
-                                        ts[a:z])
+            values = self._encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba,
+                                              offs[a:z], ts[a:z])
             if not self._fits(ptopic, key, values):
                 values = self._keep_fitting(task, stream, key, ptopic, values, offs[a:z], dead)
             outputs.append((ptopic, key, values))
@@ -519,7 +555,7 @@ class OutputEncoder:
     def _alerts(self, task, stream, key, res, sr, lo, outputs, dead) -> None:
         topic = self.topics.drift
         for a in res.alerts:
-            value = _pack({
+            value = self._dump_alert({
                 "v": 1, "stream": stream, "source": a.source, "level": a.level,
                 "position": a.position, "feature": a.feature, "detail": a.detail,
                 "ts": int(sr.ts[lo + a.row]),
@@ -535,7 +571,7 @@ class OutputEncoder:
     def _rankings(self, task, stream, key, res, sr, lo, outputs, dead) -> None:
         topic = self.topics.rankings
         for rk in res.rankings:
-            value = _pack({
+            value = self._dump_ranking({
                 "v": 1, "stream": stream, "method": rk.method, "features": rk.features,
                 "scores": rk.scores, "n_seen": rk.n_seen, "ts": int(sr.ts[lo + rk.row]),
             })

@@ -231,10 +231,19 @@ class TransactionalProducer:
                     raise FatalProducerError(str(err)) from exc
                 raise AbortableError(str(err)) from exc
 
-    def produce_many(self, groups) -> None:
-        """Queue ``(topic, key, [values])`` groups (the hot path: one tight loop)."""
+    def produce_many(self, groups, headers: dict | None = None) -> None:
+        """Queue ``(topic, key, [values])`` groups (the hot path: one tight loop).
+
+        ``headers`` maps a topic to the headers of each of its records (JSON outputs say
+        their content type); groups of other topics are produced without headers.
+        """
         produce = self._p.produce
         for topic, key, values in groups:
+            h = headers.get(topic) if headers else None
+            if h is not None:
+                for value in values:
+                    self.produce(topic, value, key, headers=h)
+                continue
             for value in values:
                 try:
                     produce(topic, value, key)

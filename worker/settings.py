@@ -364,6 +364,51 @@ class CheckpointSettings(Section):
         return self
 
 
+def _format(value: Any) -> Any:
+    """A wire format name, in any case."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _optional_format(value: Any) -> Any:
+    """An override: a wire format name, or empty for "not set" (``VAR=`` in a shell)."""
+    value = _format(value)
+    return None if value == "" else value
+
+
+WireFormat = Annotated[Literal["msgpack", "json"], BeforeValidator(_format)]
+FormatOverride = Annotated[Literal["msgpack", "json"] | None, BeforeValidator(_optional_format)]
+
+#: output topics whose wire format is configurable (dead letters keep the bytes they refused,
+#: checkpoints stay msgpack: only the worker reads them back)
+OUTPUT_KINDS = ("predictions", "drift", "rankings")
+
+
+class OutputSettings(Section):
+    """Wire format of the output topics (``STREAMFOREST_OUTPUT__*``).
+
+    ``format`` applies to predictions, drift alerts and rankings; ``predictions``, ``drift``
+    and ``rankings`` override it for one topic. msgpack records carry no header (as they
+    always have); JSON records carry ``content-type: application/json``. Readers that use
+    :func:`schemas.codec.decode` read either.
+
+    Examples
+    --------
+    >>> s = load_settings({"STREAMFOREST_OUTPUT__FORMAT": "json",
+    ...                    "STREAMFOREST_OUTPUT__RANKINGS": "msgpack"})
+    >>> [s.output.format_of(kind) for kind in OUTPUT_KINDS]
+    ['json', 'json', 'msgpack']
+    """
+
+    format: WireFormat = Field("msgpack", description="predictions, drift and rankings")
+    predictions: FormatOverride = Field(None, description="default: format")
+    drift: FormatOverride = Field(None, description="default: format")
+    rankings: FormatOverride = Field(None, description="default: format")
+
+    def format_of(self, kind: str) -> str:
+        """``"msgpack"`` or ``"json"``: the format of output ``kind`` (one of OUTPUT_KINDS)."""
+        return getattr(self, kind) or self.format
+
+
 class WorkerSettings(Section):
     """The consume loop and operations (``STREAMFOREST_WORKER__*``)."""
 
@@ -456,6 +501,7 @@ class Settings(BaseSettings):
     learners: LearnerSettings = Field(default_factory=LearnerSettings)
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    output: OutputSettings = Field(default_factory=OutputSettings)
     profiles: list[ProfileSettings] = Field(
         default_factory=list, description="per-stream profiles, first match wins (JSON list)")
 

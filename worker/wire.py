@@ -19,9 +19,14 @@ goes through are done here in bulk:
   ones (id, probabilities, offset, timestamp) are written as fixed-width msgpack numbers
   (``int 64``, ``float 64``) into one numpy buffer, which is then cut into messages. Every
   msgpack reader decodes them to the same values as a plain ``packb`` of the map.
+* :func:`encode_predictions_json` writes the same messages as JSON (``output.format=json``):
+  the constant fields are encoded once into a text template, only the varying ones per row.
+  Floats are written by ``repr``, so they read back bit for bit.
 """
 
 from __future__ import annotations
+
+import json
 
 import msgpack
 import numpy as np
@@ -486,3 +491,112 @@ def merge_blocks(blocks):
             proba = np.concatenate([r.proba for r in run]) if b.classes else None
             yield b.start, run[-1].stop, b.classes, y_pred, proba
         i = j
+
+
+# --- JSON outputs -----------------------------------------------------------------------------
+#
+# NaN and infinities are written as Python's json writes them (``NaN``, ``Infinity``), where
+# msgpack carries them as floats: the record is then refused by the contract in both formats
+# alike (``non_finite``) instead of failing the worker's batch.
+
+_json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def dumps_json(obj) -> bytes:
+    """Compact UTF-8 JSON of a map of plain values (an output message).
+
+    Examples
+    --------
+    >>> dumps_json({"v": 1, "stream": "s1", "scores": [0.1, 1e-300], "feature": None})
+    b'{"v":1,"stream":"s1","scores":[0.1,1e-300],"feature":null}'
+    """
+    return _json_text(obj).encode()
+
+
+#: field order of a JSON prediction (that of the README's example); other fields follow
+PREDICTION_FIELDS = ("v", "stream", "id", "model", "y_pred", "classes", "proba", "y_true",
+                     "topic", "partition", "offset", "ts", "n_features")
+
+
+def _json_template(const: dict, varying: list[str]) -> tuple[str, list[str]]:
+    """A ``%``-format of a JSON map whose ``varying`` fields are ``%s`` slots, and the order
+    of the slots (constant fields are encoded into the text once).
+
+    Examples
+    --------
+    >>> _json_template({"v": 1, "model": "m%"}, ["ts", "id"])
+    ('{"v":1,"id":%s,"model":"m%%","ts":%s}', ['id', 'ts'])
+    """
+    names = [f for f in PREDICTION_FIELDS if f in const or f in varying]
+    names += [f for f in (*const, *varying) if f not in names]
+    parts, slots = [], []
+    for name in names:
+        head = _json_text(name).replace("%", "%%") + ":"
+        if name in const:
+            parts.append(head + _json_text(const[name]).replace("%", "%%"))
+        else:
+            parts.append(head + "%s")
+            slots.append(name)
+    return "{" + ",".join(parts) + "}", slots
+
+
+def _int_texts(values) -> list[str]:
+    """JSON of a column of integers (``str`` is JSON for Python and numpy ints alike)."""
+    values = _plain(values)
+    return list(map(str, values)) if _only(values, _INT) else list(map(_json_text, values))
+
+
+def _label_texts(values: list) -> list[str]:
+    """JSON of a column of labels; a block has few distinct labels, each encoded once."""
+    cache: dict = {}
+    out = []
+    for v in values:
+        t = type(v)
+        if t is list:  # regression targets: unhashable, each its own
+            out.append(_json_text(v))
+            continue
+        text = cache.get((t, v))  # the type too: True == 1 but they differ on the wire
+        if text is None:
+            text = cache[(t, v)] = _json_text(v)
+        out.append(text)
+    return out
+
+
+def _proba_texts(proba: np.ndarray) -> list[str]:
+    """JSON of each row of probabilities (``repr`` is what json writes for finite floats)."""
+    rows = proba.tolist()
+    if not np.isfinite(proba).all():
+        return list(map(_json_text, rows))
+    return ["[" + ",".join(map(repr, row)) + "]" for row in rows]
+
+
+def encode_predictions_json(const: dict, ids: list, y_pred: list, y_true: list,
+                            proba: np.ndarray | None, offsets: list, ts: list) -> list[bytes]:
+    """JSON values of Prediction messages, one per row, in row order.
+
+    The arguments are those of :func:`encode_predictions`; a value decodes (with
+    :func:`schemas.codec.decode`) to the same :class:`~schemas.Prediction` as the msgpack one.
+    Each column is turned into JSON texts at once, then the texts fill a template in which
+    the constant fields are encoded already.
+
+    Examples
+    --------
+    >>> const = {"v": 1, "stream": "s1", "model": "forgetful_tree", "classes": ["UP", "DOWN"],
+    ...          "topic": "sf.instances", "partition": 0}
+    >>> value = encode_predictions_json(const, [7], ["UP"], [None], np.array([[0.8, 0.2]]),
+    ...                                 [41], [1700000000000])[0]
+    >>> print(value.decode())  # doctest: +NORMALIZE_WHITESPACE
+    {"v":1,"stream":"s1","id":7,"model":"forgetful_tree","y_pred":"UP","classes":["UP","DOWN"],"proba":[0.8,0.2],"y_true":null,"topic":"sf.instances","partition":0,"offset":41,"ts":1700000000000}
+    """
+    n = len(ids)
+    if n == 0:
+        return []
+    columns = {"id": _int_texts(ids), "y_pred": _label_texts(y_pred),
+               "y_true": _label_texts(y_true), "offset": _int_texts(offsets),
+               "ts": _int_texts(ts)}
+    if proba is None:  # no class seen yet: an empty list, as in msgpack
+        const = {**const, "proba": []}
+    else:
+        columns["proba"] = _proba_texts(proba)
+    fmt, slots = _json_template(const, list(columns))
+    return [(fmt % row).encode() for row in zip(*(columns[name] for name in slots))]
