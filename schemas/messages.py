@@ -266,7 +266,7 @@ class Prediction(Contract):
     classes : list of int or str, or None
         Known class labels, in the order of ``proba``.
     proba : list of float or None
-        Class probabilities aligned with ``classes``.
+        Class probabilities aligned with ``classes``; empty (or None) for regression.
     y_true : int, str, list of float or None
         The instance's label when it had one (prequential evaluation downstream).
     topic, partition, offset : str, int, int
@@ -295,6 +295,8 @@ class Prediction(Contract):
     def _aligned(self) -> Prediction:
         if self.proba is not None:
             if self.classes is None:
+                if not self.proba:  # a regression prediction: an empty list, no classes
+                    return self
                 raise cross_field_error("classes", "required when 'proba' is given", "missing_field")
             if len(self.proba) != len(self.classes):
                 raise cross_field_error(

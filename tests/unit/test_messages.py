@@ -256,3 +256,13 @@ def test_decode_error_attributes_and_pickling():
     assert str(err) == "oversized: the message is 10 bytes, the limit is 5 bytes"
     back = pickle.loads(pickle.dumps(err))
     assert (back.code, back.reason, back.where) == (err.code, err.reason, err.where)
+
+
+def test_a_regression_prediction_as_the_worker_writes_it_is_valid():
+    """Regression predictions carry no classes and an empty proba (worker/wire.py)."""
+    p = Prediction(stream="r", id=1, model="isoup_symrf", y_pred=[0.5, 1.5], classes=None,
+                   proba=[], y_true=[0.4, 1.6], topic="t", partition=0, offset=3, ts=0)
+    assert p.proba == [] and p.classes is None
+    with pytest.raises(ValidationError):
+        Prediction(stream="r", id=1, model="m", y_pred=1, classes=None, proba=[0.5, 0.5],
+                   topic="t", partition=0, offset=3, ts=0)
