@@ -17,8 +17,8 @@ from . import __version__
 
 # subcommand modules, in the order they appear in --help
 _COMMAND_MODULES = (
-    "worker.settings", "worker.catalog", "worker.topics", "worker.app", "worker.warmup",
-    "worker.evaluate.cli",
+    "worker.settings", "worker.catalog", "worker.topics", "worker.tail", "worker.app",
+    "worker.warmup", "worker.evaluate.cli",
 )
 # development tools (the local broker, producers, the demo): registered when the package
 # ships them; the worker image leaves worker.dev out
