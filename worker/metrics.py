@@ -40,6 +40,10 @@ class WorkerMetrics:
     >>> m.outputs.labels(kind="prediction").inc(3)
     >>> 'streamforest_outputs_total{kind="prediction"} 3.0' in m.render()
     True
+    >>> m.learner_events.labels(source="forgetful_forest", kind="collapse").inc()
+    >>> ('streamforest_learner_events_total{kind="collapse",source="forgetful_forest"} 1.0'
+    ...  in m.render())
+    True
     """
 
     def __init__(self):
@@ -59,6 +63,13 @@ class WorkerMetrics:
                                    registry=r)
         self.drift_alerts = Counter("streamforest_drift_alerts", "Drift alerts",
                                     ["source", "level"], registry=r)
+        # every learner event or detector signal is either a drift alert or counted here: the
+        # registry's alert rules keep housekeeping (a tree of a forest forgetting its rows, a
+        # DDM warning zone, a selector's new subset) off the drift topic
+        self.learner_events = Counter(
+            "streamforest_learner_events",
+            "Learner events and detector signals not published as drift alerts",
+            ["source", "kind"], registry=r)
         self.rebalances = Counter("streamforest_rebalances", "Rebalance callbacks", ["event"],
                                   registry=r)
         self.aborts = Counter("streamforest_transactions_aborted",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -29,3 +30,10 @@ def test_demo_consumes_every_stream_and_stops_its_workers(kafka_bootstrap):
     # the regression stream: its error over the three targets and its SymRF ranking
     bikes = next(line for line in final.splitlines() if line.startswith("bikes"))
     assert " mae " in bikes and any(f in bikes for f in ("hr", "temp", "atemp", "hum"))
+    # not a terminal: plain lines, the alerts counted per stream in the table and at the end
+    assert "\x1b[" not in out
+    assert final.splitlines()[1].rstrip().endswith("alerts")
+    assert re.search(r"drift alerts: hyperplane \d+, electricity \d+, bikes \d+", final)
+    # a forest's collapse is an alert only when a quarter of its 20 trees collapsed at once
+    for k in re.findall(r"(\d+) of 20 forgetful tree\(s\) discarded", out):
+        assert int(k) >= 5, k

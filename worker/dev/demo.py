@@ -5,10 +5,12 @@
    Electricity dataset shipped in the package (features by name; classification) and the Bike
    Sharing hourly data shipped beside it (three targets: a multi-target regression stream);
 3. runs two workers (``python -m worker run``) in one consumer group;
-4. prints, every second, per stream: instances processed, instances/s, the prequential score
-   (accuracy, or for regression the mean absolute error over the targets), the current top
-   features of the importance ranking (ORF MDA, or iSOUP-SymRF's symbolic ranking) beside the
-   true ones (hyperplane), and every drift alert as it is committed;
+4. shows, per stream: instances processed, instances/s, the prequential score (accuracy, or
+   for regression the mean absolute error over the targets), the current top features of the
+   importance ranking (ORF MDA, or iSOUP-SymRF's symbolic ranking) beside the true ones
+   (hyperplane) and the drift alerts committed so far, with the most recent alerts below. On
+   a terminal it is one table updated in place (``rich``); otherwise the new alerts and the
+   table are printed as plain lines every second;
 5. when every instance has its prediction, stops the workers and the broker it started.
 """
 
@@ -28,8 +30,18 @@ from pathlib import Path
 import msgpack
 import numpy as np
 from confluent_kafka import Consumer
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
 
 from .produce import hyperplane, make_producer, produce_stream
+
+#: ranking methods the view shows: ORF's MDA (classification), iSOUP-SymRF's (regression)
+SHOWN_RANKINGS = ("orf_mda", "symrf")
+#: seconds over which instances/s is measured
+RATE_WINDOW_S = 5.0
 
 
 def demo_env(bootstrap: str, prefix: str, partitions: int) -> dict[str, str]:
@@ -50,26 +62,175 @@ def demo_env(bootstrap: str, prefix: str, partitions: int) -> dict[str, str]:
     return {"STREAMFOREST_" + k: v for k, v in env.items()}
 
 
-class LiveView:
-    """Reads the output topics (read_committed) and keeps per-stream figures."""
+class Board:
+    """The demo's figures per stream, from decoded output messages, and their two views.
 
-    def __init__(self, bootstrap: str, topics, totals: dict, truth: dict, top_k: int = 3):
+    Parameters
+    ----------
+    totals : dict
+        Stream id -> instances produced (the table's rows, in this order).
+    truth : dict
+        Stream id -> ``(feature names, W)``, the true ``|weight|`` of every feature per
+        instance (the hyperplane), shown beside the ranking's top features.
+    top_k : int
+        Features shown per ranking.
+    feed : int
+        Recent alerts kept for the feed below the table.
+
+    Examples
+    --------
+    >>> b = Board({"elec": 100})
+    >>> b.prediction({"stream": "elec", "y_true": "UP", "y_pred": "UP"})
+    >>> b.alert({"stream": "elec", "source": "adwin", "level": "drift", "position": 57,
+    ...          "detail": "prequential error changed"})
+    '  ! drift alert  elec         drift   at instance     57  (adwin: prequential error changed)'
+    >>> row = b.rows()[0]
+    >>> row["done"], row["score"], row["alerts"]
+    ('1/100', 'acc 1.000', '1')
+    """
+
+    def __init__(self, totals: dict, truth: dict | None = None, top_k: int = 3, feed: int = 8):
+        self.totals = totals
+        self.truth = truth or {}  # stream -> (feature names, W per instance)
+        self.top_k = top_k
+        self.done = defaultdict(int)
+        self.score = defaultdict(float)  # right answers, or summed absolute errors
+        self.labelled = defaultdict(int)
+        self.regression: set[str] = set()
+        self.rank: dict = {}
+        self.recent: deque = deque(maxlen=feed)  # the newest alerts, as decoded
+        self.n_alerts = defaultdict(int)
+        self.rate = defaultdict(deque)  # stream -> (time, done) samples of the last seconds
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def prediction(self, d: dict) -> None:
+        s = d["stream"]
+        self.done[s] += 1
+        if d.get("y_true") is None:
+            return
+        self.labelled[s] += 1
+        if isinstance(d["y_true"], list):  # multi-target regression
+            self.regression.add(s)
+            err = np.abs(np.subtract(d["y_pred"] or 0.0, d["y_true"]))
+            self.score[s] += float(err.mean())
+        else:
+            self.score[s] += d["y_pred"] == d["y_true"]
+
+    def alert(self, d: dict) -> str:
+        """Count a drift alert and keep it for the feed; returns its plain line."""
+        self.n_alerts[d["stream"]] += 1
+        self.recent.append(d)
+        return alert_line(d)
+
+    def ranking(self, d: dict) -> None:
+        if d["method"] in SHOWN_RANKINGS:
+            self.rank[d["stream"]] = (d["features"][: self.top_k], d["n_seen"])
+
+    def tick(self, now: float) -> None:
+        """Sample every stream's count (instances/s is measured over ``RATE_WINDOW_S``)."""
+        for s in self.totals:
+            r = self.rate[s]
+            r.append((now, self.done[s]))
+            while len(r) > 2 and now - r[0][0] > RATE_WINDOW_S:
+                r.popleft()
+
+    def finished(self) -> bool:
+        return all(self.done[s] >= n for s, n in self.totals.items())
+
+    # -- figures -------------------------------------------------------------------------------
+
+    def rows(self) -> list[dict]:
+        """One dict of display strings per stream, shared by both views."""
+        out = []
+        for s, total in self.totals.items():
+            r = self.rate[s]
+            ips = (r[-1][1] - r[0][1]) / (r[-1][0] - r[0][0]) if len(r) > 1 else 0.0
+            n = self.labelled[s]
+            kind = "mae" if s in self.regression else "acc"
+            score = f"{kind} {self.score[s] / n:.3f}" if n else "-"
+            top, n_seen = self.rank.get(s, ([], 0))
+            out.append({"stream": s, "done": f"{self.done[s]}/{total}", "ips": f"{ips:.0f}",
+                        "score": score, "top": ", ".join(top),
+                        "true": self._true_top(s, n_seen) if top else "",
+                        "alerts": str(self.n_alerts[s])})
+        return out
+
+    def _true_top(self, s: str, n_seen: int) -> str:
+        """The truly heaviest features when the ranking was made (streams with a truth)."""
+        if s not in self.truth:
+            return ""
+        names, W = self.truth[s]
+        w = W[min(max(n_seen - 1, 0), len(W) - 1)]
+        return ", ".join(names[j] for j in np.argsort(-w, kind="stable")[: self.top_k])
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def text(self) -> str:
+        """The table as plain lines (no terminal; the final view of a run)."""
+        lines = [f"{'stream':<12} {'done':>13} {'inst/s':>8} {'preq score':>11}  "
+                 f"{'top features (ORF MDA, SymRF)':<29}  {'true top features':<17}  alerts"]
+        for r in self.rows():
+            lines.append(f"{r['stream']:<12} {r['done']:>13} {r['ips']:>8} {r['score']:>11}  "
+                         f"{r['top']:<29}  {r['true']:<17}  {r['alerts']:>6}")
+        return "\n".join(lines)
+
+    def table(self) -> Table:
+        """The streams as a ``rich`` table (narrow terminals wrap the feature lists)."""
+        t = Table(title="streamforest demo", title_justify="left", box=box.SIMPLE_HEAD,
+                  collapse_padding=True,
+                  caption="score: prequential accuracy (acc) or mean absolute error (mae); top "
+                          "features: ORF MDA, or iSOUP-SymRF for regression",
+                  caption_justify="left")
+        t.add_column("stream", style="bold", no_wrap=True)
+        for name in ("done", "inst/s", "score"):
+            t.add_column(name, justify="right", no_wrap=True)
+        t.add_column("top features")
+        if self.truth:
+            t.add_column("true top", style="dim")
+        t.add_column("alerts", justify="right", no_wrap=True)
+        for r in self.rows():
+            alerts = Text(r["alerts"], style="bold red" if r["alerts"] != "0" else "")
+            cells = [r["stream"], r["done"], r["ips"], r["score"], r["top"]]
+            t.add_row(*cells, *([r["true"]] if self.truth else []), alerts)
+        return t
+
+    def feed(self) -> Table:
+        """The most recent drift alerts, newest last, one line each."""
+        t = Table(title=f"recent drift alerts (the last {self.recent.maxlen})",
+                  title_justify="left", box=None, show_header=False)
+        for justify in ("left", "left", "right", "left"):
+            t.add_column(justify=justify, no_wrap=True)
+        t.add_column()  # the detail: the one column that gives way on a narrow terminal
+        for d in self.recent:
+            level = Text(d["level"], style="red" if d["level"] == "drift" else "yellow")
+            detail = Text(d["detail"], no_wrap=True, overflow="ellipsis")
+            t.add_row(d["stream"], level, f"at {d['position']}", d["source"], detail)
+        if not self.recent:
+            t.add_row("none yet", "", "", "", "")
+        return t
+
+    def renderable(self) -> Group:
+        """What the live view shows: the table, then the feed."""
+        return Group(self.table(), Text(""), self.feed())
+
+
+def alert_line(d: dict) -> str:
+    """One drift alert as a plain line."""
+    return (f"  ! drift alert  {d['stream']:<12} {d['level']:<7} at instance "
+            f"{d['position']:>6}  ({d['source']}: {d['detail']})")
+
+
+class LiveView:
+    """Reads the output topics (read_committed) into a :class:`Board`."""
+
+    def __init__(self, bootstrap: str, topics, board: Board):
         self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-view-{uuid.uuid4()}",
                            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                            "enable.auto.commit": False})
         self.c.subscribe([topics.predictions, topics.drift, topics.rankings])
         self.topics = topics
-        self.totals = totals
-        self.truth = truth  # stream -> (feature names, W per instance)
-        self.top_k = top_k
-        self.done = defaultdict(int)
-        self.correct = defaultdict(float)  # right answers, or summed absolute errors
-        self.labelled = defaultdict(int)
-        self.regression: set[str] = set()
-        self.rank: dict = {}
-        self.alerts: deque = deque(maxlen=6)
-        self.n_alerts = defaultdict(int)
-        self.rate = defaultdict(lambda: deque(maxlen=6))
+        self.board = board
 
     def poll(self, seconds: float) -> list[str]:
         """Consume for ``seconds``; returns lines announcing new drift alerts."""
@@ -80,53 +241,55 @@ class LiveView:
                 if m.error() is not None:
                     continue
                 d = msgpack.unpackb(m.value(), raw=False)
-                t, s = m.topic(), d["stream"]
+                t = m.topic()
                 if t == self.topics.predictions:
-                    self.done[s] += 1
-                    if d.get("y_true") is not None:
-                        self.labelled[s] += 1
-                        if isinstance(d["y_true"], list):  # multi-target regression
-                            self.regression.add(s)
-                            err = np.abs(np.subtract(d["y_pred"] or 0.0, d["y_true"]))
-                            self.correct[s] += float(err.mean())
-                        else:
-                            self.correct[s] += d["y_pred"] == d["y_true"]
+                    self.board.prediction(d)
                 elif t == self.topics.drift:
-                    self.n_alerts[s] += 1
-                    line = (f"  ! drift alert  {s:<12} {d['level']:<7} at instance "
-                            f"{d['position']:>6}  ({d['source']}: {d['detail']})")
-                    self.alerts.append(line)
-                    new.append(line)
-                elif t == self.topics.rankings and d["method"] in ("orf_mda", "symrf"):
-                    self.rank[s] = (d["features"][: self.top_k], d["n_seen"])
-        now = time.monotonic()
-        for s in self.totals:
-            self.rate[s].append((now, self.done[s]))
+                    new.append(self.board.alert(d))
+                elif t == self.topics.rankings:
+                    self.board.ranking(d)
+        self.board.tick(time.monotonic())
         return new
-
-    def render(self) -> str:
-        lines = [f"{'stream':<12} {'done':>13} {'inst/s':>8} {'preq score':>11}  "
-                 f"top features (ORF MDA, SymRF)  true top features"]
-        for s, total in self.totals.items():
-            r = self.rate[s]
-            ips = (r[-1][1] - r[0][1]) / (r[-1][0] - r[0][0]) if len(r) > 1 else 0.0
-            acc = self.correct[s] / self.labelled[s] if self.labelled[s] else float("nan")
-            kind = "mae" if s in self.regression else "acc"
-            top, n_seen = self.rank.get(s, ([], 0))
-            true = ""
-            if s in self.truth and top:
-                names, W = self.truth[s]
-                w = W[min(max(n_seen - 1, 0), len(W) - 1)]
-                true = ", ".join(names[j] for j in np.argsort(-w, kind="stable")[: self.top_k])
-            lines.append(f"{s:<12} {self.done[s]:>6}/{total:<6} {ips:>8.0f} {kind} {acc:>7.3f}  "
-                         f"{', '.join(top):<29} {true}")
-        return "\n".join(lines)
-
-    def finished(self) -> bool:
-        return all(self.done[s] >= n for s, n in self.totals.items())
 
     def close(self) -> None:
         self.c.close()
+
+
+def is_terminal(out) -> bool:
+    """Whether ``out`` is an interactive terminal (the live table), else plain lines."""
+    return hasattr(out, "isatty") and out.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def watch(view: LiveView, workers: list, out, deadline: float) -> bool:
+    """Show the board until every instance has its prediction (``False``: a worker exited or
+    the deadline passed)."""
+    board = view.board
+    if not is_terminal(out):
+        while not board.finished() and time.monotonic() < deadline:
+            for line in view.poll(1.0):
+                print(line, file=out)
+            if any(w.poll() is not None for w in workers):
+                return False
+            print(board.text(), file=out, flush=True)
+        return board.finished()
+    console = Console(file=out)
+    with Live(board.renderable(), console=console, refresh_per_second=4,
+              redirect_stdout=False, redirect_stderr=False) as live:
+        while not board.finished() and time.monotonic() < deadline:
+            view.poll(0.5)
+            live.update(board.renderable())
+            if any(w.poll() is not None for w in workers):
+                return False
+    return board.finished()
+
+
+def start_worker(env: dict, log: Path | None) -> subprocess.Popen:
+    """``python -m worker run`` with ``env``; its output to ``log``, or inherited."""
+    cmd = [sys.executable, "-m", "worker", "run"]
+    if log is None:
+        return subprocess.Popen(cmd, env=env)
+    with open(log, "w") as sink:  # the child holds its own copy of the descriptor
+        return subprocess.Popen(cmd, env=env, stdout=sink, stderr=subprocess.STDOUT)
 
 
 def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: int | None = None,
@@ -152,6 +315,8 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
         bootstrap = broker.start()
     workers: list[subprocess.Popen] = []
     view = None
+    logs = None
+    ok = False
     try:
         prefix = f"demo-{uuid.uuid4().hex[:6]}"
         env = demo_env(bootstrap, prefix, partitions)
@@ -181,32 +346,30 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
 
         child_env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
         child_env.update(env)
+        # on a terminal the workers' own output would tear the live table: it goes to files
+        tty = is_terminal(out)
+        logs = Path(tempfile.mkdtemp(prefix="streamforest-demo-logs-")) if tty else None
         for i in range(2):
-            child_env["STREAMFOREST_WORKER__MEMBER_NAME"] = f"{prefix}-w{i + 1}"
-            workers.append(subprocess.Popen([sys.executable, "-m", "worker", "run"],
-                                            env=dict(child_env)))
-        print("started 2 workers in one consumer group", file=out, flush=True)
+            member = f"{prefix}-w{i + 1}"
+            child_env["STREAMFOREST_WORKER__MEMBER_NAME"] = member
+            workers.append(start_worker(dict(child_env), logs / f"{member}.log" if logs else None))
+        print("started 2 workers in one consumer group"
+              + (f" (their logs: {logs})" if logs else ""), file=out, flush=True)
 
-        view = LiveView(bootstrap, settings.topics, totals, {"hyperplane": (names, W)})
-        tty = hasattr(out, "isatty") and out.isatty()
-        deadline = time.monotonic() + timeout_s
-        while not view.finished() and time.monotonic() < deadline:
-            new = view.poll(1.0)
-            if any(w.poll() is not None for w in workers):
-                print("a worker exited unexpectedly", file=out, flush=True)
-                return 1
-            if tty:
-                out.write("\x1b[2J\x1b[H" + view.render() + "\n\nrecent drift alerts:\n"
-                          + "\n".join(view.alerts) + "\n")
-            else:
-                for line in new:
-                    print(line, file=out)
-                print(view.render(), file=out)
-            out.flush()
-        ok = view.finished()
-        print(("all streams consumed" if ok else "timed out") + "; final view:", file=out)
-        print(view.render(), file=out)
-        print("drift alerts: " + ", ".join(f"{s} {n}" for s, n in view.n_alerts.items()),
+        board = Board(totals, {"hyperplane": (names, W)})
+        view = LiveView(bootstrap, settings.topics, board)
+        ok = watch(view, workers, out, time.monotonic() + timeout_s)
+        if any(w.poll() is not None for w in workers):
+            print("a worker exited unexpectedly" + (f"; see {logs}" if logs else ""),
+                  file=out, flush=True)
+            ok = False
+            return 1
+        if tty:  # the live table stays on the screen as the final view
+            print("all streams consumed" if ok else "timed out", file=out)
+        else:
+            print(("all streams consumed" if ok else "timed out") + "; final view:", file=out)
+            print(board.text(), file=out)
+        print("drift alerts: " + ", ".join(f"{s} {board.n_alerts[s]}" for s in totals),
               file=out, flush=True)
         return 0 if ok else 1
     finally:
@@ -220,6 +383,8 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
                 w.wait(60)
             except subprocess.TimeoutExpired:
                 w.kill()
+        if logs is not None and ok:  # kept when something went wrong, for a look
+            shutil.rmtree(logs, ignore_errors=True)
         if broker is not None:
             broker.stop()
             shutil.rmtree(broker.data_dir, ignore_errors=True)

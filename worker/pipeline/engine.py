@@ -18,9 +18,12 @@ cut into consume batches)
   same mini-batches row by row inside their kernels, so an instance is still predicted before
   it is learned, by a model at most ``batch_size - 1`` labelled rows old.
 * The per-row prequential loss (0/1 for classifiers) feeds the drift detectors (ADWIN, Bifet
-  & Gavaldà 2007; DDM, Gama et al. 2004); every warning or drift becomes an alert.
-* Events a learner reports while learning (a forgetful forest whose trees forget all their
-  rows, Yuan et al. 2023, Sec. 3.2) become alerts from that learner.
+  & Gavaldà 2007; DDM, Gama et al. 2004), which signal drifts and warning zones.
+* Learners report events while learning (a forgetful forest whose trees forget all their
+  rows, Yuan et al. 2023, Sec. 3.2). Each event and detector signal either becomes an alert
+  from its source or is counted in ``StreamResult.events``, as its spec's alert rules say
+  (:func:`~worker.pipeline.stages.alert_level`); rules that debounce keep their open
+  episodes in the pipeline's state.
 * Rankings (one per method of every ranker) are emitted every ``ranking_every`` instances and
   after a mini-batch whenever the top-k order of a method changed.
 
@@ -40,7 +43,7 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER, SELECTOR
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
-from .stages import Stage, detect
+from .stages import Stage, alert_level, detect
 from .tasks import Task, make_task, task_of_label
 
 STATE_VERSION = 2
@@ -107,6 +110,8 @@ class Pipeline:
         self.next_ranking = cfg.ranking_every
         self.last_topk: dict[str, list] = {}
         self.n_events = 0
+        # "source:kind" -> [position of the last event, level] of an alert rule's open episode
+        self.episodes: dict[str, list] = {}
         if cfg.task == CLASSIFICATION:  # a regression profile waits for the target count
             self._build(CLASSIFICATION, None)
 
@@ -296,12 +301,24 @@ class Pipeline:
         """
         new: list[Alert] = []
         for stage in self.detectors:
-            new += detect(stage, loss, rows, start)
+            new += self._published(stage, detect(stage, loss, rows, start), out)
         if new:
             new.sort(key=lambda a: a.row)  # stable: detector order, warnings first
             merged = new + out.alerts
             merged.sort(key=lambda a: a.row)
             out.alerts[:] = merged
+
+    def _published(self, stage: Stage, signals: list[Alert], out: StreamResult) -> list[Alert]:
+        """The detector signals its alert rules publish (a signal's kind is its level)."""
+        kept = []
+        for a in signals:
+            level = alert_level(stage, a.level, a.level, a.position, self.episodes)
+            if level is None:
+                out.count(stage.name, a.level)
+            else:
+                a.level = level
+                kept.append(a)
+        return kept
 
     def _learn(self, row: int, out: StreamResult) -> None:
         """Learn the pending mini-batch: selector, predictor, then the rankers of their own."""
@@ -327,11 +344,13 @@ class Pipeline:
         for stage in stages:
             for ev in stage.events():
                 self.n_events += 1
-                if not stage.is_alert(ev.kind):
-                    continue
                 position = int(positions[ev.row]) if ev.row >= 0 else self.n_instances - 1
+                level = alert_level(stage, ev.kind, ev.level, position, self.episodes)
+                if level is None:
+                    out.count(stage.name, ev.kind)
+                    continue
                 feature = names[ev.feature] if ev.feature >= 0 else None
-                out.alerts.append(Alert(row, stage.name, ev.level, position, ev.detail, feature))
+                out.alerts.append(Alert(row, stage.name, level, position, ev.detail, feature))
         if self.selector is not None:
             self._rank_selection(row, out)
         if self.rankers:
@@ -419,6 +438,7 @@ class Pipeline:
             "counters": [self.n_instances, self.n_labelled, self.next_ranking, self.n_events],
             "loss_sum": self.loss_sum,
             "last_topk": {k: list(v) for k, v in self.last_topk.items()},
+            "episodes": {k: list(v) for k, v in self.episodes.items()},
         }
 
     @classmethod
@@ -452,4 +472,6 @@ class Pipeline:
             int(v) for v in state["counters"])
         p.loss_sum = float(state["loss_sum"])
         p.last_topk = {k: [int(c) for c in v] for k, v in state["last_topk"].items()}
+        # checkpoints written before alert rules debounced have no episodes: none is open
+        p.episodes = {k: [int(v[0]), str(v[1])] for k, v in state.get("episodes", {}).items()}
         return p

@@ -54,6 +54,13 @@ class StreamResult:
     alerts: list = field(default_factory=list)
     rankings: list = field(default_factory=list)
     rejected: list = field(default_factory=list)  # (row offsets, PipelineError) of a failed learn
+    #: learner events and detector signals not published as alerts (their specs' alert rules
+    #: hold them back): ``(source, kind) -> count``, for the worker's metrics
+    events: dict = field(default_factory=dict)
+
+    def count(self, source: str, kind: str) -> None:
+        """One more unpublished event of ``source`` and ``kind``."""
+        self.events[source, kind] = self.events.get((source, kind), 0) + 1
 
 
 @dataclass

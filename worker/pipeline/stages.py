@@ -12,7 +12,9 @@ from probing its attributes:
   declared method name;
 * a learner that declares ``events`` is asked for ``events()`` after each ``learn_many``;
 * a *detector* is fed the loss sequence; one that declares ``warnings`` also reports warning
-  zones, announced once when the stream enters them.
+  zones, announced once when the stream enters them;
+* the spec's ``alerts`` (:class:`~models.registry.AlertRule`) decide which events and detector
+  signals are published as drift alerts (:func:`alert_level`); the others are only counted.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models import registry
-from models.registry import LearnerSpec
+from models.registry import AlertRule, LearnerSpec
 
 from .results import Alert
 
@@ -66,9 +68,17 @@ class Stage:
         """Columns a selector chose, in selection order (empty: none yet, all columns pass)."""
         return [int(c) for c in self.learner.selected()]
 
-    def is_alert(self, kind: str) -> bool:
-        """Whether events of ``kind`` are published as drift alerts."""
-        return self.spec.alerts is None or kind in self.spec.alerts
+    def alert_rule(self, kind: str) -> AlertRule | None:
+        """The spec's rule for events of ``kind`` (``None``: they are only counted)."""
+        if self.spec.alerts is None:  # a spec without rules publishes every event as it is
+            return AlertRule(kind)
+        return next((r for r in self.spec.alerts if r.kind == kind), None)
+
+    def members(self, rule: AlertRule) -> tuple[int, int]:
+        """``(involved, in all)`` members of the learner at its last ``learn_many``."""
+        involved = int(getattr(self.learner, rule.involved)) if rule.involved else 1
+        total = int(getattr(self.learner, rule.members)) if rule.members else 1
+        return involved, total
 
     def wants_retrain(self) -> bool:
         """A selector asking for the predictor to be retrained on its window (spec: retrains)."""
@@ -82,6 +92,46 @@ class Stage:
         imps = self.learner.importances()
         return [(method, cols, [float(imps[key][c]) for c in cols])
                 for key, method in self.spec.rankings if key in imps]
+
+
+def alert_level(stage: Stage, kind: str, level: str, position: int,
+                episodes: dict[str, list]) -> str | None:
+    """The level at which an event is published as a drift alert, or ``None``: counted only.
+
+    The stage's :class:`~models.registry.AlertRule` for ``kind`` decides: the event must
+    involve a large enough share of the learner's members, and start an episode or raise its
+    level (``episodes`` keeps each open episode, ``[position of its last event, level]``, per
+    source and kind). Positions are stream positions, so the decision depends on the stream
+    alone, never on how its input was cut into calls.
+
+    Examples
+    --------
+    A forgetful forest of 20 trees (Yuan, Sun & Shasha 2023, Sec. 3.3) in which 2 trees
+    collapse at one mini-batch (their housekeeping), then 6 (a quarter: published at the
+    event's level, a warning), 100 instances later 12 (half the forest: the episode turns into
+    a drift), then 8 (the same episode), then 5 once the episode is over:
+
+    >>> from types import SimpleNamespace
+    >>> forest = SimpleNamespace(n_trees=20, n_collapsed=0)
+    >>> stage = Stage("forgetful_forest", registry.get("forgetful_forest"), forest, ())
+    >>> seen, levels = {}, []
+    >>> for position, collapsed in [(999, 2), (1099, 6), (1199, 12), (1299, 8), (2999, 5)]:
+    ...     forest.n_collapsed = collapsed
+    ...     level = "drift" if 2 * collapsed >= 20 else "warning"  # the forest's event level
+    ...     levels.append(alert_level(stage, "collapse", level, position, seen))
+    >>> levels
+    [None, 'warning', 'drift', None, 'warning']
+    """
+    rule = stage.alert_rule(kind)
+    if rule is None or not rule.qualifies(*stage.members(rule)):
+        return None
+    level = rule.level or level
+    if not rule.quiet:
+        return level
+    key = f"{stage.name}:{kind}"
+    published, episode = rule.step(position, level, episodes.get(key))
+    episodes[key] = list(episode)
+    return level if published else None
 
 
 def zone_entries(warnings: np.ndarray, was_warning: bool) -> np.ndarray:
