@@ -87,6 +87,9 @@ def consumer_config(settings, *, group: bool = True) -> dict:
         "queued.max.messages.kbytes": w.queued_max_messages_kbytes,
         "fetch.message.max.bytes": max(1_048_576, settings.checkpoint.topic_max_message_bytes),
         "fetch.wait.max.ms": 100,
+        # librdkafka pauses a partition's fetching this long once its local queue passed
+        # queued.min.messages (default 1 s): a reader faster than that pause sat idle
+        "fetch.queue.backoff.ms": 20,
     }
     if group:
         ours.update({
