@@ -567,6 +567,8 @@ class OutputEncoder:
             self.metrics.drift_alerts.labels(source=a.source, level=a.level).inc()
         if res.alerts:
             self.metrics.outputs.labels(kind="drift").inc(len(res.alerts))
+        for (source, kind), n in res.events.items():  # held back by the alert rules
+            self.metrics.learner_events.labels(source=source, kind=kind).inc(n)
 
     def _rankings(self, task, stream, key, res, sr, lo, outputs, dead) -> None:
         topic = self.topics.rankings
