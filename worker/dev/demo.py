@@ -332,7 +332,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
         bikes = load("bike_sharing")
         n_bikes = bike_rows or bikes.n_rows
         p = make_producer(bootstrap)
-        produce_stream(p, settings.topics.instances, "hyperplane", X, y, names=names)
+        produce_stream(p, settings.topics.instances, "hyperplane", X, y, names=names, truth=W)
         produce_stream(p, settings.topics.instances, "electricity", elec.X[:n_elec],
                        elec.y[:n_elec], names=elec.feature_names)
         produce_stream(p, settings.topics.instances, "bikes", bikes.X[:n_bikes],

@@ -174,6 +174,7 @@ def ranking_plot(sid: str, method: str, runs: list, folder: Path, max_features: 
         mesh = _heatmap(ax, columns, features, style)
         ax.set_title(_short(name, 36), fontsize=10)
         ax.set_xlabel("stream position")
+        ax.locator_params(axis="x", nbins=4)  # panels share the width: long positions collide
     if truth_columns:
         # a true weight holds from its position to the next one, or to the last ranking
         end = max([p for cols in ranking_columns for p, _ in cols] + [truth_columns[-1][0] + 1])
