@@ -439,3 +439,13 @@ register(LearnerSpec(
     rankings=(("symbolic", "symrf"),),
     small_params={"n_models": 3, "grace_period": 50, "max_thresholds": 16},
 ))
+from .adaptive_forest import AdaptiveRandomForest  # noqa: E402
+
+register(LearnerSpec(
+    name="adaptive_random_forest", cls=AdaptiveRandomForest,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR, RANKER}),
+    summary="adaptive random forest (Gomes et al. 2017): ARF-10 of Hoeffding trees with "
+            "per-tree ADWIN warning/drift detectors and background trees",
+    rankings=(("split_gain", "arf_split_gain"),),
+    small_params={"n_models": 3, "grace_period": 20},
+))

@@ -1,0 +1,322 @@
+"""Adaptive random forest kernels: many Hoeffding trees in flat arrays, learned row by row.
+
+A forest of ``T`` trees holds ``S = 2 T`` tree *slots* (foreground and background trees);
+``fg_slot[i]`` and ``bg_slot[i]`` say which slot holds tree ``i``'s foreground and its
+(spare or learning) background tree, so a background tree replaces the foreground by
+swapping two indices. Each slot has the node arrays of :mod:`models._ht_kernels` with a
+leading slot axis, plus ``leaf_mask (S, N, F)``: the random feature subset of each leaf
+(the features whose estimators it keeps and whose splits it scores).
+
+The per-tree ADWIN detectors are two banks in the layout of :mod:`models.adwin` (warning,
+drift), updated through its kernel, with a fixed row capacity that no stream reaches.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _hoeffding as hs
+from . import _rng
+from ._ht_kernels import LEAF_NB, LEAF_NBA, _attempt_split, _predict_row
+from ._jit import njit
+from ._stats import argmax
+from .adwin import _update_pairs
+
+
+@njit
+def sample_mask(rng, g, mask, m, perm):
+    """Set ``mask`` (F,) to a random subset of ``m`` features (partial Fisher-Yates)."""
+    F = mask.shape[0]
+    for f in range(F):
+        perm[f] = f
+        mask[f] = 0
+    for j in range(m):
+        r = j + _rng.randint(rng, g, F - j)
+        t = perm[j]
+        perm[j] = perm[r]
+        perm[r] = t
+        mask[perm[j]] = 1
+
+
+@njit
+def reset_slot(s, rng, g, m, perm, node_feature, node_threshold, node_left, node_right,
+               node_depth, node_active, node_last_eval, node_mc, node_nb, node_merit,
+               node_counts, g_w, g_mean, g_m2, g_min, g_max, leaf_mask, n_nodes):
+    """Make slot ``s`` a fresh tree: one empty root leaf with a new feature subset."""
+    for j in range(n_nodes[s, 0]):
+        node_feature[s, j] = -1
+        node_threshold[s, j] = 0.0
+        node_left[s, j] = -1
+        node_right[s, j] = -1
+        node_depth[s, j] = 0
+        node_active[s, j] = 0
+        node_last_eval[s, j] = 0.0
+        node_mc[s, j] = 0.0
+        node_nb[s, j] = 0.0
+        node_merit[s, j] = 0.0
+        node_counts[s, j] = 0.0
+        g_w[s, j] = 0.0
+        g_mean[s, j] = 0.0
+        g_m2[s, j] = 0.0
+        g_min[s, j] = math.inf
+        g_max[s, j] = -math.inf
+        leaf_mask[s, j] = 0
+    node_active[s, 0] = 1
+    n_nodes[s, 0] = 1
+    sample_mask(rng, g, leaf_mask[s, 0], m, perm)
+
+
+@njit
+def reset_detector(d, bucket_total, bucket_variance, bucket_count, n_rows, total, variance,
+                   width, tick, drift):
+    """An empty window for detector ``d`` (river's ``detector.clone()``)."""
+    bucket_total[d] = 0.0
+    bucket_variance[d] = 0.0
+    bucket_count[d] = 0
+    n_rows[d] = 1
+    total[d] = 0.0
+    variance[d] = 0.0
+    width[d] = 0.0
+    tick[d] = 0
+    drift[d] = False
+
+
+@njit(inline="always")
+def _route(s, x, node_feature, node_threshold, node_left, node_right):
+    """Leaf of the tree in slot ``s`` reached by ``x``."""
+    node = 0
+    while node_feature[s, node] >= 0:
+        node = node_left[s, node] if x[node_feature[s, node]] <= node_threshold[s, node] \
+            else node_right[s, node]
+    return node
+
+
+@njit
+def _leaf_votes(s, node, x, degenerate, node_counts, g_w, g_mean, g_m2, leaf_mask, scores):
+    """``(majority class, naive Bayes class, leaf weight)`` of a leaf (-1: no vote).
+
+    The naive Bayes class is the argmax of the log joint over the leaf's own subset, as the
+    Hoeffding tree kernels compute it both to predict and to score the adaptive counters."""
+    counts = node_counts[s, node]
+    total = 0.0
+    for c in range(counts.shape[0]):
+        total += counts[c]
+    if total <= 0.0:
+        return -1, -1, total
+    hs.naive_bayes_log_joint(x, leaf_mask[s, node], counts, g_w[s], g_mean[s], g_m2[s], node,
+                             degenerate, scores)
+    return argmax(counts), argmax(scores), total
+
+
+@njit
+def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, perm,
+                settings_f, settings_i,
+                node_feature, node_threshold, node_left, node_right, node_depth, node_active,
+                node_last_eval, node_mc, node_nb, node_merit, node_counts,
+                g_w, g_mean, g_m2, g_min, g_max, leaf_mask, n_nodes, left, right, best_left,
+                best_right):
+    """One weighted row into leaf ``node`` of the tree in slot ``s`` (the Hoeffding tree's
+    row step, with the leaf's random feature subset in place of the global mask);
+    ``mc_pred``, ``nb_pred`` and ``total_before`` are the leaf's votes before the row."""
+    grace, delta, tau, mbf, max_share = (settings_f[0], settings_f[1], settings_f[2],
+                                         settings_f[3], settings_f[4])
+    n_splits, leaf_prediction, max_depth = settings_i[0], settings_i[1], settings_i[3]
+    counts = node_counts[s, node]
+    K = counts.shape[0]
+    mask = leaf_mask[s, node]
+    active = node_active[s, node] == 1
+    if active and leaf_prediction == LEAF_NBA:
+        # river: an empty leaf credits its majority class
+        if total_before <= 0.0 or mc_pred == k:
+            node_mc[s, node] += wi
+        if total_before > 0.0 and nb_pred == k:
+            node_nb[s, node] += wi
+    counts[k] += wi
+    if not active:
+        return
+    for f in range(x.shape[0]):
+        if mask[f] != 0:
+            hs.gaussian_update(g_w[s], g_mean[s], g_m2[s], g_min[s], g_max[s], node, f, k,
+                               x[f], wi)
+    if node_depth[s, node] >= max_depth:
+        node_active[s, node] = 0
+        return
+    total = 0.0
+    for c in range(K):
+        total += counts[c]
+    if total - node_last_eval[s, node] >= grace:
+        before = n_nodes[s, 0]
+        _attempt_split(node, mask, delta, tau, n_splits, mbf, max_share, -math.inf, False,
+                       node_feature[s], node_threshold[s], node_left[s], node_right[s],
+                       node_depth[s], node_active[s], node_last_eval[s], node_mc[s],
+                       node_nb[s], node_merit[s], node_counts[s], g_w[s], g_mean[s], g_m2[s],
+                       g_min[s], g_max[s], n_nodes[s], left, right, best_left, best_right)
+        node_last_eval[s, node] = total
+        for c in range(before, n_nodes[s, 0]):
+            sample_mask(rng, g, leaf_mask[s, c], m, perm)
+
+
+@njit
+def _tree_proba(s, x, ones, settings_i, node_feature, node_threshold, node_left, node_right,
+                node_active, node_mc, node_nb, node_counts, g_w, g_mean, g_m2, out, scores):
+    """Class probabilities of the tree in slot ``s``; False for a tree that learned nothing."""
+    if n_leaf_total_zero(node_feature[s], node_counts[s]):
+        return False
+    _predict_row(x, ones, settings_i[1], settings_i[2], node_feature[s], node_threshold[s],
+                 node_left[s], node_right[s], node_active[s], node_mc[s], node_nb[s],
+                 node_counts[s], g_w[s], g_mean[s], g_m2[s], out, scores)
+    return True
+
+
+@njit(inline="always")
+def n_leaf_total_zero(nf, counts):
+    """An unsplit root without any weight (a tree that has learned nothing)."""
+    if nf[0] >= 0:
+        return False
+    t = 0.0
+    for c in range(counts.shape[1]):
+        t += counts[0, c]
+    return t <= 0.0
+
+
+@njit
+def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settings,
+               rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
+               n_drifts, n_seen,
+               node_feature, node_threshold, node_left, node_right, node_depth, node_active,
+               node_last_eval, node_mc, node_nb, node_merit, node_counts,
+               g_w, g_mean, g_m2, g_min, g_max, leaf_mask, n_nodes,
+               wb_total, wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick,
+               w_drift, w_det, w_seen,
+               db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
+               d_drift, d_det, d_seen):
+    """Learn rows ``start, ...`` (river's ``ARFClassifier.learn_one`` per row); returns the
+    first row not learned (early when a slot may run out of nodes: the caller grows them)."""
+    T = fg_slot.shape[0]
+    N = node_feature.shape[1]
+    F = X.shape[1]
+    K = node_counts.shape[2]
+    left = np.zeros(K)
+    right = np.zeros(K)
+    best_left = np.zeros(K)
+    best_right = np.zeros(K)
+    scores = np.zeros(K)
+    perm = np.zeros(F, np.int64)
+    det = np.zeros(1, np.int64)
+    lp = settings_i[1]
+    degenerate = settings_i[2]
+    val = np.zeros(1)
+    flag = np.zeros(1, np.bool_)
+    i = start
+    while i < X.shape[0]:
+        for s in range(n_nodes.shape[0]):
+            if n_nodes[s, 0] + 2 > N:
+                return i
+        x = X[i]
+        k = y[i]
+        for t in range(T):
+            s = fg_slot[t]
+            node = _route(s, x, node_feature, node_threshold, node_left, node_right)
+            mc_pred, nb_pred, tot = _leaf_votes(s, node, x, degenerate, node_counts, g_w,
+                                                g_mean, g_m2, leaf_mask, scores)
+            # the tree's own prediction before learning the row (_predict_row's argmax)
+            pred = mc_pred
+            if tot > 0.0 and node_active[s, node] == 1 and (
+                    lp == LEAF_NB or (lp == LEAF_NBA and node_nb[s, node] >= node_mc[s, node])):
+                pred = nb_pred
+            err = 0.0 if pred == k else 1.0
+            tree_seen[t] += 1.0
+            if err == 0.0:
+                tree_correct[t] += 1.0
+            kw = _rng.poisson(rng, t, lam)
+            if kw <= 0:
+                continue
+            if bg_active[t] == 1:
+                b_s = bg_slot[t]
+                b_node = _route(b_s, x, node_feature, node_threshold, node_left, node_right)
+                b_mc, b_nb, b_tot = _leaf_votes(b_s, b_node, x, degenerate, node_counts, g_w,
+                                                g_mean, g_m2, leaf_mask, scores)
+                _learn_tree(b_s, b_node, x, k, float(kw), b_mc, b_nb, b_tot, rng, t, m, perm,
+                            settings_f, settings_i, node_feature, node_threshold, node_left,
+                            node_right, node_depth, node_active, node_last_eval, node_mc,
+                            node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min, g_max,
+                            leaf_mask, n_nodes, left, right, best_left, best_right)
+            _learn_tree(s, node, x, k, float(kw), mc_pred, nb_pred, tot, rng, t, m, perm,
+                        settings_f, settings_i, node_feature, node_threshold, node_left,
+                        node_right, node_depth, node_active, node_last_eval, node_mc,
+                        node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min, g_max,
+                        leaf_mask, n_nodes, left, right, best_left, best_right)
+            det[0] = t
+            val[0] = err
+            _update_pairs(det, val, 0, flag, w_settings[0], int(w_settings[1]),
+                          int(w_settings[2]), w_settings[3], w_settings[4], wb_total, wb_var,
+                          wb_count, w_rows, w_total, w_variance, w_width, w_tick, w_drift,
+                          w_det, w_seen)
+            if flag[0]:
+                reset_slot(bg_slot[t], rng, t, m, perm, node_feature, node_threshold,
+                           node_left, node_right, node_depth, node_active, node_last_eval,
+                           node_mc, node_nb, node_merit, node_counts, g_w, g_mean, g_m2,
+                           g_min, g_max, leaf_mask, n_nodes)
+                bg_active[t] = 1
+                reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
+                               w_width, w_tick, w_drift)
+                n_warnings[t] += 1
+            _update_pairs(det, val, 0, flag, d_settings[0], int(d_settings[1]),
+                          int(d_settings[2]), d_settings[3], d_settings[4], db_total, db_var,
+                          db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
+                          d_det, d_seen)
+            if flag[0]:
+                if bg_active[t] == 1:
+                    fg_slot[t] = bg_slot[t]
+                    bg_slot[t] = s
+                    bg_active[t] = 0
+                    reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total,
+                                   w_variance, w_width, w_tick, w_drift)
+                else:
+                    reset_slot(s, rng, t, m, perm, node_feature, node_threshold, node_left,
+                               node_right, node_depth, node_active, node_last_eval, node_mc,
+                               node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min,
+                               g_max, leaf_mask, n_nodes)
+                reset_detector(t, db_total, db_var, db_count, d_rows, d_total, d_variance,
+                               d_width, d_tick, d_drift)
+                tree_correct[t] = 0.0
+                tree_seen[t] = 0.0
+                n_drifts[t] += 1
+        n_seen[0] += 1
+        i += 1
+    return i
+
+
+@njit
+def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
+                 node_feature, node_threshold, node_left, node_right, node_active, node_mc,
+                 node_nb, node_counts, g_w, g_mean, g_m2, out):
+    """Accuracy-weighted vote of the foreground trees (river's ``predict_proba_one``)."""
+    K = node_counts.shape[2]
+    F = X.shape[1]
+    ones = np.ones(F, np.uint8)
+    scores = np.zeros(K)
+    proba = np.zeros(K)
+    for i in range(X.shape[0]):
+        x = X[i]
+        for c in range(K):
+            out[i, c] = 0.0
+        for t in range(fg_slot.shape[0]):
+            s = fg_slot[t]
+            if not _tree_proba(s, x, ones, settings_i, node_feature, node_threshold,
+                               node_left, node_right, node_active, node_mc, node_nb,
+                               node_counts, g_w, g_mean, g_m2, proba, scores):
+                continue
+            wt = 1.0
+            if weighted and tree_seen[t] > 0.0 and tree_correct[t] > 0.0:
+                wt = tree_correct[t] / tree_seen[t]
+            for c in range(K):
+                out[i, c] += proba[c] * wt
+        tot = 0.0
+        for c in range(K):
+            tot += out[i, c]
+        if tot > 0.0:
+            for c in range(K):
+                out[i, c] /= tot

@@ -1,0 +1,162 @@
+"""Adaptive random forest (ARF-10): ours against river's ``ARFClassifier`` and MOA's.
+
+Run as the worker runs a predictor: mini-batches of 100 rows; each batch is first predicted
+by the model as it stands (``predict_many`` / ``predict_one`` per row), then learned
+(``learn_many`` / ``learn_one`` per row). Same rows, same order, one process:
+
+* ours: :class:`models.adaptive_forest.AdaptiveRandomForest` with its defaults (10 trees,
+  ``max_features="sqrt"``, river's subset size ``round(sqrt(d))``) and with MOA's and the
+  paper's subset size (``max_features="sqrt+1"``); numba warmed first (from the on-disk
+  cache), the cold compile cost measured separately in a child process with an empty cache directory;
+* river: ``forest.ARFClassifier(n_models=10, seed=1)`` (river's defaults otherwise);
+* MOA (``--moa``): ``moa.classifiers.meta.AdaptiveRandomForest -s 10`` through capymoa's
+  ``prequential_evaluation`` (instance by instance, the loop in the JVM: not the mini-batch
+  protocol, its accuracy is indicative).
+
+Throughput is rows per wall-clock second over predict + learn. Streams: every real
+classification stream of ``shared/data`` (the list of ``bench_hoeffding.py``).
+
+Run::
+
+    python tests/benchmarks/bench_arf.py            # writes results/arf.md
+    python tests/benchmarks/bench_arf.py --streams phishing,outdoor --no-river
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from models.adaptive_forest import AdaptiveRandomForest  # noqa: E402
+from tests.benchmarks.common import cold_compile, write_arff  # noqa: E402
+from tests.shared_data import data_dir  # noqa: E402
+from worker.dev.datasets import load  # noqa: E402
+
+STREAMS = ("electricity", "weather", "outdoor", "phishing", "powersupply",
+           "mixed_abrupt", "mixed_gradual")
+BATCH = 100
+
+
+def get_stream(name: str):
+    d = load(name, data_dir())
+    return np.ascontiguousarray(d.X, dtype=np.float64), list(d.y)
+
+
+def run_ours(X, y, **params):
+    AdaptiveRandomForest(n_models=2).learn_many(X[:200], y[:200])  # load the kernels
+    model = AdaptiveRandomForest(**params)
+    hits = 0
+    t0 = time.perf_counter()
+    for s in range(0, len(y), BATCH):
+        yb = y[s:s + BATCH]
+        pred = model.predict_many(X[s:s + BATCH])
+        hits += sum(p == t for p, t in zip(pred, yb))
+        model.learn_many(X[s:s + BATCH], yb)
+    wall = time.perf_counter() - t0
+    return hits / len(y), len(y) / wall, model
+
+
+def run_river(X, y, seed=1):
+    from river import forest
+
+    rows = [dict(enumerate(r)) for r in X.tolist()]
+    model = forest.ARFClassifier(n_models=10, seed=seed)
+    hits = 0
+    t0 = time.perf_counter()
+    for s in range(0, len(y), BATCH):
+        xs, yb = rows[s:s + BATCH], y[s:s + BATCH]
+        hits += sum(model.predict_one(x) == t for x, t in zip(xs, yb))
+        for x, t in zip(xs, yb):
+            model.learn_one(x, t)
+    wall = time.perf_counter() - t0
+    return hits / len(y), len(y) / wall, model
+
+
+def run_moa(X, y):
+    from capymoa.base import MOAClassifier
+    from capymoa.evaluation import prequential_evaluation
+    from capymoa.stream import ARFFStream
+    from moa.classifiers.meta import AdaptiveRandomForest as MOAARF
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "stream.arff"
+        write_arff(path, X, y)
+        stream = ARFFStream(path=str(path))
+        warm = MOAClassifier(MOAARF, schema=stream.get_schema(), CLI="-s 10")
+        prequential_evaluation(stream=stream, learner=warm, max_instances=2000, optimise=True)
+        model = MOAClassifier(MOAARF, schema=stream.get_schema(), CLI="-s 10")
+        t0 = time.perf_counter()
+        res = prequential_evaluation(stream=stream, learner=model, optimise=True)
+        wall = time.perf_counter() - t0
+    return res.cumulative.accuracy() / 100.0, len(y) / wall
+
+
+_COLD = """
+import time, numpy as np, sys
+sys.path.insert(0, {root!r})
+t0 = time.perf_counter()
+from models.adaptive_forest import AdaptiveRandomForest
+t1 = time.perf_counter()
+rng = np.random.default_rng(0); X = rng.random((300, 4)); y = (X[:, 0] > 0.5).astype(int)
+m = AdaptiveRandomForest(n_models=3); m.learn_many(X, y); m.predict_many(X)
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--streams", default=",".join(STREAMS))
+    parser.add_argument("--no-river", action="store_true")
+    parser.add_argument("--moa", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/results/arf.md"))
+    args = parser.parse_args(argv)
+    lines = ["# Adaptive random forest (ARF-10): ours against river and MOA\n",
+             "Generated by `python tests/benchmarks/bench_arf.py` (protocol in its docstring): "
+             "mini-batches of 100, predict the batch then learn it, same rows, one process; "
+             "numba warmed. Throughput in rows per wall-clock second (predict + learn); "
+             "machine: 2 vCPU shared with other jobs.\n",
+             "| stream | rows | ours (default, sqrt) | ours (sqrt+1) | river ARF-10 | diff default "
+             "(points) | diff sqrt+1 (points) | ours rows/s | river rows/s | speed ratio | "
+             "drifts ours / river | MOA ARF-10 (JVM loop) | MOA rows/s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    for name in args.streams.split(","):
+        X, y = get_stream(name)
+        acc, rate, model = run_ours(X, y)
+        acc2, _, _ = run_ours(X, y, max_features="sqrt+1")
+        if args.no_river:
+            racc, rrate, rdrift = float("nan"), float("nan"), "-"
+        else:
+            racc, rrate, rmodel = run_river(X, y)
+            rdrift = rmodel.n_drifts_detected()
+        macc, mrate = float("nan"), float("nan")
+        if args.moa:
+            try:
+                macc, mrate = run_moa(X, y)
+            except Exception as exc:  # report it, keep the river figures
+                print(f"MOA failed on {name}: {exc!r}", flush=True)
+        lines.append(
+            f"| {name} | {len(y):,} | {acc:.4f} | {acc2:.4f} | {racc:.4f} | "
+            f"{100 * (acc - racc):+.2f} | {100 * (acc2 - racc):+.2f} | {rate:,.0f} | "
+            f"{rrate:,.0f} | {rate / rrate:.1f}x | {model.n_drifts} / {rdrift} | "
+            f"{macc:.4f} | {mrate:,.0f} |")
+        print(lines[-1], flush=True)
+    imp, comp = cold_compile(_COLD)
+    lines.append(f"\nCold start (empty numba cache, child process): import {imp:.1f} s, "
+                 f"first learn + predict (compilation) {comp:.1f} s.\n")
+    print(lines[-1], flush=True)
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
