@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _hoeffding as hs
 from . import _rng
-from ._ht_kernels import LEAF_NB, LEAF_NBA, _attempt_split, _predict_row
+from ._ht_kernels import LEAF_NB, LEAF_NBA, _attempt_split
 from ._jit import njit
 from ._stats import argmax
 from .adwin import _update_pairs
@@ -159,29 +159,6 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, pe
 
 
 @njit
-def _tree_proba(s, x, ones, settings_i, node_feature, node_threshold, node_left, node_right,
-                node_active, node_mc, node_nb, node_counts, g_w, g_mean, g_m2, out, scores):
-    """Class probabilities of the tree in slot ``s``; False for a tree that learned nothing."""
-    if n_leaf_total_zero(node_feature[s], node_counts[s]):
-        return False
-    _predict_row(x, ones, settings_i[1], settings_i[2], node_feature[s], node_threshold[s],
-                 node_left[s], node_right[s], node_active[s], node_mc[s], node_nb[s],
-                 node_counts[s], g_w[s], g_mean[s], g_m2[s], out, scores)
-    return True
-
-
-@njit(inline="always")
-def n_leaf_total_zero(nf, counts):
-    """An unsplit root without any weight (a tree that has learned nothing)."""
-    if nf[0] >= 0:
-        return False
-    t = 0.0
-    for c in range(counts.shape[1]):
-        t += counts[0, c]
-    return t <= 0.0
-
-
-@njit
 def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settings,
                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
                n_drifts, n_seen,
@@ -292,11 +269,15 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
 @njit
 def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
                  node_feature, node_threshold, node_left, node_right, node_active, node_mc,
-                 node_nb, node_counts, g_w, g_mean, g_m2, out):
-    """Accuracy-weighted vote of the foreground trees (river's ``predict_proba_one``)."""
+                 node_nb, node_counts, g_w, g_mean, g_m2, leaf_mask, out):
+    """Accuracy-weighted vote of the foreground trees (river's ``predict_proba_one``).
+
+    A tree votes with the class distribution of the leaf it routes the row to (naive Bayes
+    over the leaf's subset, or the leaf's class weights, as :mod:`models._ht_kernels`
+    predicts); a leaf without weight does not vote (river's empty prediction)."""
     K = node_counts.shape[2]
-    F = X.shape[1]
-    ones = np.ones(F, np.uint8)
+    lp = settings_i[1]
+    degenerate = settings_i[2]
     scores = np.zeros(K)
     proba = np.zeros(K)
     for i in range(X.shape[0]):
@@ -305,15 +286,26 @@ def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
             out[i, c] = 0.0
         for t in range(fg_slot.shape[0]):
             s = fg_slot[t]
-            if not _tree_proba(s, x, ones, settings_i, node_feature, node_threshold,
-                               node_left, node_right, node_active, node_mc, node_nb,
-                               node_counts, g_w, g_mean, g_m2, proba, scores):
+            node = _route(s, x, node_feature, node_threshold, node_left, node_right)
+            counts = node_counts[s, node]
+            total = 0.0
+            for c in range(K):
+                total += counts[c]
+            if total <= 0.0:
                 continue
             wt = 1.0
-            if weighted and tree_seen[t] > 0.0 and tree_correct[t] > 0.0:
+            if weighted and tree_correct[t] > 0.0:
                 wt = tree_correct[t] / tree_seen[t]
-            for c in range(K):
-                out[i, c] += proba[c] * wt
+            if node_active[s, node] == 1 and (
+                    lp == LEAF_NB or (lp == LEAF_NBA and node_nb[s, node] >= node_mc[s, node])):
+                hs.naive_bayes_log_joint(x, leaf_mask[s, node], counts, g_w[s], g_mean[s],
+                                         g_m2[s], node, degenerate, scores)
+                hs.normalise_log(scores, proba)
+                for c in range(K):
+                    out[i, c] += proba[c] * wt
+            else:
+                for c in range(K):
+                    out[i, c] += counts[c] / total * wt
         tot = 0.0
         for c in range(K):
             tot += out[i, c]

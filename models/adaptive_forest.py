@@ -315,7 +315,7 @@ class AdaptiveRandomForest(Classifier):
                         a["tree_correct"], a["tree_seen"], a["node_feature"],
                         a["node_threshold"], a["node_left"], a["node_right"],
                         a["node_active"], a["node_mc"], a["node_nb"], a["node_counts"],
-                        a["g_w"], a["g_mean"], a["g_m2"], full)
+                        a["g_w"], a["g_mean"], a["g_m2"], a["leaf_mask"], full)
         return full[:, :len(self._classes)]
 
     def predict_many(self, X) -> list:
