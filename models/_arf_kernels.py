@@ -4,8 +4,11 @@ A forest of ``T`` trees holds ``S = 2 T`` tree *slots* (foreground and backgroun
 ``fg_slot[i]`` and ``bg_slot[i]`` say which slot holds tree ``i``'s foreground and its
 (spare or learning) background tree, so a background tree replaces the foreground by
 swapping two indices. Each slot has the node arrays of :mod:`models._ht_kernels` with a
-leading slot axis, plus ``leaf_mask (S, N, F)``: the random feature subset of each leaf
-(the features whose estimators it keeps and whose splits it scores).
+leading slot axis, plus ``leaf_feat (S, N, m)``: the random feature subset of each leaf,
+ascending (the features whose estimators it keeps and whose splits it scores). The Gaussian
+estimators ``g_* (S, N, m, K)`` are indexed by position in the leaf's subset, so a leaf
+holds ``m`` of the ``F`` features' statistics; a split's position is turned into the
+feature's column right after the split.
 
 The per-tree ADWIN detectors are two banks in the layout of :mod:`models.adwin` (warning,
 drift), updated through its kernel, with a fixed row capacity that no stream reaches.
@@ -26,24 +29,35 @@ from .adwin import _update_pairs
 
 
 @njit
-def sample_mask(rng, g, mask, m, perm):
-    """Set ``mask`` (F,) to a random subset of ``m`` features (partial Fisher-Yates)."""
-    F = mask.shape[0]
+def sample_feats(rng, g, feats, F, perm):
+    """Fill ``feats`` (m,) with a random subset of ``m`` of ``F`` features, ascending
+    (partial Fisher-Yates, then an insertion sort)."""
+    m = feats.shape[0]
     for f in range(F):
         perm[f] = f
-        mask[f] = 0
     for j in range(m):
         r = j + _rng.randint(rng, g, F - j)
         t = perm[j]
         perm[j] = perm[r]
         perm[r] = t
-        mask[perm[j]] = 1
+        v = perm[j]
+        q = j
+        while q > 0 and feats[q - 1] > v:
+            feats[q] = feats[q - 1]
+            q -= 1
+        feats[q] = v
+
+
+@njit(inline="always")
+def _gather(x, feats, out):
+    for j in range(feats.shape[0]):
+        out[j] = x[feats[j]]
 
 
 @njit
 def reset_slot(s, rng, g, m, perm, node_feature, node_threshold, node_left, node_right,
                node_depth, node_active, node_last_eval, node_mc, node_nb, node_merit,
-               node_counts, g_w, g_mean, g_m2, g_min, g_max, leaf_mask, n_nodes):
+               node_counts, g_w, g_mean, g_m2, g_min, g_max, leaf_feat, n_nodes):
     """Make slot ``s`` a fresh tree: one empty root leaf with a new feature subset."""
     for j in range(n_nodes[s, 0]):
         node_feature[s, j] = -1
@@ -62,10 +76,10 @@ def reset_slot(s, rng, g, m, perm, node_feature, node_threshold, node_left, node
         g_m2[s, j] = 0.0
         g_min[s, j] = math.inf
         g_max[s, j] = -math.inf
-        leaf_mask[s, j] = 0
+        leaf_feat[s, j] = 0
     node_active[s, 0] = 1
     n_nodes[s, 0] = 1
-    sample_mask(rng, g, leaf_mask[s, 0], m, perm)
+    sample_feats(rng, g, leaf_feat[s, 0], perm.shape[0], perm)
 
 
 @njit
@@ -94,7 +108,8 @@ def _route(s, x, node_feature, node_threshold, node_left, node_right):
 
 
 @njit
-def _leaf_votes(s, node, x, degenerate, node_counts, g_w, g_mean, g_m2, leaf_mask, scores):
+def _leaf_votes(s, node, x, degenerate, node_counts, g_w, g_mean, g_m2, leaf_feat, scores,
+                x_sub, ones):
     """``(majority class, naive Bayes class, leaf weight)`` of a leaf (-1: no vote).
 
     The naive Bayes class is the argmax of the log joint over the leaf's own subset, as the
@@ -105,7 +120,8 @@ def _leaf_votes(s, node, x, degenerate, node_counts, g_w, g_mean, g_m2, leaf_mas
         total += counts[c]
     if total <= 0.0:
         return -1, -1, total
-    hs.naive_bayes_log_joint(x, leaf_mask[s, node], counts, g_w[s], g_mean[s], g_m2[s], node,
+    _gather(x, leaf_feat[s, node], x_sub)
+    hs.naive_bayes_log_joint(x_sub, ones, counts, g_w[s], g_mean[s], g_m2[s], node,
                              degenerate, scores)
     return argmax(counts), argmax(scores), total
 
@@ -115,8 +131,8 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, pe
                 settings_f, settings_i,
                 node_feature, node_threshold, node_left, node_right, node_depth, node_active,
                 node_last_eval, node_mc, node_nb, node_merit, node_counts,
-                g_w, g_mean, g_m2, g_min, g_max, leaf_mask, n_nodes, left, right, best_left,
-                best_right):
+                g_w, g_mean, g_m2, g_min, g_max, leaf_feat, n_nodes, left, right, best_left,
+                best_right, ones):
     """One weighted row into leaf ``node`` of the tree in slot ``s`` (the Hoeffding tree's
     row step, with the leaf's random feature subset in place of the global mask);
     ``mc_pred``, ``nb_pred`` and ``total_before`` are the leaf's votes before the row."""
@@ -125,7 +141,7 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, pe
     n_splits, leaf_prediction, max_depth = settings_i[0], settings_i[1], settings_i[3]
     counts = node_counts[s, node]
     K = counts.shape[0]
-    mask = leaf_mask[s, node]
+    feats = leaf_feat[s, node]
     active = node_active[s, node] == 1
     if active and leaf_prediction == LEAF_NBA:
         # river: an empty leaf credits its majority class
@@ -136,10 +152,9 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, pe
     counts[k] += wi
     if not active:
         return
-    for f in range(x.shape[0]):
-        if mask[f] != 0:
-            hs.gaussian_update(g_w[s], g_mean[s], g_m2[s], g_min[s], g_max[s], node, f, k,
-                               x[f], wi)
+    for j in range(feats.shape[0]):
+        hs.gaussian_update(g_w[s], g_mean[s], g_m2[s], g_min[s], g_max[s], node, j, k,
+                           x[feats[j]], wi)
     if node_depth[s, node] >= max_depth:
         node_active[s, node] = 0
         return
@@ -148,14 +163,16 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, pe
         total += counts[c]
     if total - node_last_eval[s, node] >= grace:
         before = n_nodes[s, 0]
-        _attempt_split(node, mask, delta, tau, n_splits, mbf, max_share, -math.inf, False,
+        _attempt_split(node, ones, delta, tau, n_splits, mbf, max_share, -math.inf, False,
                        node_feature[s], node_threshold[s], node_left[s], node_right[s],
                        node_depth[s], node_active[s], node_last_eval[s], node_mc[s],
                        node_nb[s], node_merit[s], node_counts[s], g_w[s], g_mean[s], g_m2[s],
                        g_min[s], g_max[s], n_nodes[s], left, right, best_left, best_right)
         node_last_eval[s, node] = total
-        for c in range(before, n_nodes[s, 0]):
-            sample_mask(rng, g, leaf_mask[s, c], m, perm)
+        if n_nodes[s, 0] > before:  # split on subset position j: store feature feats[j]
+            node_feature[s, node] = feats[node_feature[s, node]]
+            for c in range(before, n_nodes[s, 0]):
+                sample_feats(rng, g, leaf_feat[s, c], perm.shape[0], perm)
 
 
 @njit
@@ -164,7 +181,7 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                n_drifts, n_seen,
                node_feature, node_threshold, node_left, node_right, node_depth, node_active,
                node_last_eval, node_mc, node_nb, node_merit, node_counts,
-               g_w, g_mean, g_m2, g_min, g_max, leaf_mask, n_nodes,
+               g_w, g_mean, g_m2, g_min, g_max, leaf_feat, n_nodes,
                wb_total, wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick,
                w_drift, w_det, w_seen,
                db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
@@ -181,6 +198,8 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
     best_right = np.zeros(K)
     scores = np.zeros(K)
     perm = np.zeros(F, np.int64)
+    ones = np.ones(m, np.uint8)
+    x_sub = np.zeros(m)
     det = np.zeros(1, np.int64)
     lp = settings_i[1]
     degenerate = settings_i[2]
@@ -197,7 +216,8 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
             s = fg_slot[t]
             node = _route(s, x, node_feature, node_threshold, node_left, node_right)
             mc_pred, nb_pred, tot = _leaf_votes(s, node, x, degenerate, node_counts, g_w,
-                                                g_mean, g_m2, leaf_mask, scores)
+                                                g_mean, g_m2, leaf_feat, scores, x_sub,
+                                                ones)
             # the tree's own prediction before learning the row (_predict_row's argmax)
             pred = mc_pred
             if tot > 0.0 and node_active[s, node] == 1 and (
@@ -214,17 +234,18 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                 b_s = bg_slot[t]
                 b_node = _route(b_s, x, node_feature, node_threshold, node_left, node_right)
                 b_mc, b_nb, b_tot = _leaf_votes(b_s, b_node, x, degenerate, node_counts, g_w,
-                                                g_mean, g_m2, leaf_mask, scores)
+                                                g_mean, g_m2, leaf_feat, scores, x_sub,
+                                                ones)
                 _learn_tree(b_s, b_node, x, k, float(kw), b_mc, b_nb, b_tot, rng, t, m, perm,
                             settings_f, settings_i, node_feature, node_threshold, node_left,
                             node_right, node_depth, node_active, node_last_eval, node_mc,
                             node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min, g_max,
-                            leaf_mask, n_nodes, left, right, best_left, best_right)
+                            leaf_feat, n_nodes, left, right, best_left, best_right, ones)
             _learn_tree(s, node, x, k, float(kw), mc_pred, nb_pred, tot, rng, t, m, perm,
                         settings_f, settings_i, node_feature, node_threshold, node_left,
                         node_right, node_depth, node_active, node_last_eval, node_mc,
                         node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min, g_max,
-                        leaf_mask, n_nodes, left, right, best_left, best_right)
+                        leaf_feat, n_nodes, left, right, best_left, best_right, ones)
             det[0] = t
             val[0] = err
             _update_pairs(det, val, 0, flag, w_settings[0], int(w_settings[1]),
@@ -235,7 +256,7 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                 reset_slot(bg_slot[t], rng, t, m, perm, node_feature, node_threshold,
                            node_left, node_right, node_depth, node_active, node_last_eval,
                            node_mc, node_nb, node_merit, node_counts, g_w, g_mean, g_m2,
-                           g_min, g_max, leaf_mask, n_nodes)
+                           g_min, g_max, leaf_feat, n_nodes)
                 bg_active[t] = 1
                 reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
                                w_width, w_tick, w_drift)
@@ -255,7 +276,7 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                     reset_slot(s, rng, t, m, perm, node_feature, node_threshold, node_left,
                                node_right, node_depth, node_active, node_last_eval, node_mc,
                                node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min,
-                               g_max, leaf_mask, n_nodes)
+                               g_max, leaf_feat, n_nodes)
                 reset_detector(t, db_total, db_var, db_count, d_rows, d_total, d_variance,
                                d_width, d_tick, d_drift)
                 tree_correct[t] = 0.0
@@ -269,7 +290,7 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
 @njit
 def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
                  node_feature, node_threshold, node_left, node_right, node_active, node_mc,
-                 node_nb, node_counts, g_w, g_mean, g_m2, leaf_mask, out):
+                 node_nb, node_counts, g_w, g_mean, g_m2, leaf_feat, out):
     """Accuracy-weighted vote of the foreground trees (river's ``predict_proba_one``).
 
     A tree votes with the class distribution of the leaf it routes the row to (naive Bayes
@@ -280,6 +301,9 @@ def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
     degenerate = settings_i[2]
     scores = np.zeros(K)
     proba = np.zeros(K)
+    m = leaf_feat.shape[2]
+    ones = np.ones(m, np.uint8)
+    x_sub = np.zeros(m)
     for i in range(X.shape[0]):
         x = X[i]
         for c in range(K):
@@ -298,8 +322,9 @@ def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
                 wt = tree_correct[t] / tree_seen[t]
             if node_active[s, node] == 1 and (
                     lp == LEAF_NB or (lp == LEAF_NBA and node_nb[s, node] >= node_mc[s, node])):
-                hs.naive_bayes_log_joint(x, leaf_mask[s, node], counts, g_w[s], g_mean[s],
-                                         g_m2[s], node, degenerate, scores)
+                _gather(x, leaf_feat[s, node], x_sub)
+                hs.naive_bayes_log_joint(x_sub, ones, counts, g_w[s], g_mean[s], g_m2[s],
+                                         node, degenerate, scores)
                 hs.normalise_log(scores, proba)
                 for c in range(K):
                     out[i, c] += proba[c] * wt

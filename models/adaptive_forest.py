@@ -141,7 +141,7 @@ class AdaptiveRandomForest(Classifier):
     kind = "adaptive_random_forest"
     state_arrays = {
         **{name: (np.dtype(dt).str, 2) for name, (dt, _) in _NODE_ARRAYS.items()},
-        "node_counts": ("<f8", 3), "leaf_mask": ("|u1", 3), "n_nodes": ("<i8", 2),
+        "node_counts": ("<f8", 3), "leaf_feat": ("<i8", 3), "n_nodes": ("<i8", 2),
         **{name: ("<f8", 4) for name in hs.GAUSSIAN_FILL},
         **{name: (np.dtype(dt).str, 1) for name, dt in _TREE_ARRAYS.items()},
         "rng": ("<u8", 1), "n_seen": ("<i8", 1), "n_features": ("<i8", 1),
@@ -214,9 +214,10 @@ class AdaptiveRandomForest(Classifier):
         S, N, K = 2 * T, _INITIAL_NODES, max(K, 1)
         a = {name: np.full((S, N), fill, dt) for name, (dt, fill) in _NODE_ARRAYS.items()}
         a["node_counts"] = np.zeros((S, N, K))
-        a["leaf_mask"] = np.zeros((S, N, F), np.uint8)
+        m = self.subset_size(F)
+        a["leaf_feat"] = np.zeros((S, N, m), np.int64)
         a["n_nodes"] = np.ones((S, 1), np.int64)
-        shape = (S, N, F, K)
+        shape = (S, N, m, K)
         for name, fill in hs.GAUSSIAN_FILL.items():
             a[name] = np.full(shape, fill)
         for name, dt in _TREE_ARRAYS.items():
@@ -232,11 +233,10 @@ class AdaptiveRandomForest(Classifier):
             a[prefix + "n_rows"][:] = 1
             a[prefix + "n_seen"] = np.zeros(1, np.int64)
         self._arrays = a
-        m = self.subset_size(F)
         perm = np.zeros(F, np.int64)
         for t in range(T):  # the roots' subsets, from each tree's own generator
             for s in (t, T + t):
-                ak.sample_mask(a["rng"], t, a["leaf_mask"][s, 0], m, perm)
+                ak.sample_feats(a["rng"], t, a["leaf_feat"][s, 0], F, perm)
         a["node_active"][:, 0] = 1
 
     def _grow_nodes(self) -> None:
@@ -245,7 +245,7 @@ class AdaptiveRandomForest(Classifier):
         for name, (_, fill) in _NODE_ARRAYS.items():
             a[name] = grow_axis(a[name], N, axis=1, fill=fill)
         a["node_counts"] = grow_axis(a["node_counts"], N, axis=1)
-        a["leaf_mask"] = grow_axis(a["leaf_mask"], N, axis=1)
+        a["leaf_feat"] = grow_axis(a["leaf_feat"], N, axis=1)
         for name, fill in hs.GAUSSIAN_FILL.items():
             a[name] = grow_axis(a[name], N, axis=1, fill=fill)
 
@@ -260,7 +260,7 @@ class AdaptiveRandomForest(Classifier):
         a = self._arrays
         return tuple(a[n] for n in _NODE_ARRAYS) + (
             a["node_counts"], a["g_w"], a["g_mean"], a["g_m2"], a["g_min"], a["g_max"],
-            a["leaf_mask"], a["n_nodes"])
+            a["leaf_feat"], a["n_nodes"])
 
     def _detector_args(self, prefix):
         a = self._arrays
@@ -315,7 +315,7 @@ class AdaptiveRandomForest(Classifier):
                         a["tree_correct"], a["tree_seen"], a["node_feature"],
                         a["node_threshold"], a["node_left"], a["node_right"],
                         a["node_active"], a["node_mc"], a["node_nb"], a["node_counts"],
-                        a["g_w"], a["g_mean"], a["g_m2"], a["leaf_mask"], full)
+                        a["g_w"], a["g_mean"], a["g_m2"], a["leaf_feat"], full)
         return full[:, :len(self._classes)]
 
     def predict_many(self, X) -> list:
@@ -375,11 +375,12 @@ class AdaptiveRandomForest(Classifier):
         N = a["node_feature"].shape[1]
         F = int(a["n_features"][0]) if a["n_features"].shape == (1,) else -1
         K = a["node_counts"].shape[2] if a["node_counts"].ndim == 3 else 0
+        m = self.subset_size(F) if F >= 1 else 0
         if F < 1 or K < max(len(self._classes), 1):
             raise ValueError(f"{kind} state: bad feature count or class axis")
         shapes = {**{n: (S, N) for n in _NODE_ARRAYS}, "node_counts": (S, N, K),
-                  "leaf_mask": (S, N, F), "n_nodes": (S, 1),
-                  **{n: (S, N, F, K) for n in hs.GAUSSIAN_FILL},
+                  "leaf_feat": (S, N, m), "n_nodes": (S, 1),
+                  **{n: (S, N, m, K) for n in hs.GAUSSIAN_FILL},
                   **{n: (T,) for n in _TREE_ARRAYS}, "rng": (T,), "n_seen": (1,)}
         for prefix in ("w_", "d_"):
             for name, (_, tail) in _ADWIN_LAYOUT.items():
@@ -395,7 +396,7 @@ class AdaptiveRandomForest(Classifier):
         check_index(a["node_right"], -1, N, "node_right")
         check_index(a["node_active"], 0, 2, "node_active")
         check_index(a["node_depth"], 0, N, "node_depth")
-        check_index(a["leaf_mask"], 0, 2, "leaf_mask")
+        check_index(a["leaf_feat"], 0, F, "leaf_feat")
         check_index(a["bg_active"], 0, 2, "bg_active")
         slots = np.concatenate([a["fg_slot"], a["bg_slot"]])
         check_index(slots, 0, S, "fg_slot/bg_slot")
