@@ -67,6 +67,22 @@ class PartitionTask:
         return bool(self.merge.queued(A) or self.merge.queued(B))
 
 
+def without_errors(msgs: list, on_error) -> list:
+    """The messages of a consumed batch that carry no error, in order; errors other than the
+    end of a partition go to ``on_error(err)``, which may raise."""
+    errors = list(map(_m_error, msgs))
+    # a KafkaError compared with None raises: count the types (C speed, no comparison)
+    if list(map(type, errors)).count(type(None)) == len(errors):
+        return msgs
+    kept = []
+    for m, err in zip(msgs, errors):
+        if err is None:
+            kept.append(m)
+        elif err.code() != KafkaError._PARTITION_EOF:
+            on_error(err)
+    return kept
+
+
 def split_batch(msgs: list, tasks: dict[int, PartitionTask], features: str, on_error
                 ) -> tuple[dict[int, list], int]:
     """``(partition -> [instances Records or None, features Records or None], number of
@@ -74,16 +90,7 @@ def split_batch(msgs: list, tasks: dict[int, PartitionTask], features: str, on_e
 
     Errors other than the end of a partition go to ``on_error(err)``, which may raise.
     """
-    errors = list(map(_m_error, msgs))
-    # a KafkaError compared with None raises: count the types (C speed, no comparison)
-    if list(map(type, errors)).count(type(None)) != len(errors):
-        kept = []
-        for m, err in zip(msgs, errors):
-            if err is None:
-                kept.append(m)
-            elif err.code() != KafkaError._PARTITION_EOF:
-                on_error(err)
-        msgs = kept
+    msgs = without_errors(msgs, on_error)
     if not msgs:
         return {}, 0
     topics = list(map(_m_topic, msgs))

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import numpy as np
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import Message, TopicPartition
 
+from ..partitions import without_errors
 from .ranges import PartitionRange
 
-_m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
+_m_partition, _m_offset = Message.partition, Message.offset
 
 
 def read_range(reader, topic: str, ranges: list[PartitionRange], batch: int = 5000,
@@ -46,16 +47,7 @@ def read_range(reader, topic: str, ranges: list[PartitionRange], batch: int = 50
 
 
 def _by_partition(msgs: list, todo: dict) -> list[tuple[int, list, np.ndarray]]:
-    errors = list(map(_m_error, msgs))
-    # a KafkaError compared with None raises: count the types (C speed, no comparison)
-    if list(map(type, errors)).count(type(None)) != len(errors):
-        kept = []
-        for m, err in zip(msgs, errors):
-            if err is None:
-                kept.append(m)
-            elif err.code() != KafkaError._PARTITION_EOF:
-                raise RuntimeError(f"reading failed: {err}")
-        msgs = kept
+    msgs = without_errors(msgs, _fail)
     if not msgs:
         return []
     parts = np.fromiter(map(_m_partition, msgs), dtype=np.int64, count=len(msgs))
@@ -69,6 +61,10 @@ def _by_partition(msgs: list, todo: dict) -> list[tuple[int, list, np.ndarray]]:
         if keep.shape[0]:
             out.append((p, [msgs[i] for i in keep.tolist()], offs[keep]))
     return out
+
+
+def _fail(err) -> None:
+    raise RuntimeError(f"reading failed: {err}")
 
 
 def _finish(reader, topic: str, todo: dict, done_at: dict, on_progress) -> None:
