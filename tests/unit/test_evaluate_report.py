@@ -238,9 +238,12 @@ def test_served_report_without_throughput_alerts_or_rankings(tmp_path):
     assert "No drift alerts" not in page and "no throughput measured" in page
 
 
-@pytest.mark.parametrize("module", [report, plots])
+@pytest.mark.parametrize("module", ["report", "plots", "headline", "summary", "ranges"])
 def test_docstring_examples(module):
     # worker/evaluate is outside pytest's doctest paths: run them here
+    import importlib
+
+    module = importlib.import_module(f"worker.evaluate.{module}")
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 

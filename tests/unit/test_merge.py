@@ -133,3 +133,12 @@ def test_foreign_offset_metadata_is_ignored():
     assert decode_cuts(None) == (None, [])
     assert decode_cuts("something else") == (None, [])
     assert decode_cuts("sf1;x") == (None, [])
+
+
+def test_docstring_examples():
+    import doctest
+
+    import worker.merge
+
+    result = doctest.testmod(worker.merge, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

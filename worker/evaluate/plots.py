@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from .report import MAIN_METRIC, natural_key
+from .headline import MAIN_METRIC, natural_key
 
 WIDTH, HEIGHT, DPI = 1000, 450, 100
 MAX_PANELS = 4  # configurations side by side in a heatmap figure

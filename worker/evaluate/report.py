@@ -56,8 +56,9 @@ import html
 import importlib.util
 import json
 import math
-import re
 from pathlib import Path
+
+from .headline import MAIN_METRIC, natural_key
 
 INSTALL_HINT = "pip install 'streamforest[report]'"
 MAX_STREAMS = 20  # streams with plots and a section of their own
@@ -65,8 +66,6 @@ MAX_FEATURES = 20  # rows of a ranking heatmap
 MAX_ALERTS_LISTED = 5  # alerts listed per stream and configuration
 MAX_TABLE_STREAMS = 500  # rows of the summary table
 
-# the metric a stream is summed up by, whether higher is better, and how its values read
-MAIN_METRIC = {"classification": ("accuracy", True), "regression": ("mae", False)}
 DETAIL_METRICS = {"classification": ("accuracy", "kappa", "kappa_t", "macro_f1"),
                   "regression": ("mae", "rmse", "amrae")}
 _FIXED_POINT = {"accuracy", "kappa", "kappa_t", "macro_f1", "amrae", "spearman"}
@@ -172,17 +171,6 @@ def choose_streams(data: dict) -> tuple[list[str], list[str]]:
             labelled[sid] = labelled.get(sid, 0) + (s.get("labelled") or 0)
     by_rows = sorted(labelled, key=lambda sid: (-labelled[sid], natural_key(sid)))
     return sorted(by_rows[:MAX_STREAMS], key=natural_key), sorted(by_rows[MAX_STREAMS:], key=natural_key)
-
-
-def natural_key(text: str) -> tuple:
-    """Sort key reading digit runs as numbers: ``f2`` before ``f10``.
-
-    Examples
-    --------
-    >>> sorted(["f10", "f2", "g1", "f1"], key=natural_key)
-    ['f1', 'f2', 'f10', 'g1']
-    """
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", str(text)) if p)
 
 
 # -- formatting -------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ Examples
 
 from __future__ import annotations
 
-#: the headline metric of each task, and its column title
-HEADLINE = {"classification": "accuracy", "regression": "mae"}
+from .headline import MAIN_METRIC
+
 COLUMNS = ("configuration", "stream", "task", "instances", "cumulative", "window", "alerts",
            "instances/s")
 
@@ -23,7 +23,7 @@ def rows(report: dict) -> list[list[str]]:
     for cfg in report["configurations"]:
         rate = cfg.get("throughput", {}).get("per_second")
         for stream, s in cfg["streams"].items():
-            key = HEADLINE.get(s.get("task"))
+            key = MAIN_METRIC.get(s.get("task"), (None,))[0]
             cum = s.get("cumulative", {}).get(key) if key else None
             win = s.get("window", {}).get(key) if key else None
             out.append([cfg["name"], stream, s.get("task") or "-", f"{s['instances']:,}",
