@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _hoeffding as hs
 from ._trees import grow_axis
-from .base import Classifier, ClassIndex, check_index, check_X
+from .base import ClassIndex, ProbabilityClassifier, check_index, check_X
 
 FLAVOURS = ("river", "moa")
 
@@ -40,7 +40,7 @@ def check_same_shape(arrays: dict, names, shape: tuple, kind: str) -> None:
                              f"expected {shape}")
 
 
-class GaussianLearner(Classifier):
+class GaussianLearner(ProbabilityClassifier):
     """Labels, weights, masks, class growth and the state round trip (not used directly).
 
     Subclasses implement ``_allocate(n_features, n_classes)``, ``_learn(X, codes, w)`` and
@@ -125,14 +125,6 @@ class GaussianLearner(Classifier):
         out = np.zeros((X.shape[0], len(self._classes)))
         self._proba(X, out)
         return out
-
-    def predict_many(self, X) -> list:
-        """Most probable label of each row (lowest class index on ties); ``None`` before
-        anything was learned."""
-        proba = self.predict_proba_many(X)
-        if proba.shape[1] == 0:
-            return [None] * proba.shape[0]
-        return self._classes.decode(np.argmax(proba, axis=1))
 
     # ------------------------------------------------------------------ state
 

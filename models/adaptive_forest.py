@@ -17,7 +17,7 @@ from . import _ht_kernels as hk
 from ._rng import seed_states
 from ._trees import grow_axis
 from .adwin import _LAYOUT as _ADWIN_LAYOUT
-from .base import Classifier, ClassIndex, check_index, check_X
+from .base import ClassIndex, ProbabilityClassifier, check_index, check_X
 
 _LEAF = {"mc": hk.LEAF_MC, "nb": hk.LEAF_NB, "nba": hk.LEAF_NBA}
 _INITIAL_NODES = 16
@@ -44,7 +44,7 @@ def _detector_layout(prefix):
             for name, (dt, tail) in _ADWIN_LAYOUT.items()} | {prefix + "n_seen": ("<i8", 1)}
 
 
-class AdaptiveRandomForest(Classifier):
+class AdaptiveRandomForest(ProbabilityClassifier):
     """Adaptive random forest (ARF) of Hoeffding trees with per-tree drift recovery.
 
     Each of ``n_models`` trees learns every row ``k ~ Poisson(lambda_value)`` times (one
@@ -322,14 +322,6 @@ class AdaptiveRandomForest(Classifier):
                         a["node_active"], a["node_mc"], a["node_nb"], a["node_counts"],
                         a["g_w"], a["g_mean"], a["g_m2"], a["leaf_feat"], full)
         return full[:, :len(self._classes)]
-
-    def predict_many(self, X) -> list:
-        """Most probable label of each row (lowest class index on ties); ``None`` before
-        anything was learned."""
-        proba = self.predict_proba_many(X)
-        if proba.shape[1] == 0:
-            return [None] * proba.shape[0]
-        return self._classes.decode(np.argmax(proba, axis=1))
 
     # ------------------------------------------------------------------ inspection
 

@@ -286,6 +286,19 @@ class Classifier(Learner):
         return list(self._classes.classes)
 
 
+class ProbabilityClassifier(Classifier):
+    """A classifier whose labels are the most probable classes of its
+    ``predict_proba_many`` (the subclass provides that method)."""
+
+    def predict_many(self, X) -> list:
+        """Most probable label of each row (lowest class index on ties), from
+        :meth:`predict_proba_many`; ``None`` before anything was learned."""
+        proba = self.predict_proba_many(X)
+        if proba.shape[1] == 0:
+            return [None] * proba.shape[0]
+        return self._classes.decode(np.argmax(proba, axis=1))
+
+
 def check_layout(arrays: dict, layout: dict, kind: str) -> None:
     """``ValueError`` unless ``arrays`` has exactly the names, dtypes and dimensions of ``layout``.
 

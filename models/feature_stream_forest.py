@@ -15,7 +15,7 @@ from ._cart_columns import prepare_columns
 from ._jit import njit
 from ._rng import next_u64, seed_states, shuffle, uniform
 from ._trees import grow_axis
-from .base import Classifier, ClassIndex, check_index, check_shapes, check_X
+from .base import ClassIndex, ProbabilityClassifier, check_index, check_shapes, check_X
 
 _SALT_FOREST = 0x5F0A
 
@@ -76,7 +76,7 @@ def _grow_generation(X, codes, sample_weight, class_rows, class_start, n_old, p_
 # ------------------------------------------------------------------------------- the learner
 
 
-class FeatureStreamForest(Classifier):
+class FeatureStreamForest(ProbabilityClassifier):
     """Random forest on a stream of features (Motl & Kordík 2019, Algorithm 1).
 
     The rows are fixed; the columns arrive. Every :meth:`learn_many` trains one generation
@@ -377,13 +377,6 @@ class FeatureStreamForest(Classifier):
         _cart.predict_proba_trees(X, a["node_feature"], a["node_threshold"], a["node_left"],
                                   a["node_right"], a["node_count"], self._tree_weights(), out)
         return out
-
-    def predict_many(self, X) -> list:
-        """Most probable label per row (lowest class index on ties); ``None`` before learning."""
-        proba = self.predict_proba_many(X)
-        if proba.shape[1] == 0:
-            return [None] * proba.shape[0]
-        return self._classes.decode(np.argmax(proba, axis=1))
 
     # ------------------------------------------------------------------ importances
 

@@ -13,13 +13,13 @@ from . import _orf_importance as imp
 from ._orf_kernels import NODES_FULL, SLOTS_FULL, _init_forest, _learn_rows, _predict_proba_rows
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import Classifier, ClassIndex, check_index, check_shapes, check_X
+from .base import ClassIndex, ProbabilityClassifier, check_index, check_shapes, check_X
 
 _SALT_TREES = 0x0F0F
 _SALT_IMPORTANCE = 0x1A1A
 
 
-class OnlineRandomForest(Classifier):
+class OnlineRandomForest(ProbabilityClassifier):
     """Online Random Forest classifier (Saffari et al. 2009) with online importances.
 
     Each of ``n_trees`` trees learns every instance ``k ~ Poisson(lambda_value)`` times
@@ -369,13 +369,6 @@ class OnlineRandomForest(Classifier):
         _predict_proba_rows(X, a["node_feature"], a["node_threshold"], a["node_left"],
                             a["node_right"], a["node_count"], out)
         return out
-
-    def predict_many(self, X) -> list:
-        """Most probable label per row (lowest class index on ties); ``None`` before learning."""
-        proba = self.predict_proba_many(X)
-        if proba.shape[1] == 0:
-            return [None] * proba.shape[0]
-        return self._classes.decode(np.argmax(proba, axis=1))
 
     # ------------------------------------------------------------------ importances
 
