@@ -230,6 +230,11 @@ class KafkaSettings(Section):
         return conf
 
 
+#: the product's topics by their logical names (the fields of :class:`TopicSettings`)
+TOPIC_KINDS = ("instances", "features", "predictions", "drift", "rankings", "deadletter",
+               "checkpoints")
+
+
 class TopicSettings(Section):
     """Topic names and the layout ``streamforest topics create`` uses (``STREAMFOREST_TOPICS__*``)."""
 
@@ -243,9 +248,7 @@ class TopicSettings(Section):
     partitions: Positive = 4
     replication_factor: Positive = 1
 
-    @field_validator(
-        "instances", "features", "predictions", "drift", "rankings", "deadletter", "checkpoints"
-    )
+    @field_validator(*TOPIC_KINDS)
     @classmethod
     def _legal_name(cls, name: str) -> str:
         if not _TOPIC_NAME.match(name) or name in (".", ".."):
@@ -257,13 +260,16 @@ class TopicSettings(Section):
     @model_validator(mode="after")
     def _distinct(self) -> TopicSettings:
         seen: dict[str, str] = {}
-        for field in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
-                      "checkpoints"):
+        for field in TOPIC_KINDS:
             name = getattr(self, field)
             if name in seen:
                 raise _field_error(field, f"topic {name!r} is already used for {seen[name]}")
             seen[name] = field
         return self
+
+    def named(self, name: str) -> str:
+        """The configured topic of a logical name (``predictions``); any other name as given."""
+        return getattr(self, name) if name in TOPIC_KINDS else name
 
 
 def _names(value: Any) -> Any:

@@ -75,9 +75,10 @@ from schemas.errors import DecodeError
 from schemas.messages import DriftAlert, FeatureArrival, Instance, Prediction, Ranking
 
 from . import consume_errors
+from .settings import TOPIC_KINDS
 
 #: logical names of the product's topics (fields of ``worker.settings.TopicSettings``)
-KINDS = ("instances", "features", "predictions", "drift", "rankings", "deadletter", "checkpoints")
+KINDS = TOPIC_KINDS
 CONTRACTS = {"instances": Instance, "features": FeatureArrival, "predictions": Prediction,
              "drift": DriftAlert, "rankings": Ranking}
 _FORMATS = {MSGPACK: "msgpack", JSON: "json"}

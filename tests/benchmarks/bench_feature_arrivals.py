@@ -153,7 +153,7 @@ def run(bootstrap: str, n_held: int, n_lab: int, k_max: int) -> dict:
     try:
         t_wait = time.time()
         while sum(pl.n_rows for t in list(w.tasks.values()) for pl in t.pipelines.values()
-                  if getattr(pl, "arrivals", False)) < n_held + n_lab:
+                  if pl.arrivals) < n_held + n_lab:
             if time.time() - t_wait > 300:
                 raise TimeoutError("the worker did not take the instances in")
             time.sleep(0.05)

@@ -88,10 +88,7 @@ def _check_options(args) -> None:
 
 
 def _topic(args, settings) -> str:
-    t = settings.topics
-    name = args.topic or ("predictions" if args.served else "instances")
-    logical = {"instances": t.instances, "predictions": t.predictions}
-    return logical.get(name, name)
+    return settings.topics.named(args.topic or ("predictions" if args.served else "instances"))
 
 
 def _evaluate(args, settings) -> int:
@@ -129,7 +126,7 @@ def _run(args, settings, reader, topic, ranges, configs) -> SimpleNamespace:
                  for name, profiles in configs]
     backfill = _Backfill(settings, args.publish, topic, len(ranges)) if args.publish else None
     n_read = 0
-    with _progress(sum(len(r) for r in ranges), args.no_progress) as advance:
+    with _Progress(sum(len(r) for r in ranges), args.no_progress) as advance:
         try:
             for p, msgs, offs in read_range(reader, topic, ranges, on_progress=advance):
                 n_read += len(msgs)
@@ -157,7 +154,7 @@ def _only_streams(msgs, offs, pattern: str):
     return [msgs[i] for i in keep], offs[keep]
 
 
-class _progress:
+class _Progress:
     """A rich progress bar on stderr (rows, rows/s, time left); silent when stderr is not a
     terminal or with --no-progress. Used as a context manager yielding ``advance(n)``."""
 

@@ -103,7 +103,6 @@ class Candidate:
             self._truth(streams, task, offset, stream, scores)
         for *_, code in dead:
             self.refused[code] += 1
-        task.position = int(offsets[-1]) + 1 if len(offsets) else task.position
         self.instances += learned.n_live
         if self.instances >= self._next_sample:
             self._next_sample = self.instances + STATE_SAMPLE_EVERY
@@ -120,9 +119,8 @@ class Candidate:
             if lab:
                 m = self.metrics.get(stream)
                 if m is None:
-                    n_targets = getattr(pl.task, "n_targets", None)
                     m = self.metrics[stream] = StreamMetrics(pl.task.name, self.window,
-                                                             self.every, n_targets)
+                                                             self.every, pl.task.n_targets)
                 m.update([y_true[i] for i in lab], [y_pred[i] for i in lab],
                          [start + i for i in lab])
         for a in res.alerts:
@@ -180,13 +178,13 @@ class Candidate:
         task = pl.task.name if pl.task is not None else None
         out = {
             "task": task, "model": pl.model_name, "instances": int(pl.n_instances),
-            "labelled": int(getattr(pl, "n_labelled", 0)),
+            "labelled": int(pl.n_labelled),
             "cumulative": m.cumulative() if m else {}, "window": m.windowed() if m else {},
             "history": m.history() if m else [],
             "alerts": self.alerts.get(stream, []),
             "rankings": self.rankings.get(stream, {}),
         }
-        if getattr(pl, "arrivals", False):
+        if pl.arrivals:
             out["note"] = ("a stream of features: its columns come from the features topic, "
                            "which an evaluation does not read; not scored")
         truth = self.truth.get(stream)

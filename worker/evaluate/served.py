@@ -15,7 +15,7 @@ from schemas.codec import decode
 from schemas.errors import DecodeError
 from schemas.messages import Prediction
 
-from .metrics import StreamMetrics
+from .metrics import CLASSIFICATION, REGRESSION, StreamMetrics
 
 
 class Served:
@@ -54,8 +54,8 @@ class Served:
         m = per_model.get(stream)
         if m is None:
             first = lab[0][1].y_true
-            task, n_targets = ("regression", len(first)) if isinstance(first, list) \
-                else ("classification", None)
+            task, n_targets = (REGRESSION, len(first)) if isinstance(first, list) \
+                else (CLASSIFICATION, None)
             m = per_model[stream] = StreamMetrics(task, self.window, self.every, n_targets)
         m.update([p.y_true for _, p in lab], [p.y_pred for _, p in lab],
                  [pos for pos, _ in lab])

@@ -44,6 +44,7 @@ class Task:
     """Base class (see the module doc)."""
 
     name = ""
+    n_targets: int | None = None  # regression: targets per label
 
     def check_label(self, y: Any) -> None:
         """Raise :class:`PipelineError` when ``y`` is no label of this stream."""
