@@ -20,6 +20,17 @@ performs a persistent random walk of step 1 that soon dwarfs the fixed weights i
 (the sign is absorbed by ``a_0``). Cassidy takes ``|a_i|`` as the true importance of
 feature ``i``; :meth:`RotatingHyperplane.take` returns it next to every instance.
 
+Two variants, off by default (the defaults give MOA's stream, bit for bit):
+
+* ``clip=True``: the drifting weights stay in ``[0, 1]``, a reflecting persistent random
+  walk. A step that would leave ``[0, 1]`` stops at the bound and reverses the direction, so
+  at small ``T`` the weights keep sweeping the range of the fixed ones instead of wandering
+  off (the unclipped walk makes a drifting feature dominate or vanish for good).
+* ``switch_every=P``: abrupt drift of which features matter. After every ``P`` instances the
+  whole weight vector is permuted by a fresh permutation drawn from the stream's generator;
+  the drift (``K``, ``T``) keeps acting on the first ``K`` positions. With ``T = 0`` this is
+  a stream of pure switches.
+
 The noise draw is a plain Bernoulli(``noise``) (MOA draws an integer percent, river adds
 0.01 to its uniform draw, which makes its effective noise 1 point lower).
 
@@ -54,6 +65,17 @@ class RotatingHyperplane:
         Probability of flipping a label.
     seed : int, default 1
         Seed of the ``numpy.random.Generator``; equal seeds give equal streams.
+    clip : bool, default False
+        Keep the drifting weights in ``[0, 1]`` by reflection (see the module docstring).
+    switch_every : int, default 0
+        ``P``: permute the weight vector after every ``P`` instances (0: never).
+
+    Attributes
+    ----------
+    weights, directions : ndarray of shape (d,)
+        The weights and drift directions that will label the next instance.
+    n_drawn : int
+        Instances drawn so far.
 
     Examples
     --------
@@ -63,16 +85,32 @@ class RotatingHyperplane:
     ((5, 4), (5,), (5, 4))
     >>> bool((W[1:, 1:] == W[0, 1:]).all())  # only the first weight drifts
     True
+
+    A clipped walk stays in ``[0, 1]`` however large the step:
+
+    >>> _, _, W = RotatingHyperplane(n_drift_features=2, mag_change=0.3, clip=True).take(200)
+    >>> bool(W.min() >= 0.0 and W.max() <= 1.0)
+    True
+
+    Switches permute which weight goes with which feature, every ``P`` instances:
+
+    >>> gen = RotatingHyperplane(n_features=5, mag_change=0.0, switch_every=100, seed=2)
+    >>> _, _, W = gen.take(200)
+    >>> bool((W[99] == W[0]).all()), sorted(W[100]) == sorted(W[0])
+    (True, True)
     """
 
     def __init__(self, n_features: int = 10, n_drift_features: int = 2, mag_change: float = 1.0,
-                 sigma: float = 0.1, noise: float = 0.05, seed: int = 1):
+                 sigma: float = 0.1, noise: float = 0.05, seed: int = 1, clip: bool = False,
+                 switch_every: int = 0):
         if n_features < 1:
             raise ValueError("n_features must be >= 1")
         if not 0 <= n_drift_features <= n_features:
             raise ValueError("n_drift_features must be in [0, n_features]")
         if mag_change < 0:
             raise ValueError("mag_change must be >= 0")
+        if switch_every < 0:
+            raise ValueError("switch_every must be >= 0")
         for name, p in (("sigma", sigma), ("noise", noise)):
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"{name} must be a probability in [0, 1]")
@@ -82,6 +120,9 @@ class RotatingHyperplane:
         self.sigma = float(sigma)
         self.noise = float(noise)
         self.seed = int(seed)
+        self.clip = bool(clip)
+        self.switch_every = int(switch_every)
+        self.n_drawn = 0
         self._rng = np.random.default_rng(self.seed)
         self.weights = self._rng.random(self.n_features)
         self.directions = np.zeros(self.n_features)
@@ -89,6 +130,12 @@ class RotatingHyperplane:
 
     def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Draw the next ``n`` instances.
+
+        Parameters
+        ----------
+        n : int
+            How many instances; ``take(a)`` then ``take(b)`` gives the rows of
+            ``take(a + b)``.
 
         Returns
         -------
@@ -101,30 +148,80 @@ class RotatingHyperplane:
             that labelled it, before the drift step that follows it).
         """
         n = int(n)
-        d, k = self.n_features, self.n_drift_features
+        d = self.n_features
         if n <= 0:
             return np.empty((0, d)), np.empty(0, dtype=np.int64), np.empty((0, d))
+        parts = []
+        while n > 0:
+            # a switch draws its permutation between two segments, at a fixed stream
+            # position, so the draws do not depend on how the stream is cut into calls
+            m = n if not self.switch_every else min(n, self.switch_every
+                                                    - self.n_drawn % self.switch_every)
+            parts.append(self._segment(m))
+            self.n_drawn += m
+            n -= m
+            if self.switch_every and self.n_drawn % self.switch_every == 0:
+                self.weights = self.weights[self._rng.permutation(d)]
+        if len(parts) == 1:
+            return parts[0]
+        return tuple(np.concatenate(p) for p in zip(*parts))
+
+    def _segment(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``n >= 1`` instances with no switch among them (see :meth:`take`)."""
+        d, k = self.n_features, self.n_drift_features
         # one row of uniforms per instance (features, noise, reversals), drawn row-major, so
         # take(a) then take(b) gives exactly the rows of take(a + b)
         U = self._rng.random((n, d + 1 + k))
         X = np.ascontiguousarray(U[:, :d])
         flip = U[:, d] < self.noise
         reverse = U[:, d + 1:] < self.sigma
+        A = np.tile(self.weights, (n, 1))
+        if k:
+            walk = self._clipped_walk if self.clip else self._free_walk
+            A[:, :k] = walk(reverse)
+        score = np.einsum("ij,ij->i", A, X)
+        y = (score >= 0.5 * A.sum(axis=1)).astype(np.int64)
+        y[flip] = 1 - y[flip]
+        return X, y, np.abs(A)
+
+    def _free_walk(self, reverse: np.ndarray) -> np.ndarray:
+        """MOA's unclipped walk, vectorized: the drifting weights of each instance.
+
+        ``reverse`` (n, K) says which directions reverse after each instance; the state
+        (``weights``, ``directions``) moves to after the last instance.
+        """
+        k = self.n_drift_features
         # direction used after instance t: the start direction times (-1)^(reversals after
         # instances 0..t-1); the weight of instance t adds the steps taken after 0..t-1
         sign = np.where(reverse, -1.0, 1.0)
         dirs_after = self.directions[:k] * np.cumprod(sign, axis=0)   # direction after t's flip
         dirs_used = np.vstack([self.directions[:k][None, :], dirs_after[:-1]])  # step after t
         steps = self.mag_change * dirs_used
-        A = np.tile(self.weights, (n, 1))
-        if k:
-            # a sequential running sum from the current weights (np.add.accumulate adds in
-            # order), so that chunked draws give bit-identical weights
-            path = np.cumsum(np.vstack([self.weights[None, :k], steps]), axis=0)
-            A[:, :k] = path[:-1]
-            self.weights[:k] = path[-1]
-            self.directions[:k] = dirs_after[-1]
-        score = np.einsum("ij,ij->i", A, X)
-        y = (score >= 0.5 * A.sum(axis=1)).astype(np.int64)
-        y[flip] = 1 - y[flip]
-        return X, y, np.abs(A)
+        # a sequential running sum from the current weights (np.add.accumulate adds in
+        # order), so that chunked draws give bit-identical weights
+        path = np.cumsum(np.vstack([self.weights[None, :k], steps]), axis=0)
+        self.weights[:k] = path[-1]
+        self.directions[:k] = dirs_after[-1]
+        return path[:-1]
+
+    def _clipped_walk(self, reverse: np.ndarray) -> np.ndarray:
+        """The walk reflected at the bounds of ``[0, 1]``: the drifting weights of each instance.
+
+        A step that would leave ``[0, 1]`` stops at the bound and reverses the direction;
+        the random reversal (``reverse``) follows it. Sequential, since each clip depends on
+        the path so far (a loop over rows is cheap next to any learner).
+        """
+        k, T = self.n_drift_features, self.mag_change
+        w = self.weights[:k].copy()
+        s = self.directions[:k].copy()
+        out = np.empty((reverse.shape[0], k))
+        for t, flips in enumerate(reverse):
+            out[t] = w
+            w += T * s
+            low, high = w < 0.0, w > 1.0
+            w[low], w[high] = 0.0, 1.0
+            s[low | high] *= -1.0
+            s[flips] *= -1.0
+        self.weights[:k] = w
+        self.directions[:k] = s
+        return out

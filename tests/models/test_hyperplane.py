@@ -84,3 +84,75 @@ def test_invalid_parameters():
         RotatingHyperplane(noise=-0.1)
     with pytest.raises(ValueError):
         RotatingHyperplane(mag_change=-1.0)
+
+
+
+def test_defaults_are_the_unclipped_switch_free_stream():
+    kw = dict(n_features=10, n_drift_features=5, mag_change=1e-3, sigma=0.01, seed=8)
+    plain = RotatingHyperplane(**kw).take(2000)
+    explicit = RotatingHyperplane(**kw, clip=False, switch_every=0).take(2000)
+    for a, b in zip(plain, explicit):
+        np.testing.assert_array_equal(a, b)
+    # pinned from the stream before clip/switch_every existed: the defaults did not move
+    X, y, W = plain
+    assert (float(X.sum()), int(y.sum()), float(W.sum())) == (
+        10040.232228897697, 1041, 9661.75407866417)
+    np.testing.assert_array_equal(W[-1, :3], [0.5699722766055609, 0.6602768433379251,
+                                              0.8897108384855172])
+
+
+def test_clipped_weights_stay_in_the_unit_interval_and_reflect():
+    T = 0.05
+    gen = RotatingHyperplane(n_features=6, n_drift_features=3, mag_change=T, sigma=0.0,
+                             clip=True, seed=9)
+    _, _, W = gen.take(3000)
+    assert W.min() >= 0.0 and W.max() <= 1.0
+    assert (W[:, 3:] == W[0, 3:]).all()
+    # with no random reversal, each drifting weight bounces between the bounds: it reaches
+    # both, and every step is T except the ones cut short at a bound
+    assert (W[:, :3].min(axis=0) == 0.0).all() and (W[:, :3].max(axis=0) == 1.0).all()
+    steps = np.abs(np.diff(W[:, :3], axis=0))
+    at_bound = np.isin(W[1:, :3], (0.0, 1.0)) | np.isin(W[:-1, :3], (0.0, 1.0))
+    np.testing.assert_allclose(steps[~at_bound], T, rtol=1e-9)
+    assert (steps <= T + 1e-12).all()
+
+
+def test_clipped_matches_the_unclipped_walk_away_from_the_bounds():
+    kw = dict(n_features=10, n_drift_features=2, mag_change=1e-4, sigma=0.1, seed=3)
+    free = RotatingHyperplane(**kw).take(1000)
+    clipped = RotatingHyperplane(**kw, clip=True).take(1000)
+    assert 0.0 < free[2][:, :2].min() and free[2][:, :2].max() < 1.0  # no bound reached
+    for a, b in zip(free, clipped):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [dict(clip=True, mag_change=0.01, sigma=0.1),
+                                dict(switch_every=700, mag_change=0.0),
+                                dict(switch_every=500, clip=True, mag_change=0.003, sigma=0.03)])
+def test_variants_are_chunk_consistent(kw):
+    full = RotatingHyperplane(n_drift_features=5, seed=11, **kw).take(3000)
+    gen = RotatingHyperplane(n_drift_features=5, seed=11, **kw)
+    parts = [gen.take(n) for n in (1, 499, 700, 1, 1299, 500)]
+    for a, chunks in zip(full, zip(*parts)):
+        np.testing.assert_array_equal(a, np.concatenate(chunks))
+
+
+def test_switches_permute_which_features_matter_every_P_instances():
+    P = 1000
+    gen = RotatingHyperplane(n_features=10, mag_change=0.0, switch_every=P, seed=12)
+    _, _, W = gen.take(5 * P)
+    blocks = W.reshape(5, P, 10)
+    assert (blocks == blocks[:, :1]).all()  # constant between switches (T = 0)
+    for b in range(1, 5):
+        # the same weights, in another order: the top feature changes on these draws
+        np.testing.assert_array_equal(np.sort(blocks[b, 0]), np.sort(blocks[0, 0]))
+        assert not np.array_equal(blocks[b, 0], blocks[b - 1, 0])
+    top = blocks[:, 0].argmax(axis=1)
+    assert len(set(top.tolist())) > 1
+    again = RotatingHyperplane(n_features=10, mag_change=0.0, switch_every=P, seed=12)
+    np.testing.assert_array_equal(again.take(5 * P)[2], W)  # deterministic from the seed
+
+
+def test_invalid_switch_period():
+    with pytest.raises(ValueError):
+        RotatingHyperplane(switch_every=-1)
