@@ -1,5 +1,7 @@
-"""Helpers the benchmark scripts share: a stream as an ARFF file for MOA, and the cost of a
-cold numba compilation measured in a fresh process with an empty cache."""
+"""Helpers the benchmark scripts share: a stream as an ARFF file for MOA, the cost of a
+cold numba compilation measured in a fresh process with an empty cache, and the scoring of
+feature importances against a known truth (Cassidy & Deviney's tracking correlation, and the
+sliding-window offline forest they compare with)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,3 +62,86 @@ def kafka(bootstrap: str | None) -> Iterator[str]:
         yield broker.start()
     finally:
         broker.stop()
+
+
+def tracking_score(series, truth, features=None) -> float:
+    """Cassidy & Deviney's fidelity: mean correlation of importance and truth over time.
+
+    Parameters
+    ----------
+    series : array of shape (n_asks, d)
+        A method's importances at each ask.
+    truth : array of shape (n_asks, d)
+        The true importances (``|a_i|``) in force at each ask.
+    features : iterable of int, optional
+        Features to average over; by default those whose truth varies over the asks (a
+        constant truth has no series to follow).
+
+    Returns
+    -------
+    float
+        The mean, over ``features``, of the Pearson correlation between the importance
+        series of the feature and its truth series; a flat importance series tracks nothing
+        and scores 0. ``nan`` when no feature varies.
+
+    Examples
+    --------
+    >>> t = np.linspace(0, 1, 50)
+    >>> truth = np.column_stack([t, 1 - t, np.full(50, 0.3)])
+    >>> round(tracking_score(np.column_stack([t ** 2, np.zeros(50), t]), truth), 3)  # (0.97+0)/2
+    0.484
+    """
+    series, truth = np.asarray(series, dtype=np.float64), np.asarray(truth, dtype=np.float64)
+    if features is None:
+        features = np.flatnonzero(np.ptp(truth, axis=0) > 0)
+    corrs = []
+    for j in features:
+        a, b = series[:, j], truth[:, j]
+        if a.std() == 0.0 or b.std() == 0.0:
+            corrs.append(0.0)  # a flat series tracks nothing
+        else:
+            corrs.append(float(np.corrcoef(a, b)[0, 1]))
+    return float(np.mean(corrs)) if corrs else float("nan")
+
+
+def oob_permutation_importance(forest, Xw, yw, rng) -> np.ndarray:
+    """OOB permutation MDA of a fitted sklearn forest (unscaled, averaged over trees).
+
+    R's ``importance(type=1, scale=FALSE)``: for each tree, its accuracy on its out-of-bag
+    rows minus its accuracy with feature ``j`` permuted among them; ``rng`` draws the
+    permutations.
+    """
+    n, d = Xw.shape
+    total = np.zeros(d)
+    used = 0
+    for tree, in_bag in zip(forest.estimators_, forest.estimators_samples_):
+        mask = np.ones(n, dtype=bool)
+        mask[in_bag] = False
+        oob = np.flatnonzero(mask)
+        if oob.size < 2:
+            continue
+        Xo = Xw[oob]
+        # one stacked predict: the OOB rows, then the OOB rows with each feature permuted
+        stacked = np.tile(Xo, (d + 1, 1))
+        for j in range(d):
+            block = stacked[(j + 1) * oob.size:(j + 2) * oob.size]
+            block[:, j] = Xo[rng.permutation(oob.size), j]
+        pred = forest.classes_[tree.predict(stacked).astype(int)]
+        hits = (pred == np.tile(yw[oob], d + 1)).reshape(d + 1, oob.size).mean(axis=1)
+        total += hits[0] - hits[1:]
+        used += 1
+    return total / max(used, 1)
+
+
+def window_forest_importances(Xw, yw, n_trees: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``(MDI, MDA)`` of an offline random forest fitted on one window of rows.
+
+    scikit-learn's ``RandomForestClassifier`` (``max_features="sqrt"``, bootstrap), seeded
+    from ``rng``: its impurity importance and :func:`oob_permutation_importance`.
+    """
+    from sklearn.ensemble import RandomForestClassifier
+
+    rf = RandomForestClassifier(n_estimators=n_trees, max_features="sqrt",
+                                random_state=int(rng.integers(2**31)), n_jobs=1)
+    rf.fit(Xw, yw)
+    return rf.feature_importances_, oob_permutation_importance(rf, Xw, yw, rng)

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from models.hyperplane import RotatingHyperplane
 from models.online_forest import OnlineRandomForest
+from tests.benchmarks.common import tracking_score, window_forest_importances
 
 N_ROWS = 10_000
 FIRST = 100
@@ -88,57 +89,15 @@ def orf_series(X, y, times, params=None, seed: int = 1) -> dict[str, np.ndarray]
     return {k: np.array(v) for k, v in out.items()}
 
 
-def _oob_permutation_importance(forest, Xw, yw, rng) -> np.ndarray:
-    """OOB permutation MDA of a fitted sklearn forest (unscaled, averaged over trees)."""
-    n, d = Xw.shape
-    total = np.zeros(d)
-    used = 0
-    for tree, in_bag in zip(forest.estimators_, forest.estimators_samples_):
-        mask = np.ones(n, dtype=bool)
-        mask[in_bag] = False
-        oob = np.flatnonzero(mask)
-        if oob.size < 2:
-            continue
-        Xo = Xw[oob]
-        # one stacked predict: the OOB rows, then the OOB rows with each feature permuted
-        stacked = np.tile(Xo, (d + 1, 1))
-        for j in range(d):
-            block = stacked[(j + 1) * oob.size:(j + 2) * oob.size]
-            block[:, j] = Xo[rng.permutation(oob.size), j]
-        pred = forest.classes_[tree.predict(stacked).astype(int)]
-        hits = (pred == np.tile(yw[oob], d + 1)).reshape(d + 1, oob.size).mean(axis=1)
-        total += hits[0] - hits[1:]
-        used += 1
-    return total / max(used, 1)
-
-
 def window_series(X, y, times, n_trees: int = 50, seed: int = 1) -> dict[str, np.ndarray]:
     """Sliding-window offline RF (window 100, slide 10): MDA (OOB permutation) and MDG."""
-    from sklearn.ensemble import RandomForestClassifier
-
     rng = np.random.default_rng(seed)
     mda, mdg = [], []
     for t in times:
-        Xw, yw = X[t - WINDOW:t], y[t - WINDOW:t]
-        rf = RandomForestClassifier(n_estimators=n_trees, max_features="sqrt",
-                                    random_state=int(rng.integers(2**31)), n_jobs=1)
-        rf.fit(Xw, yw)
-        mdg.append(rf.feature_importances_)
-        mda.append(_oob_permutation_importance(rf, Xw, yw, rng))
+        mdi, perm = window_forest_importances(X[t - WINDOW:t], y[t - WINDOW:t], n_trees, rng)
+        mdg.append(mdi)
+        mda.append(perm)
     return {"Win-MDA": np.array(mda), "Win-MDG": np.array(mdg)}
-
-
-def fidelity(series: np.ndarray, W: np.ndarray, times, n_drift: int) -> float:
-    """Mean over drifting features of corr(importance series, |a_i| series)."""
-    truth = W[np.asarray(times) - 1]
-    corrs = []
-    for j in range(n_drift):
-        a, b = series[:, j], truth[:, j]
-        if a.std() == 0.0 or b.std() == 0.0:
-            corrs.append(0.0)  # a flat series tracks nothing
-        else:
-            corrs.append(float(np.corrcoef(a, b)[0, 1]))
-    return float(np.mean(corrs))
 
 
 def run(n_streams: int, trees_window: int, seed_offset: int = 0, orf_params=None,
@@ -162,7 +121,8 @@ def run(n_streams: int, trees_window: int, seed_offset: int = 0, orf_params=None
                 series.update(window_series(X, y, times, trees_window, seed=seed))
                 t_win = time.perf_counter() - t0
             for name, values in series.items():
-                scores.setdefault(name, []).append(fidelity(values, W, times, n_drift))
+                score = tracking_score(values, W[times - 1], range(n_drift))
+                scores.setdefault(name, []).append(score)
             if verbose:
                 row = " ".join(f"{k}={v[-1]:+.3f}" for k, v in scores.items())
                 print(f"K={n_drift} seed={seed}: {row}  (ORF {t_orf:.1f}s, window {t_win:.1f}s)",
