@@ -156,3 +156,24 @@ def test_switches_permute_which_features_matter_every_P_instances():
 def test_invalid_switch_period():
     with pytest.raises(ValueError):
         RotatingHyperplane(switch_every=-1)
+
+
+def test_drift_benchmark_settings_and_one_short_stream():
+    # the protocol of tests/benchmarks/bench_rankings_drift.py on the generator's variants
+    from tests.benchmarks.bench_rankings_drift import all_settings, ask_times, score_method
+
+    settings = all_settings()
+    assert len(settings) == 17 and len({s.name for s in settings}) == 17
+    bases = sorted(s.seed_base for s in settings)
+    assert all(b - a >= 1000 for a, b in zip(bases, bases[1:]))  # disjoint seeds per setting
+    by_name = {s.name: s for s in settings}
+    assert by_name["K=2,T=0.0001,clipped"].n_rows == 30000
+    assert by_name["K=5,T=0.01,unclipped"].n_rows == 5000
+    assert by_name["K=5,T=0.001,clipped"].sigma == pytest.approx(0.01)
+    assert len(ask_times(30000)) == 996 and len(ask_times(5000)) == 490
+    _, _, W = by_name["K=2,T=0.01,clipped"].stream(7, 3000)
+    assert W.min() >= 0.0 and W.max() <= 1.0
+    # a window forest over 300 rows follows K = 2 weights moving by 0.01 per instance
+    scores = score_method("window:300", "K=2,T=0.01,clipped", seed=3, n_rows=1500, n_trees=5)
+    assert set(scores) == {"win300:mdi", "win300:mda"}
+    assert scores["win300:mdi"] > 0.2, scores
