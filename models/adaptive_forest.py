@@ -17,7 +17,7 @@ from . import _ht_kernels as hk
 from ._rng import seed_states
 from ._trees import grow_axis
 from .adwin import _LAYOUT as _ADWIN_LAYOUT
-from .base import ClassIndex, ProbabilityClassifier, check_index, check_X
+from .base import ClassIndex, LearnerEvent, ProbabilityClassifier, check_index, check_X
 
 _LEAF = {"mc": hk.LEAF_MC, "nb": hk.LEAF_NB, "nba": hk.LEAF_NBA}
 _INITIAL_NODES = 16
@@ -35,6 +35,8 @@ _TREE_ARRAYS = {  # per tree (T,)
     "fg_slot": np.int64, "bg_slot": np.int64, "bg_active": np.uint8,
     "tree_correct": np.float64, "tree_seen": np.float64,
     "n_warnings": np.int64, "n_drifts": np.int64,
+    # warnings and drifts of each tree in the last learn_many (what events() reports)
+    "last_warnings": np.int64, "last_drifts": np.int64,
 }
 _DETECTOR_KEYS = tuple(_ADWIN_LAYOUT)
 
@@ -117,9 +119,21 @@ class AdaptiveRandomForest(ProbabilityClassifier):
       "no split" answer (river; MOA's reactivated leaf is a new node with a new subset).
       A leaf keeps the Gaussian estimators of its ``m`` subset features only, as both
       references' leaves hold observers for their subset only.
+    * *Ties and empty classes*: a tree's own prediction (what its detectors are fed) breaks
+      ties by the first class seen, river's by the sorted labels, so a river tree whose leaf
+      has no weight predicts the smallest label and here it errs. river's split children
+      may list a class with weight 0 (its Gaussian's CDF underflows), which river's naive
+      Bayes then scores ``log 1``; here a class without weight scores ``-inf`` as in MOA.
+      Removing that from river left its Power supply accuracy unchanged (0.1688, seed 1).
     * *Random numbers*: one SplitMix64 generator per tree (:mod:`models._rng`) draws its
       Poisson weights and the subsets of its foreground and background trees; the
       sequences differ from both references, so runs agree in distribution, not row for row.
+
+    After each ``learn_many``, :meth:`events` reports the trees whose drift detector fired
+    (``"tree_drift"``: the tree was replaced by its background tree, or by a new one) and
+    those whose warning detector fired (``"tree_warning"``: a background tree started),
+    with :attr:`n_drifted` and :attr:`n_warned` counting them among :attr:`n_models`;
+    :attr:`n_drifts` and :attr:`n_warnings` are the totals since the start.
 
     :meth:`importances` returns ``{"split_gain": g}``: the mean over the foreground trees of
     the Hoeffding tree's split-gain importance (information gain of each split, weighted by
@@ -288,12 +302,16 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             raise ValueError("AdaptiveRandomForest needs labels: y must not be None")
         codes = self._classes.encode(y, n_rows=X.shape[0])
         if X.shape[0] == 0:
+            if self._arrays:  # nothing learned: nothing to report
+                self._arrays["last_drifts"][:] = 0
+                self._arrays["last_warnings"][:] = 0
             return
         if not self._arrays:
             self._allocate(X.shape[1], len(self._classes))
         self._grow_classes(len(self._classes))
         a = self._arrays
         m = self.subset_size(X.shape[1])
+        drifts, warnings = a["n_drifts"].copy(), a["n_warnings"].copy()
         done = 0
         while True:
             a = self._arrays
@@ -304,8 +322,10 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                 a["n_warnings"], a["n_drifts"], a["n_seen"], *self._node_args(),
                 *self._detector_args("w_"), *self._detector_args("d_"))
             if done >= X.shape[0]:
-                return
+                break
             self._grow_nodes()
+        a["last_drifts"][:] = a["n_drifts"] - drifts
+        a["last_warnings"][:] = a["n_warnings"] - warnings
 
     # ------------------------------------------------------------------ prediction
 
@@ -334,6 +354,46 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     def n_warnings(self) -> int:
         """Warnings detected (background trees started) so far, over all trees."""
         return int(self._arrays["n_warnings"].sum()) if self._arrays else 0
+
+    @property
+    def n_models(self) -> int:
+        """Trees in the forest (the members an alert rule's share is taken of)."""
+        return self.params["n_models"]
+
+    @property
+    def n_drifted(self) -> int:
+        """Trees replaced (their drift detector fired) in the last ``learn_many``."""
+        return int((self._arrays["last_drifts"] > 0).sum()) if self._arrays else 0
+
+    @property
+    def n_warned(self) -> int:
+        """Trees that started a background tree (their warning detector fired) in the last
+        ``learn_many``."""
+        return int((self._arrays["last_warnings"] > 0).sum()) if self._arrays else 0
+
+    def events(self) -> list[LearnerEvent]:
+        """What the per-tree detectors did in the last ``learn_many``.
+
+        A ``"tree_drift"`` event (level ``drift``) when trees were replaced and a
+        ``"tree_warning"`` event (level ``warning``) when trees started background trees
+        (Gomes et al. 2017, Alg. 1, lines 8-16). A single tree's replacement is the forest's
+        routine recovery (each tree's ADWIN sees its own bootstrap error), so the registry's
+        alert rule publishes only those in which a share of the forest takes part.
+        """
+        if not self._arrays:
+            return []
+        a, T, out = self._arrays, self.n_models, []
+        if self.n_drifted:
+            out.append(LearnerEvent(
+                "tree_drift", "drift", -1, -1,
+                f"{self.n_drifted} of {T} trees replaced after their drift detector fired "
+                f"({int(a['last_drifts'].sum())} replacement(s); {self.n_drifts} so far)"))
+        if self.n_warned:
+            out.append(LearnerEvent(
+                "tree_warning", "warning", -1, -1,
+                f"{self.n_warned} of {T} trees started a background tree after their warning "
+                f"detector fired ({self.n_warnings} so far)"))
+        return out
 
     def n_nodes(self) -> list[int]:
         """Nodes of each foreground tree."""
@@ -395,6 +455,9 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         check_index(a["node_depth"], 0, N, "node_depth")
         check_index(a["leaf_feat"], 0, F, "leaf_feat")
         check_index(a["bg_active"], 0, 2, "bg_active")
+        for last, total in (("last_drifts", "n_drifts"), ("last_warnings", "n_warnings")):
+            if (a[last] < 0).any() or (a[last] > a[total]).any():
+                raise ValueError(f"{kind} state: {last} must lie between 0 and {total}")
         slots = np.concatenate([a["fg_slot"], a["bg_slot"]])
         check_index(slots, 0, S, "fg_slot/bg_slot")
         if np.unique(slots).size != S:

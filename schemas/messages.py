@@ -260,7 +260,7 @@ class Prediction(Contract):
     stream, id : str, int or str
         Stream and instance id of the input.
     model : str
-        Name of the predictor (e.g. ``forgetful_forest``).
+        Name of the predictor (e.g. ``adaptive_random_forest``).
     y_pred : int, str, list of float or None
         Predicted label (or targets); None before the learner has seen a label.
     classes : list of int or str, or None
@@ -316,7 +316,8 @@ class DriftAlert(Contract):
     stream : str
         Stream id.
     source : str
-        What was monitored, e.g. ``adwin:error`` or ``forgetful_forest:collapse``.
+        What was monitored, e.g. ``adwin`` (the prequential loss) or
+        ``adaptive_random_forest`` (its trees' drift detectors).
     level : {"warning", "drift"}
         Warning zone or confirmed drift.
     position : int

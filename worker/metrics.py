@@ -40,9 +40,9 @@ class WorkerMetrics:
     >>> m.outputs.labels(kind="prediction").inc(3)
     >>> 'streamforest_outputs_total{kind="prediction"} 3.0' in m.render()
     True
-    >>> m.learner_events.labels(source="forgetful_forest", kind="collapse").inc()
-    >>> ('streamforest_learner_events_total{kind="collapse",source="forgetful_forest"} 1.0'
-    ...  in m.render())
+    >>> m.learner_events.labels(source="adaptive_random_forest", kind="tree_drift").inc()
+    >>> ('streamforest_learner_events_total{kind="tree_drift",source="adaptive_random_forest"} '
+    ...  '1.0' in m.render())
     True
     """
 

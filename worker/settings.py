@@ -303,7 +303,7 @@ class LearnerSettings(Section):
     ``predictor`` lists candidates: a stream uses the first that serves its task;
     ``rankers`` and ``detectors`` list every one to run (``none`` for none); lists are JSON
     or comma-separated. ``params`` passes constructor arguments per learner, as JSON:
-    ``STREAMFOREST_LEARNERS__PARAMS='{"forgetful_forest": {"n_trees": 10}}'``.
+    ``STREAMFOREST_LEARNERS__PARAMS='{"adaptive_random_forest": {"n_models": 20}}'``.
     """
 
     task: Literal["auto", "classification", "regression"] = Field(
@@ -491,7 +491,7 @@ class Settings(BaseSettings):
     --------
     >>> s = load_settings({"STREAMFOREST_LEARNERS__BATCH_SIZE": "50"})
     >>> s.learners.batch_size, s.learners.predictor, s.topics.instances
-    (50, ['forgetful_forest', 'isoup_symrf'], 'sf.instances')
+    (50, ['adaptive_random_forest', 'isoup_symrf'], 'sf.instances')
     """
 
     model_config = SettingsConfigDict(

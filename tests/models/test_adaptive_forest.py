@@ -1,5 +1,5 @@
 """Adaptive random forest (Gomes et al. 2017): determinism, exact state round trip, drift
-recovery, accuracy against river's ARFClassifier. The registry-driven contract suite
+recovery and its events, accuracy against river's ARFClassifier. The registry-driven contract suite
 (tests/models/test_contract.py) covers the Learner surface."""
 
 from __future__ import annotations
@@ -78,6 +78,52 @@ def test_label_flip_is_detected_and_trees_are_replaced():
     assert m.n_drifts - before >= m.params["n_models"]
     assert (m._arrays["n_drifts"] > 0).all()
     assert hits[:500].mean() < 0.8 and hits[3000:].mean() > 0.93
+
+
+def test_replaced_trees_and_background_trees_are_reported_as_events():
+    X, y = _stream(9000, flip_at=6000)
+    m = AdaptiveRandomForest(n_models=5, seed=4)
+    assert m.events() == [] and (m.n_drifted, m.n_warned, m.n_models) == (0, 0, 5)
+    _prequential(m, X[:6000], y[:6000])
+    reports, drifted = [], 0
+    for s in range(6000, 9000, 100):  # the flip: every tree's error jumps to ~1
+        m.learn_many(X[s:s + 100], y[s:s + 100])
+        drifted += m.n_drifted
+        reports.append(({e.kind: e for e in m.events()}, m.n_drifted, m.n_warned))
+    assert drifted >= m.n_models
+    for events, n_drifted, n_warned in reports:
+        assert ("tree_drift" in events) == (n_drifted > 0)
+        assert ("tree_warning" in events) == (n_warned > 0)
+        if n_drifted:
+            e = events["tree_drift"]
+            assert e.level == "drift" and e.row == -1 and e.feature == -1
+            assert e.detail.startswith(f"{n_drifted} of 5 trees replaced")
+    assert any("tree_warning" in events and events["tree_warning"].level == "warning"
+               for events, _, _ in reports)
+    # the counts belong to the last learn_many: an empty one reports nothing
+    m.learn_many(X[:0], y[:0])
+    assert m.events() == [] and m.n_drifted == m.n_warned == 0
+
+
+def test_event_counts_survive_a_state_round_trip():
+    X, y = _stream(8000, flip_at=4000)
+    m = AdaptiveRandomForest(n_models=5, seed=2)
+    m.learn_many(X[:4000], y[:4000])
+    s = 4000
+    while not m.n_drifted:  # stop right after a batch that replaced trees
+        m.learn_many(X[s:s + 100], y[s:s + 100])
+        s += 100
+    r = AdaptiveRandomForest.from_state(decode_state(encode_state(m.to_state())))
+    assert (r.n_drifted, r.n_warned, r.n_drifts, r.n_warnings) == (
+        m.n_drifted, m.n_warned, m.n_drifts, m.n_warnings)
+    assert r.events() == m.events() and m.events()
+    for f in (m, r):
+        f.learn_many(X[s:], y[s:])
+    assert r.events() == m.events() and (r.n_drifts, r.n_warnings) == (m.n_drifts, m.n_warnings)
+    state = m.to_state()
+    state["arrays"]["last_drifts"] = state["arrays"]["n_drifts"] + 1
+    with pytest.raises(ValueError, match="last_drifts"):
+        AdaptiveRandomForest.from_state(state)
 
 
 def test_weighted_vote_weights_trees_by_their_accuracy():

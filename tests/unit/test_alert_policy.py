@@ -162,13 +162,31 @@ def test_the_real_forest_counts_its_trees_housekeeping_and_alerts_on_a_collapse(
     # labels at instance 3000 drops every tree's batch accuracy below chance: all 20 forget
     # their rows (Yuan, Sun & Shasha 2023, Sec. 3.2), a drift at the batch after the flip
     X, y = _flip_stream()
-    p = Pipeline("flip1", PipelineConfig(rankers=[], detectors=[]), 4)
+    p = Pipeline("flip1", PipelineConfig(predictor="forgetful_forest", rankers=[], detectors=[]),
+                 4)
     res = p.process(X, y)
     forest = [(a.level, a.position) for a in res.alerts if a.source == "forgetful_forest"]
     assert ("drift", 3099) in forest
     assert all(lvl == "warning" for lvl, pos in forest if pos < 3000)
     assert res.events[("forgetful_forest", "collapse")] >= 1
     assert p.n_events == len(forest) + res.events[("forgetful_forest", "collapse")]
+
+
+def test_the_default_forest_alerts_once_when_the_flip_replaces_many_of_its_trees():
+    # the default predictor, ARF-10 (Gomes et al. 2017): before the flip single trees are
+    # replaced now and then (each tree's ADWIN on its own error), counted only; inverting the
+    # labels makes most trees' errors jump at once: a drift alert, once for the episode
+    X, y = _flip_stream()
+    p = Pipeline("flip1", PipelineConfig(rankers=[], detectors=[]), 4)
+    res = p.process(X, y)
+    assert p.predictor.name == "adaptive_random_forest"
+    forest = [(a.level, a.position) for a in res.alerts if a.source == "adaptive_random_forest"]
+    assert len(forest) == 1 and forest[0][0] == "drift" and 3000 <= forest[0][1] < 3500
+    counted = res.events[("adaptive_random_forest", "tree_drift")]
+    assert counted >= 1 and ("adaptive_random_forest", "tree_warning") in res.events
+    assert p.n_events == len(forest) + counted + res.events[("adaptive_random_forest",
+                                                             "tree_warning")]
+    assert p.predictor.learner.n_drifts >= 10
 
 
 def test_ddm_warnings_are_counted_and_its_drifts_published():

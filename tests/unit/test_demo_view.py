@@ -70,11 +70,12 @@ def test_the_table_has_one_row_per_stream_and_the_feed_the_latest_alerts():
 
 def test_a_narrow_terminal_keeps_one_line_per_alert():
     b = board()
-    b.alert({"stream": "hyperplane", "source": "forgetful_forest", "level": "warning",
-             "position": 1099, "detail": "5 of 20 forgetful tree(s) discarded " + "x" * 200})
+    b.alert({"stream": "hyperplane", "source": "adaptive_random_forest", "level": "drift",
+             "position": 1099, "detail": "4 of 10 trees replaced after their drift detector "
+                                         "fired " + "x" * 200})
     feed = rendered(b.feed(), width=80)
-    line = next(line for line in feed.splitlines() if "forgetful_forest" in line)
-    assert "at 1099" in line and "warning" in line and line.rstrip().endswith("…")
+    line = next(line for line in feed.splitlines() if "adaptive_random_forest" in line)
+    assert "at 1099" in line and "drift" in line and line.rstrip().endswith("…")
     assert all(len(line) <= 80 for line in rendered(b.renderable(), width=80).splitlines())
 
 

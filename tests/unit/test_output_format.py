@@ -95,7 +95,7 @@ def test_a_bad_output_format_stops_commands_with_exit_code_2(command):
 
 # =========================================================================== predictions
 
-CONST = {"v": 1, "stream": "s1", "model": "forgetful_forest", "topic": "sf.instances",
+CONST = {"v": 1, "stream": "s1", "model": "adaptive_random_forest", "topic": "sf.instances",
          "partition": 3}
 
 

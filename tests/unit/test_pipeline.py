@@ -422,13 +422,15 @@ REAL = [
     dict(predictor="online_random_forest", rankers=["online_random_forest"], detectors=["adwin"]),
     dict(predictor="forgetful_tree", detectors=["ddm"]),
     dict(predictor="forgetful_forest", detectors=["adwin"]),
+    dict(predictor="adaptive_random_forest", detectors=["adwin"]),
 ]
 
 
 def _real_cfg(**kw):
     base = dict(batch_size=40, ranking_every=150, top_k=3,
                 params={"online_random_forest": {"n_trees": 3, "min_samples": 10, "n_tests": 4},
-                        "forgetful_forest": {"n_trees": 3}})
+                        "forgetful_forest": {"n_trees": 3},
+                        "adaptive_random_forest": {"n_models": 3}})
     base.update(kw)
     return PipelineConfig(**base)
 

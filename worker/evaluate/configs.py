@@ -10,6 +10,9 @@ per-stream profiles included.
 TOML::
 
     [[configuration]]
+    name = "default (adaptive random forest)"
+
+    [[configuration]]
     name = "forgetful forest"
     predictor = "forgetful_forest"
 

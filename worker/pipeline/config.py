@@ -3,7 +3,8 @@
 A :class:`PipelineConfig` names learners by their registry names (:mod:`models.registry`):
 
 * ``predictor``: candidates in order; a stream uses the first that serves its task
-  (``forgetful_forest`` for classification streams, a regressor for regression streams).
+  (``adaptive_random_forest`` for classification streams, a regressor for regression
+  streams).
   A learner of feature arrivals (``feature_stream``, a stream of features) is named alone
   and without a selector: its stream learns per arriving column, not per instance;
 * ``selector``: optional, chooses the columns the predictor sees;

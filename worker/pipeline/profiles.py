@@ -9,7 +9,7 @@ Examples
 >>> fast = PipelineConfig(predictor="forgetful_tree", profile="sensors")
 >>> profiles = Profiles(PipelineConfig(), [("sensor-*", fast)])
 >>> profiles.for_stream("sensor-7").predictor, profiles.for_stream("web").predictor
-(('forgetful_tree',), ('forgetful_forest', 'isoup_symrf'))
+(('forgetful_tree',), ('adaptive_random_forest', 'isoup_symrf'))
 """
 
 from __future__ import annotations
