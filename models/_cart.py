@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._cart_columns import prepare_columns
 from ._jit import njit
-from ._rng import randint
+from ._rng import next_u64, randint, shuffle, uniform
 from ._stats import gini
 from ._trees import find_leaf
 
@@ -376,6 +377,24 @@ def predict_proba_trees(X, node_feature, node_threshold, node_left, node_right, 
 
 
 @njit
+def _tree_decrease(t, node_feature, node_left, node_right, node_count, n_nodes, w, out):
+    """Add ``w`` times tree ``t``'s impurity decreases, ``(n_v G_v - n_l G_l - n_r G_r) /
+    n_root`` per split, to ``out[feature]``; nothing when the tree has no weight at its root."""
+    root = node_count[t, 0].sum()
+    if root <= 0.0:
+        return
+    for v in range(n_nodes[t]):
+        f = node_feature[t, v]
+        if f < 0:
+            continue
+        a, b = node_left[t, v], node_right[t, v]
+        dec = (node_count[t, v].sum() * gini(node_count[t, v])
+               - node_count[t, a].sum() * gini(node_count[t, a])
+               - node_count[t, b].sum() * gini(node_count[t, b]))
+        out[f] += w * dec / root
+
+
+@njit
 def mdi(node_feature, node_left, node_right, node_count, n_nodes, tree_weight, n_features):
     """Weighted mean decrease in Gini impurity per feature, normalised to sum to 1.
 
@@ -385,20 +404,77 @@ def mdi(node_feature, node_left, node_right, node_count, n_nodes, tree_weight, n
     """
     out = np.zeros(n_features)
     for t in range(node_feature.shape[0]):
-        w = tree_weight[t]
-        root = node_count[t, 0].sum()
-        if w <= 0.0 or root <= 0.0:
-            continue
-        for v in range(n_nodes[t]):
-            f = node_feature[t, v]
-            if f < 0:
-                continue
-            a, b = node_left[t, v], node_right[t, v]
-            dec = (node_count[t, v].sum() * gini(node_count[t, v])
-                   - node_count[t, a].sum() * gini(node_count[t, a])
-                   - node_count[t, b].sum() * gini(node_count[t, b]))
-            out[f] += w * dec / root
+        if tree_weight[t] > 0.0:
+            _tree_decrease(t, node_feature, node_left, node_right, node_count, n_nodes,
+                           tree_weight[t], out)
     total = out.sum()
     if total > 0.0:
         out /= total
     return out
+
+
+@njit
+def mdi_per_tree(node_feature, node_left, node_right, node_count, n_nodes, n_features):
+    """Each tree's impurity importance, normalised to sum to 1 per tree: shape ``(T, F)``.
+
+    The spread of a feature's importance across the trees of one forest measures how
+    precisely the forest's mean estimates it (a row of zeros: the tree did not split).
+    """
+    out = np.zeros((node_feature.shape[0], n_features))
+    for t in range(node_feature.shape[0]):
+        _tree_decrease(t, node_feature, node_left, node_right, node_count, n_nodes, 1.0,
+                       out[t])
+        total = out[t].sum()
+        if total > 0.0:
+            out[t] /= total
+    return out
+
+
+@njit
+def draw_mask(rng, i_rng, n_old, p_old, p_all, mask):
+    """One tree's feature subset: ``mask[j] = 1`` when the tree may split on column ``j``.
+
+    ``p_all < 0`` (the challenger with new columns): each old column ``j < n_old`` is drawn
+    with probability ``p_old`` and every new column is always taken, so a new column gets
+    as many chances in this generation as it can. Otherwise every column is drawn with
+    probability ``p_all`` and the draw is repeated until the subset is not empty (the
+    authors' baseline rejects empty subsets the same way).
+    """
+    n = mask.shape[0]
+    if p_all < 0.0:
+        for j in range(n):
+            mask[j] = 1 if j >= n_old or uniform(rng, i_rng) < p_old else 0
+        return
+    taken = 0
+    while taken == 0:
+        for j in range(n):
+            mask[j] = 1 if uniform(rng, i_rng) < p_all else 0
+            taken += mask[j]
+
+
+@njit
+def grow_forest(X, codes, sample_weight, class_rows, class_start, n_old, p_old, p_all,
+                     max_depth, rng, masks, node_feature, node_threshold, node_left, node_right,
+                     node_count, n_nodes):
+    """Grow ``masks.shape[0]`` trees, each on its own features and stratified bootstrap.
+
+    ``masks[t]`` receives tree ``t``'s features (:func:`draw_mask` with ``n_old``, ``p_old``,
+    ``p_all``); ``class_rows`` lists the rows by class and ``class_start`` where each class
+    begins in it (the stratified bootstrap's input).
+
+    Each tree gets its own generator seeded from the forest's (one step of ``rng[0]`` per
+    tree), so a tree's draws do not depend on how the others went.
+    """
+    columns = prepare_columns(X, codes)
+    row_weight = np.empty(X.shape[0])
+    tree_rng = np.empty(1, np.uint64)
+    for t in range(masks.shape[0]):
+        tree_rng[0] = next_u64(rng, 0)
+        draw_mask(tree_rng, 0, n_old, p_old, p_all, masks[t])
+        features = np.flatnonzero(masks[t]).astype(np.int64)
+        shuffle(tree_rng, 0, features)  # tie-break order of the split search
+        stratified_bootstrap(tree_rng, 0, class_rows, class_start, sample_weight,
+                                   row_weight)
+        n_nodes[t] = grow_tree(X, codes, columns, features, row_weight, max_depth,
+                                     node_feature[t], node_threshold[t], node_left[t],
+                                     node_right[t], node_count[t])

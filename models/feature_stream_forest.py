@@ -2,8 +2,8 @@
 
 The rows are fixed and the columns arrive: each arrival of new columns trains one
 *generation* of CART trees (:mod:`models._cart`) on all columns known so far and adds it to
-the forest. Kernels (feature sampling, one generation of trees) are at the top, the Python
-class at the bottom.
+the forest. The kernels (feature sampling, growing a generation of trees) are
+:func:`models._cart.draw_mask` and :func:`models._cart.grow_forest`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cart
-from ._cart_columns import prepare_columns
-from ._jit import njit
-from ._rng import next_u64, seed_states, shuffle, uniform
+from ._rng import seed_states
 from ._trees import grow_axis
 from .base import ClassIndex, ProbabilityClassifier, check_index, check_shapes, check_X
 
@@ -22,58 +20,6 @@ _SALT_FOREST = 0x5F0A
 CHALLENGER = "challenger"
 BASELINE = "baseline"
 MODES = (CHALLENGER, BASELINE)
-
-
-# ------------------------------------------------------------------------------- kernels
-
-
-@njit
-def _draw_mask(rng, i_rng, n_old, p_old, p_all, mask):
-    """One tree's feature subset: ``mask[j] = 1`` when the tree may split on column ``j``.
-
-    ``p_all < 0`` (the challenger with new columns): each old column ``j < n_old`` is drawn
-    with probability ``p_old`` and every new column is always taken, so a new column gets
-    as many chances in this generation as it can. Otherwise every column is drawn with
-    probability ``p_all`` and the draw is repeated until the subset is not empty (the
-    authors' baseline rejects empty subsets the same way).
-    """
-    n = mask.shape[0]
-    if p_all < 0.0:
-        for j in range(n):
-            mask[j] = 1 if j >= n_old or uniform(rng, i_rng) < p_old else 0
-        return
-    taken = 0
-    while taken == 0:
-        for j in range(n):
-            mask[j] = 1 if uniform(rng, i_rng) < p_all else 0
-            taken += mask[j]
-
-
-@njit
-def _grow_generation(X, codes, sample_weight, class_rows, class_start, n_old, p_old, p_all,
-                     max_depth, rng, masks, node_feature, node_threshold, node_left, node_right,
-                     node_count, n_nodes):
-    """Grow ``masks.shape[0]`` trees, each on its own features and stratified bootstrap.
-
-    Each tree gets its own generator seeded from the forest's (one step of ``rng[0]`` per
-    tree), so a tree's draws do not depend on how the others went.
-    """
-    columns = prepare_columns(X, codes)
-    row_weight = np.empty(X.shape[0])
-    tree_rng = np.empty(1, np.uint64)
-    for t in range(masks.shape[0]):
-        tree_rng[0] = next_u64(rng, 0)
-        _draw_mask(tree_rng, 0, n_old, p_old, p_all, masks[t])
-        features = np.flatnonzero(masks[t]).astype(np.int64)
-        shuffle(tree_rng, 0, features)  # tie-break order of the split search
-        _cart.stratified_bootstrap(tree_rng, 0, class_rows, class_start, sample_weight,
-                                   row_weight)
-        n_nodes[t] = _cart.grow_tree(X, codes, columns, features, row_weight, max_depth,
-                                     node_feature[t], node_threshold[t], node_left[t],
-                                     node_right[t], node_count[t])
-
-
-# ------------------------------------------------------------------------------- the learner
 
 
 class FeatureStreamForest(ProbabilityClassifier):
@@ -295,7 +241,7 @@ class FeatureStreamForest(ProbabilityClassifier):
         }
 
     def _sampling(self, n_old: int, n_new: int) -> tuple[float, float]:
-        """``(p_old, p_all)`` for :func:`_draw_mask` (``p_all < 0``: new columns forced)."""
+        """``(p_old, p_all)`` for :func:`models._cart.draw_mask` (``p_all < 0``: new columns forced)."""
         mtry = self.params["mtry"]
         if n_old == 0 or n_new == 0:
             return 0.0, mtry
@@ -319,7 +265,7 @@ class FeatureStreamForest(ProbabilityClassifier):
                "node_right": np.zeros((T, slots), np.int64),
                "node_count": np.zeros((T, slots, n_classes)),
                "n_nodes": np.zeros(T, np.int64)}
-        _grow_generation(X, codes, weights, class_rows, class_start.astype(np.int64), n_old,
+        _cart.grow_forest(X, codes, weights, class_rows, class_start.astype(np.int64), n_old,
                          p_old, p_all, self.params["max_depth"], a["rng"], masks,
                          gen["node_feature"], gen["node_threshold"], gen["node_left"],
                          gen["node_right"], gen["node_count"], gen["n_nodes"])
