@@ -25,7 +25,7 @@ learn. Streams: every real classification stream of ``shared/data`` (the list of
 Run::
 
     python tests/benchmarks/bench_arf.py --seeds 5 --moa    # writes results/arf.md
-    python tests/benchmarks/bench_arf.py --streams electricity --rows 10000 --seeds 5 \
+    python tests/benchmarks/bench_arf.py --streams electricity --rows 20000 --seeds 5 \
         --no-sqrt1 --out /tmp/arf_slice.md                 # the guard test's reference
 """
 

@@ -34,7 +34,8 @@ PIPELINES = {
     "forgetful_tree + ADWIN (lightest)": dict(LEARNERS__PREDICTOR="forgetful_tree",
                                                LEARNERS__RANKERS="none"),
     "forgetful_tree + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_tree"),
-    "default: forgetful_forest(20) + ADWIN + ORF(10) ranking": dict(),
+    "forgetful_forest(20) + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_forest"),
+    "default: adaptive_random_forest(10) + ADWIN + ORF(10) ranking": dict(),
 }
 
 
