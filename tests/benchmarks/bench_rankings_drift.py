@@ -362,6 +362,21 @@ def summary_row(name: str, columns: dict[str, list[float]]) -> tuple[list[str], 
     return head, cells
 
 
+def notes(meta: dict) -> list[str]:
+    """What a reader of the table must know about the run that made it."""
+    out = []
+    if meta.get("quick"):
+        out.append("**Quick run** (`--quick`): 3 streams per setting, each cut to a fifth of "
+                   "its rows (at least 1,000; switches every 400 rows): a smoke run, not the "
+                   "protocol's 10 full-length streams; at T = 1e-4 a drifting weight moves "
+                   "0.6 units in 6,000 rows instead of 3.")
+    out.append("MOA columns: `FeatureImportanceHoeffdingTreeEnsemble` around "
+               "`meta.AdaptiveRandomForest -s 10` (capymoa's `MOAFeatureImportanceClassifier`), "
+               "importances normalized at each ask; one forest per measure (MDI, COVER).")
+    out.append("Per-stream scores, seeds and seconds per method: the JSON beside this file.")
+    return out
+
+
 def write_report(results: dict, meta: dict, out: Path) -> None:
     """The markdown table and the JSON of all per-stream scores beside it."""
     lines = ["# Feature-ranking fidelity under drift at many speeds", "",
@@ -379,7 +394,7 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
             header = head
             lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += [""] + meta.get("notes", [])
+    lines += [""] + [f"* {n}" for n in notes(meta)]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps({**meta, "settings": results}, indent=1))
@@ -423,7 +438,10 @@ def main(argv=None) -> int:
     if args.quick:
         settings = [s.quick() for s in settings]
     specs = method_specs(args)
-    print(f"warming numba for {specs} ...", flush=True)
+    # read once, before any stream: the workers build the same default (a profile edit in
+    # the middle of a run would show as a mix; compare with the JSON's default_rankers)
+    default_rankers = PipelineConfig().rankers_for("classification")
+    print(f"default rankers: {default_rankers}; warming numba for {specs} ...", flush=True)
     warm(specs)
     jobs = [(s, s.seed_base + i, specs, args.trees) for s in settings for i in range(seeds)]
     results = {s.name: {"n_rows": s.n_rows, "S": s.sigma, "seeds": [], "scores": {},
@@ -451,7 +469,7 @@ def main(argv=None) -> int:
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
             "quick": args.quick, "methods": specs,
-            "default_rankers": PipelineConfig().rankers_for("classification")}
+            "default_rankers": default_rankers}
     write_report(results, meta, args.out)
     print(args.out.read_text())
     return 0
