@@ -461,3 +461,14 @@ register(LearnerSpec(
                       quiet=1000),),
     small_params={"n_models": 3, "grace_period": 20},
 ))
+
+from .block_forest import BlockForestRanker  # noqa: E402
+
+register(LearnerSpec(
+    name="block_forest", cls=BlockForestRanker,
+    tasks=frozenset({CLASSIFICATION}), roles=frozenset({RANKER}),
+    summary="importances that follow drift at its own speed: a random forest per block of rows, "
+            "each feature's block importances averaged over the window Lepski's rule allows",
+    rankings=(("mdi", "block_mdi"),),
+    small_params={"block_size": 20, "n_trees": 4, "max_blocks": 8},
+))

@@ -75,7 +75,10 @@ def _outputs(model, X):
         return np.asarray(model.predict_proba_many(X)), list(model.predict_many(X))
     if hasattr(model, "predict_many"):
         return np.asarray(model.predict_many(X), dtype=np.float64), []
-    return np.asarray(model.selected()), []
+    if hasattr(model, "selected"):
+        return np.asarray(model.selected()), []
+    imp = model.importances()  # a ranker only: its importances are what it answers
+    return np.concatenate([np.asarray(imp[k], float) for k in sorted(imp)] or [np.zeros(0)]), []
 
 
 def _importances_equal(a, b) -> None:
