@@ -58,7 +58,9 @@ from types import MappingProxyType
 from typing import Any
 
 from .abfs import ABFS
+from .adaptive_forest import AdaptiveRandomForest
 from .adwin import ADWIN
+from .block_forest import BlockForestRanker
 from .ddm import DDM
 from .feature_stream_forest import FeatureStreamForest
 from .forgetful_forest import ForgetfulRandomForest
@@ -245,7 +247,7 @@ REGISTRY: dict[str, LearnerSpec] = {}
 #: what a stream runs when no profile says otherwise (the defaults of ``learners.*``):
 #: predictor candidates by task, rankers and detectors
 DEFAULT_PREDICTORS = ("adaptive_random_forest", "isoup_symrf")
-DEFAULT_RANKERS = ("online_random_forest", "isoup_symrf")
+DEFAULT_RANKERS = ("block_forest", "isoup_symrf")
 DEFAULT_DETECTORS = ("adwin",)
 
 
@@ -439,8 +441,6 @@ register(LearnerSpec(
     rankings=(("symbolic", "symrf"),),
     small_params={"n_models": 3, "grace_period": 50, "max_thresholds": 16},
 ))
-from .adaptive_forest import AdaptiveRandomForest  # noqa: E402
-
 register(LearnerSpec(
     name="adaptive_random_forest", cls=AdaptiveRandomForest,
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR, RANKER}),
@@ -461,8 +461,6 @@ register(LearnerSpec(
                       quiet=1000),),
     small_params={"n_models": 3, "grace_period": 20},
 ))
-
-from .block_forest import BlockForestRanker  # noqa: E402
 
 register(LearnerSpec(
     name="block_forest", cls=BlockForestRanker,

@@ -114,7 +114,7 @@ def test_output_encoder_writes_the_contracts_in_row_order():
     X, y, vals = _stream("s", 60, seed=4)
     dec = _decoder(task, cfg=PipelineConfig(
         predictor="forgetful_tree", batch_size=10, ranking_every=20,
-        params={"online_random_forest": {"n_trees": 2}}))
+        rankers=["online_random_forest"], params={"online_random_forest": {"n_trees": 2}}))
     dead: list = []
     sr = _decode(dec, task, _messages(vals), dead)["s"]
     sr.finish(3)

@@ -15,6 +15,12 @@ the ``default`` messages changed (its predictions and probabilities; its alert a
 flip, 7 of 10 trees replaced at one mini-batch, instead of the forgetful forest's
 collapse; ADWIN's alerts on its loss). The former default is pinned as ``forgetful_forest``
 with the former digests, which it still gives bit for bit; every other case is unchanged.
+
+The block-forest ranker became the default ranker (issue 15): the ``default`` rankings
+changed (one ``block_mdi`` ranking per interval once a block of 100 rows is complete, in
+place of ``orf_mda`` and ``orf_mdg``); its predictions, probabilities and alerts are
+unchanged. The cases that ran the former default rankers name them (``ORF_RANKS``) and keep
+their digests.
 """
 
 from __future__ import annotations
@@ -29,12 +35,13 @@ from models.hyperplane import RotatingHyperplane
 from worker.pipeline import Pipeline, PipelineConfig
 
 ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
+ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
 CONFIGS = {
-    "default": (dict(), "6c7af81056791fff54ac932fa0580366ce4436f63a69c5e3923fd6e7f5c1ec79", 4, 27),
-    "forgetful_forest": (dict(predictor="forgetful_forest"),
+    "default": (dict(), "74f1227a04d026d6228f3b734d8aa78089c104ea8081d8b710c9cc17ed5b0efc", 4, 26),
+    "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
-                      ranking_every=400, top_k=3),
+                      ranking_every=400, top_k=3, rankers=ORF_RANKS),
                  "bfcca0402d6c8615816916cf38d8412c3e69ce223939bb1d569b7de404cc1914", 1, 31),
     "orf_predictor": (dict(predictor="online_random_forest", rankers=["online_random_forest"],
                            params={"online_random_forest": {"n_trees": 4}}, ranking_every=500),
@@ -42,7 +49,7 @@ CONFIGS = {
     "tree_plain": (dict(predictor="forgetful_tree", rankers=[], detectors=[], batch_size=30),
                    "dfc64ef99134eef687ec3e666095c3a1d6bdcbd2182d837f77a86f56eb0c18e9", 1, 0),
     "forest_small_ddm": (dict(predictor="forgetful_forest", detectors=["ddm"], batch_size=64,
-                              ranking_every=300,
+                              ranking_every=300, rankers=ORF_RANKS,
                               params={"forgetful_forest": {"n_trees": 5},
                                       "online_random_forest": ORF_SMALL}),
                          "7b72cf85cd5f661ca4473a0ef25fe141e7bb4bee6d71594cc5e02b8343ec5e93", 2, 61),
@@ -88,11 +95,12 @@ def test_outputs_equal_those_of_the_pipeline_before_the_registry(name):
 
 WIRE = {
     "default": (dict(ranking_every=400),
-                "055e5d33ec99206957273c73eee67012131cc6f2cff6d58ed10973b88564a937"),
-    "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400),
+                "b74e81ca3e6cc12af80386c9e83cf5be8ab3de101e3279cfdfe466448f163ea3"),
+    "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
-                      ranking_every=300, params={"online_random_forest": {"n_trees": 3}}),
+                      ranking_every=300, params={"online_random_forest": {"n_trees": 3}},
+                      rankers=ORF_RANKS),
                  "c8b120321b2b5b49c04ea30bd4eca6fe4c82d80368cc1c625beeaa6b5f74c365"),
 }
 

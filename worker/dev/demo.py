@@ -39,7 +39,7 @@ from rich.text import Text
 from .produce import hyperplane, make_producer, produce_stream
 
 #: ranking methods the view shows: ORF's MDA (classification), iSOUP-SymRF's (regression)
-SHOWN_RANKINGS = ("orf_mda", "symrf")
+SHOWN_RANKINGS = ("block_mdi", "symrf")
 #: seconds over which instances/s is measured
 RATE_WINDOW_S = 5.0
 
