@@ -24,7 +24,7 @@ learn. Streams: every real classification stream of ``shared/data`` (the list of
 
 Run::
 
-    python tests/benchmarks/bench_arf.py --seeds 5 --moa    # writes results/arf.md
+    python tests/benchmarks/bench_arf.py --seeds 3 --moa    # writes results/arf.md
     python tests/benchmarks/bench_arf.py --streams electricity --rows 20000 --seeds 5 \
         --no-sqrt1 --out /tmp/arf_slice.md                 # the guard test's reference
 """
