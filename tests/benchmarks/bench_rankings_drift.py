@@ -368,8 +368,8 @@ def notes(meta: dict, results: dict) -> list[str]:
     fewest = min((len(e["seeds"]) for e in results.values()), default=0)
     if not meta.get("quick") and fewest < 10:
         out.append(f"**{fewest} streams per setting**, not the protocol's 10 (full-length "
-                   "streams; the window forests make 10 seeds a ~3 CPU-hour run on 2 "
-                   "processes): differences below ~0.2 are within the stream-to-stream spread.")
+                   "streams; 2 seeds took 28 min with --jobs 2, so 10 take ~2.3 h, "
+                   "the window forests being most of it): differences below ~0.2 are within the stream-to-stream spread.")
     if meta.get("quick"):
         out.append("**Quick run** (`--quick`): 3 streams per setting, each cut to a fifth of "
                    "its rows (at least 1,000; switches every 400 rows): a smoke run, not the "
