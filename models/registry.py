@@ -468,5 +468,5 @@ register(LearnerSpec(
     summary="importances that follow drift at its own speed: a random forest per block of rows, "
             "each feature's block importances averaged over the window Lepski's rule allows",
     rankings=(("mdi", "block_mdi"),),
-    small_params={"block_size": 20, "n_trees": 4, "max_blocks": 8},
+    small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
 ))

@@ -382,6 +382,23 @@ def notes(meta: dict, results: dict) -> list[str]:
     return out
 
 
+def all_seeds_table(results: dict) -> list[str]:
+    """With a baseline: this run's own columns over all the seeds it scored."""
+    rows = [(name, e["all_seeds"], e["all_scores"]) for name, e in results.items()
+            if "all_scores" in e]
+    if not rows:
+        return []
+    cols = sorted(rows[0][2])
+    lines = ["", "This run's columns over all its streams (the table above joins the baseline's "
+                 "columns on the streams both runs scored):", "",
+             "| setting | streams | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
+    for name, seeds, scores in rows:
+        cells = [f"{np.mean(scores[c]):.3f} ± {np.std(scores[c], ddof=1):.3f}"
+                 if len(scores[c]) > 1 else f"{scores[c][0]:.3f}" for c in cols]
+        lines.append(f"| {name} | {len(seeds)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def write_report(results: dict, meta: dict, out: Path) -> None:
     """The markdown table and the JSON of all per-stream scores beside it."""
     lines = ["# Feature-ranking fidelity under drift at many speeds", "",
@@ -399,10 +416,37 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
             header = head
             lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += all_seeds_table(results)
     lines += [""] + [f"* {n}" for n in notes(meta, results)]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     out.with_suffix(".json").write_text(json.dumps({**meta, "settings": results}, indent=1))
+
+
+def with_baseline(results: dict, baseline: dict) -> dict:
+    """``results`` joined with an earlier run's per-stream scores, on the seeds both scored.
+
+    Columns this run computed win; the earlier run's default becomes ``former-default:*``, so
+    a changed default can be compared with the windows and MOA without recomputing them (the
+    streams are the same: seeds are fixed per setting). Settings the earlier run lacks keep
+    this run's scores alone.
+    """
+    joined = {}
+    for name, entry in results.items():
+        base = baseline.get(name)
+        if base is None:
+            joined[name] = entry
+            continue
+        common = sorted(set(entry["seeds"]) & set(base["seeds"]))
+        ours = {seed: i for i, seed in enumerate(entry["seeds"])}
+        theirs = {seed: i for i, seed in enumerate(base["seeds"])}
+        scores = {c: [v[ours[seed]] for seed in common] for c, v in entry["scores"].items()}
+        for c, v in base["scores"].items():
+            key = "former-" + c if c.startswith("default:") else c
+            scores.setdefault(key, [v[theirs[seed]] for seed in common])
+        joined[name] = {**entry, "seeds": common, "scores": scores,
+                        "all_seeds": entry["seeds"], "all_scores": entry["scores"]}
+    return joined
 
 
 # --------------------------------------------------------------------------------- main
@@ -423,6 +467,10 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 3 seeds, a fifth of the rows")
     parser.add_argument("--out", type=Path, default=RESULTS, help="markdown output path")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="JSON of an earlier run: its columns this run lacks (window forests, "
+                             "MOA; its default as former-default:*) join the table, on the seeds "
+                             "both runs scored")
     return parser.parse_args(argv)
 
 
@@ -469,12 +517,15 @@ def main(argv=None) -> int:
         order = np.argsort(entry["seeds"])
         entry["seeds"] = [entry["seeds"][i] for i in order]
         entry["scores"] = {c: [v[i] for i in order] for c, v in entry["scores"].items()}
+    if args.baseline:
+        results = with_baseline(results, json.loads(args.baseline.read_text())["settings"])
     meta = {"command": "python tests/benchmarks/bench_rankings_drift.py " + " ".join(
                 sys.argv[1:] if argv is None else argv),
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
             "quick": args.quick, "methods": specs,
-            "default_rankers": default_rankers}
+            "default_rankers": default_rankers,
+            "baseline": str(args.baseline) if args.baseline else None}
     write_report(results, meta, args.out)
     print(args.out.read_text())
     return 0

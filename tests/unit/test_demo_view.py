@@ -22,7 +22,7 @@ def board(feed: int = 3) -> Board:
     for _ in range(10):
         b.prediction({"stream": "bikes", "y_true": [1.0, 3.0], "y_pred": [2.0, 3.0]})
     b.prediction({"stream": "bikes", "y_true": None, "y_pred": [2.0, 3.0]})  # unlabelled
-    b.ranking({"stream": "hyperplane", "method": "orf_mda", "features": ["x1", "x3", "x0", "x2"],
+    b.ranking({"stream": "hyperplane", "method": "block_mdi", "features": ["x1", "x3", "x0", "x2"],
                "n_seen": 40})
     b.ranking({"stream": "hyperplane", "method": "orf_mdg", "features": ["x0"], "n_seen": 40})
     b.ranking({"stream": "bikes", "method": "symrf", "features": ["hr", "temp"], "n_seen": 10})

@@ -17,7 +17,7 @@ collapse; ADWIN's alerts on its loss). The former default is pinned as ``forgetf
 with the former digests, which it still gives bit for bit; every other case is unchanged.
 
 The block-forest ranker became the default ranker (issue 15): the ``default`` rankings
-changed (one ``block_mdi`` ranking per interval once a block of 100 rows is complete, in
+changed (one ``block_mdi`` ranking per interval once a block of 200 rows is complete, in
 place of ``orf_mda`` and ``orf_mdg``); its predictions, probabilities and alerts are
 unchanged. The cases that ran the former default rankers name them (``ORF_RANKS``) and keep
 their digests.
@@ -37,7 +37,7 @@ from worker.pipeline import Pipeline, PipelineConfig
 ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
 ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
 CONFIGS = {
-    "default": (dict(), "74f1227a04d026d6228f3b734d8aa78089c104ea8081d8b710c9cc17ed5b0efc", 4, 26),
+    "default": (dict(), "707ec9d5f119cb7a2d3a849de26e7b16df3eb77baa4995b494b4fae8a0dc20ec", 4, 23),
     "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
@@ -95,7 +95,7 @@ def test_outputs_equal_those_of_the_pipeline_before_the_registry(name):
 
 WIRE = {
     "default": (dict(ranking_every=400),
-                "b74e81ca3e6cc12af80386c9e83cf5be8ab3de101e3279cfdfe466448f163ea3"),
+                "7f6b7d676911ba5342c9eef0b7abae18b9c01c51334df105c7326b084ef17df4"),
     "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
