@@ -69,7 +69,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from models import registry
-from tests.benchmarks.bench_rankings_drift import WINDOWS, Setting, all_settings, ask_times, chunks, select
+from tests.benchmarks.bench_rankings_drift import (
+    WINDOWS,
+    Setting,
+    all_settings,
+    ask_times,
+    best,
+    chunks,
+    select,
+)
 from tests.benchmarks.common import tracking_score
 
 TASK = registry.REGRESSION
@@ -245,15 +253,6 @@ def warm(specs: list[str]) -> None:
 
 
 # ------------------------------------------------------------------------------- report
-
-def best(columns: dict[str, list[float]], prefix: str) -> tuple[str | None, float]:
-    """The column starting with ``prefix`` of highest mean score, and that mean."""
-    means = {c: float(np.mean(v)) for c, v in columns.items() if c.startswith(prefix)}
-    if not means:
-        return None, float("nan")
-    c = max(means, key=means.get)
-    return c, means[c]
-
 
 def summary_row(name: str, columns: dict[str, list[float]]) -> tuple[list[str], list[str]]:
     """Header and cells of one setting's row."""
