@@ -414,6 +414,23 @@ def mdi(node_feature, node_left, node_right, node_count, n_nodes, tree_weight, n
 
 
 @njit
+def mdi_per_tree(node_feature, node_left, node_right, node_count, n_nodes, n_features):
+    """Each tree's impurity importance, normalised to sum to 1 per tree: shape ``(T, F)``.
+
+    The spread of a feature's importance across the trees of one forest tells how precisely
+    the forest's mean estimates it (a row of zeros: the tree did not split).
+    """
+    out = np.zeros((node_feature.shape[0], n_features))
+    for t in range(node_feature.shape[0]):
+        _tree_decrease(t, node_feature, node_left, node_right, node_count, n_nodes, 1.0,
+                       out[t])
+        total = out[t].sum()
+        if total > 0.0:
+            out[t] /= total
+    return out
+
+
+@njit
 def draw_mask(rng, i_rng, n_old, p_old, p_all, mask):
     """One tree's feature subset: ``mask[j] = 1`` when the tree may split on column ``j``.
 

@@ -70,6 +70,6 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
     ranker.learn_many(np.zeros((5, 3)), [0, 1, 0, 1, 0])
     assert ranker.importances() == {}
     for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"kappa": 0.0}, {"mtry": 0.0},
-                {"max_blocks": 0}):
+                {"max_blocks": 0}, {"noise": "spread"}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)
