@@ -7,7 +7,7 @@
 3. runs two workers (``python -m worker run``) in one consumer group;
 4. shows, per stream: instances processed, instances/s, the prequential score (accuracy, or
    for regression the mean absolute error over the targets), the current top features of the
-   importance ranking (ORF MDA, or iSOUP-SymRF's symbolic ranking) beside the true ones
+   importance ranking (the block forest's, or iSOUP-SymRF's symbolic ranking) beside the true ones
    (hyperplane) and the drift alerts committed so far, with the most recent alerts below. On
    a terminal it is one table updated in place (``rich``); otherwise the new alerts and the
    table are printed as plain lines every second;
@@ -169,7 +169,7 @@ class Board:
     def text(self) -> str:
         """The table as plain lines (no terminal; the final view of a run)."""
         lines = [f"{'stream':<12} {'done':>13} {'inst/s':>8} {'preq score':>11}  "
-                 f"{'top features (ORF MDA, SymRF)':<29}  {'true top features':<17}  alerts"]
+                 f"{'top features (block, SymRF)':<29}  {'true top features':<17}  alerts"]
         for r in self.rows():
             lines.append(f"{r['stream']:<12} {r['done']:>13} {r['ips']:>8} {r['score']:>11}  "
                          f"{r['top']:<29}  {r['true']:<17}  {r['alerts']:>6}")
