@@ -18,8 +18,8 @@ ORF = "online_random_forest"  # the papers' ranker (Cassidy & Deviney's online M
 #: (setting, rows, seed, floor of the default's score). Floors are the scores these streams
 #: gave when the default was chosen, less 0.1, so a change that loses that much fails here.
 CASES = {
-    "fast": ("K=2,T=0.01,clipped", 3000, 7001, 0.388 - 0.1),  # measured 0.388
-    "slow": ("K=5,T=0.0001,unclipped", 12000, 9001, 0.583 - 0.1),  # measured 0.583
+    "fast": ("K=2,T=0.01,clipped", 3000, 7001, 0.453 - 0.1),  # measured 0.453
+    "slow": ("K=5,T=0.0001,unclipped", 12000, 9001, 0.552 - 0.1),  # measured 0.552
 }
 
 

@@ -37,7 +37,7 @@ from worker.pipeline import Pipeline, PipelineConfig
 ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
 ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
 CONFIGS = {
-    "default": (dict(), "bf59ffdc662fabc7a4bda838991011b6a95fccc08d425602f8936ced22ca9d94", 4, 26),
+    "default": (dict(), "c8ed972055d69524b0606975276843049d5db41dc988fd2b9868c4b24bc39eb2", 4, 26),
     "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
@@ -95,7 +95,7 @@ def test_outputs_equal_those_of_the_pipeline_before_the_registry(name):
 
 WIRE = {
     "default": (dict(ranking_every=400),
-                "b2ecae646b908588d07c177744fe360289fa4f1457ae8b9ba509e2aa781e5bb7"),
+                "6700e5de57165f5a79d818c3a472ed7ea81a97ae44d4aec4ccee924ca3e6d284"),
     "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
