@@ -430,6 +430,14 @@ def mdi_per_tree(node_feature, node_left, node_right, node_count, n_nodes, n_fea
     return out
 
 
+def class_layout(codes, n_classes: int):
+    """``(class_rows, class_start)`` for :func:`grow_forest`: the rows sorted by class (stable)
+    and where each class begins among them (``n_classes + 1`` int64 offsets)."""
+    class_rows = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=n_classes)
+    return class_rows, np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+
 @njit
 def draw_mask(rng, i_rng, n_old, p_old, p_all, mask):
     """One tree's feature subset: ``mask[j] = 1`` when the tree may split on column ``j``.

@@ -1,12 +1,11 @@
-"""Feature importances that follow drift at its own speed: block forests under ADWIN.
+"""Feature importances that follow drift at its own speed: block forests under Lepski's rule.
 
-The rows of a stream are cut into consecutive blocks of ``block_size``. Each completed block
-trains a small random forest (the CART trees of :mod:`models._cart`) whose impurity
-importances (MDI, Breiman 2001) are one *measurement* of what matters in that block. A
-feature's importance is the mean of its measurements over the longest run of recent blocks
-that agrees with every shorter run (Lepski's method, in the intersection-of-confidence-
-intervals form of Goldenshluger & Nemirovski 1997): each feature gets the memory its own
-drift allows.
+Every ``stride`` rows, a small random forest (the CART trees of :mod:`models._cart`) learns
+the latest ``block_size`` rows; its impurity importances (MDI, Breiman 2001) are one
+*measurement* of what matters now. A feature's importance is the mean of its measurements
+over the longest run of recent ones that agrees with every shorter run (Lepski's method,
+in the intersection-of-confidence-intervals form of Goldenshluger & Nemirovski 1997): each
+feature gets the memory its own drift allows.
 """
 
 from __future__ import annotations
@@ -231,8 +230,10 @@ class BlockForestRanker(Classifier):
         a["ring"][2] = 0
         a["n_blocks"][0] += 1
 
-    def _block_importances(self, X: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        """MDI of a forest grown on one block (every tree on its own bootstrap and subspace)."""
+    def _block_importances(self, X: np.ndarray,
+                           codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """MDI of a forest grown on one block (every tree on its own bootstrap and subspace),
+        and the variance of that mean over the trees (the ``trees`` noise)."""
         p, a = self.params, self._arrays
         n_classes = max(len(self._classes), int(codes.max()) + 1)
         T, d = p["n_trees"], X.shape[1]
@@ -241,10 +242,9 @@ class BlockForestRanker(Classifier):
                  np.zeros((T, slots), np.int64), np.zeros((T, slots), np.int64),
                  np.zeros((T, slots, n_classes))]
         n_nodes = np.zeros(T, np.int64)
-        class_rows = np.argsort(codes, kind="stable")
-        class_start = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=n_classes))))
-        _cart.grow_forest(X, codes, np.ones(X.shape[0]), class_rows, class_start.astype(np.int64),
-                          0, 0.0, p["mtry"], p["max_depth"], a["rng"], np.zeros((T, d), np.int64),
+        class_rows, class_start = _cart.class_layout(codes, n_classes)
+        _cart.grow_forest(X, codes, np.ones(X.shape[0]), class_rows, class_start, 0, 0.0,
+                          p["mtry"], p["max_depth"], a["rng"], np.zeros((T, d), np.int64),
                           *nodes, n_nodes)
         feature, _, left, right, count = nodes
         # the forest's mean of T trees: its variance is at least the trees' variance / T

@@ -256,8 +256,7 @@ class FeatureStreamForest(ProbabilityClassifier):
         T, d = self.params["n_trees"], X.shape[1]
         slots, n_classes = a["node_feature"].shape[1], a["node_count"].shape[2]
         p_old, p_all = self._sampling(n_old, d - n_old)
-        class_rows = np.argsort(codes, kind="stable")
-        class_start = np.concatenate(([0], np.cumsum(np.bincount(codes, minlength=n_classes))))
+        class_rows, class_start = _cart.class_layout(codes, n_classes)
         masks = np.zeros((T, d), np.int64)
         gen = {"node_feature": np.zeros((T, slots), np.int64),
                "node_threshold": np.zeros((T, slots)),
@@ -265,7 +264,7 @@ class FeatureStreamForest(ProbabilityClassifier):
                "node_right": np.zeros((T, slots), np.int64),
                "node_count": np.zeros((T, slots, n_classes)),
                "n_nodes": np.zeros(T, np.int64)}
-        _cart.grow_forest(X, codes, weights, class_rows, class_start.astype(np.int64), n_old,
+        _cart.grow_forest(X, codes, weights, class_rows, class_start, n_old,
                          p_old, p_all, self.params["max_depth"], a["rng"], masks,
                          gen["node_feature"], gen["node_threshold"], gen["node_left"],
                          gen["node_right"], gen["node_count"], gen["n_nodes"])

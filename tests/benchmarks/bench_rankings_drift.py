@@ -274,19 +274,27 @@ def method_series(spec: str, X, y, times, seed: int, n_trees: int) -> dict[str, 
 
 # ------------------------------------------------------------------------------ scoring
 
-def score_stream(setting: Setting, seed: int, specs: list[str], n_rows: int | None = None,
-                 n_trees: int = 10) -> tuple[dict[str, float], dict[str, float]]:
-    """Scores of every column of ``specs`` on one stream, and the seconds of each spec."""
-    X, y, W = setting.stream(seed, n_rows)
-    times = ask_times(len(y))
+def score_columns(stream, series_of, specs: list[str], seed: int,
+                  n_trees: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Scores of every column of ``specs`` on one stream ``(X, targets, W)``, and the seconds
+    of each spec; ``series_of(spec, X, targets, times, seed, n_trees)`` gives a spec's
+    importance series by column (classification here, regression in the sibling benchmark)."""
+    X, Y, W = stream
+    times = ask_times(len(Y))
     truth = W[times - 1]  # the weights in force for the last row learned before each ask
     scores, seconds = {}, {}
     for spec in specs:
         t0 = time.perf_counter()
-        for column, series in method_series(spec, X, y, times, seed, n_trees).items():
+        for column, series in series_of(spec, X, Y, times, seed, n_trees).items():
             scores[column] = tracking_score(series, truth)
         seconds[spec] = time.perf_counter() - t0
     return scores, seconds
+
+
+def score_stream(setting: Setting, seed: int, specs: list[str], n_rows: int | None = None,
+                 n_trees: int = 10) -> tuple[dict[str, float], dict[str, float]]:
+    """Scores of every column of ``specs`` on one stream, and the seconds of each spec."""
+    return score_columns(setting.stream(seed, n_rows), method_series, specs, seed, n_trees)
 
 
 def score_method(method_spec: str, setting: Setting | str, seed: int,

@@ -73,12 +73,11 @@ from tests.benchmarks.bench_rankings_drift import (
     WINDOWS,
     Setting,
     all_settings,
-    ask_times,
     best,
     chunks,
+    score_columns,
     select,
 )
-from tests.benchmarks.common import tracking_score
 
 TASK = registry.REGRESSION
 TARGET_NOISE = 0.05
@@ -199,16 +198,8 @@ def method_series(spec: str, X, Y, times, seed: int, n_trees: int) -> dict[str, 
 def score_stream(setting: Setting, seed: int, specs: list[str], n_rows: int | None = None,
                  n_trees: int = 10) -> tuple[dict[str, float], dict[str, float]]:
     """Scores of every column of ``specs`` on one stream, and the seconds of each spec."""
-    X, Y, W = regression_stream(setting, seed, n_rows)
-    times = ask_times(len(Y))
-    truth = W[times - 1]  # the weights in force for the last row learned before each ask
-    scores, seconds = {}, {}
-    for spec in specs:
-        t0 = time.perf_counter()
-        for column, series in method_series(spec, X, Y, times, seed, n_trees).items():
-            scores[column] = tracking_score(series, truth)
-        seconds[spec] = time.perf_counter() - t0
-    return scores, seconds
+    return score_columns(regression_stream(setting, seed, n_rows), method_series, specs, seed,
+                         n_trees)
 
 
 def score_method(method_spec: str, setting: Setting | str, seed: int,
