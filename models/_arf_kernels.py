@@ -11,7 +11,9 @@ holds ``m`` of the ``F`` features' statistics; a split's position is turned into
 feature's column right after the split.
 
 The per-tree ADWIN detectors are two banks in the layout of :mod:`models.adwin` (warning,
-drift), updated through its kernel, with a fixed row capacity that no stream reaches.
+drift), updated through its kernel. Their rows start few (a window of ``w`` values needs about
+``log2(w / 5)`` rows) and grow by doubling like the node arrays: the kernel returns before a
+row that a detector might not have room for.
 """
 
 from __future__ import annotations
@@ -187,7 +189,8 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
                d_drift, d_det, d_seen):
     """Learn rows ``start, ...`` (river's ``ARFClassifier.learn_one`` per row); returns the
-    first row not learned (early when a slot may run out of nodes: the caller grows them)."""
+    first row not learned (early when a slot may run out of nodes or a detector of rows: the
+    caller grows them)."""
     T = fg_slot.shape[0]
     N = node_feature.shape[1]
     F = X.shape[1]
@@ -209,6 +212,10 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
     while i < X.shape[0]:
         for s in range(n_nodes.shape[0]):
             if n_nodes[s, 0] + 2 > N:
+                return i
+        # one insertion per detector and row adds at most one row (the ADWIN kernel's rule)
+        for t in range(T):
+            if w_rows[t] >= wb_total.shape[1] or d_rows[t] >= db_total.shape[1]:
                 return i
         x = X[i]
         k = y[i]

@@ -16,12 +16,12 @@ from . import _hoeffding as hs
 from . import _ht_kernels as hk
 from ._rng import seed_states
 from ._trees import grow_axis
+from .adwin import _INITIAL_ROWS as _ADWIN_ROWS
 from .adwin import _LAYOUT as _ADWIN_LAYOUT
 from .base import ClassIndex, LearnerEvent, ProbabilityClassifier, check_index, check_X
 
 _LEAF = {"mc": hk.LEAF_MC, "nb": hk.LEAF_NB, "nba": hk.LEAF_NBA}
 _INITIAL_NODES = 16
-_ADWIN_ROWS = 48  # windows of up to 5 * 2**47 values: never full
 _ADWIN_MB = 5
 _SALT = 0xA4F
 _NODE_ARRAYS = {  # name -> (dtype, fill); leading axes (slot, node)
@@ -167,6 +167,11 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         **_detector_layout("w_"), **_detector_layout("d_"),
     }
 
+    # a slot's node cells past its node count hold the fills (reset_slot restores them)
+    capacity_axes = {**{name: (1, fill) for name, (_, fill) in _NODE_ARRAYS.items()},
+                     "node_counts": (1, 0.0), "leaf_feat": (1, 0),
+                     **{name: (1, fill) for name, fill in hs.GAUSSIAN_FILL.items()}}
+
     def __init__(self, n_models: int = 10, max_features="sqrt", lambda_value: float = 6.0,
                  grace_period: int = 50, delta: float = 0.01, tau: float = 0.05,
                  leaf_prediction: str = "nba", n_splits: int = 10,
@@ -258,6 +263,20 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                 ak.sample_feats(a["rng"], t, a["leaf_feat"][s, 0], F, perm)
         a["node_active"][:, 0] = 1
 
+    def _used_capacity(self) -> int:
+        return int(self._arrays["n_nodes"].max())
+
+    def _grow(self) -> None:
+        """Double whatever the kernel stopped for: a slot's nodes or a detector's rows."""
+        a = self._arrays
+        if (a["n_nodes"][:, 0] + 2 > a["node_feature"].shape[1]).any():
+            self._grow_nodes()
+        for prefix in ("w_", "d_"):
+            rows = a[prefix + "bucket_total"].shape[1]
+            if (a[prefix + "n_rows"] >= rows).any():
+                for name in ("bucket_total", "bucket_variance", "bucket_count"):
+                    a[prefix + name] = grow_axis(a[prefix + name], 2 * rows, axis=1)
+
     def _grow_nodes(self) -> None:
         a = self._arrays
         N = 2 * a["node_feature"].shape[1]
@@ -323,7 +342,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                 *self._detector_args("w_"), *self._detector_args("d_"))
             if done >= X.shape[0]:
                 break
-            self._grow_nodes()
+            self._grow()
         a["last_drifts"][:] = a["n_drifts"] - drifts
         a["last_warnings"][:] = a["n_warnings"] - warnings
 
@@ -440,8 +459,10 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                   **{n: (S, N, m, K) for n in hs.GAUSSIAN_FILL},
                   **{n: (T,) for n in _TREE_ARRAYS}, "rng": (T,), "n_seen": (1,)}
         for prefix in ("w_", "d_"):
+            rows = a[prefix + "bucket_count"].shape[1] if a[prefix + "bucket_count"].ndim == 2 \
+                else -1
             for name, (_, tail) in _ADWIN_LAYOUT.items():
-                shapes[prefix + name] = (T,) + tail(_ADWIN_ROWS, _ADWIN_MB)
+                shapes[prefix + name] = (T,) + tail(rows, _ADWIN_MB)
             shapes[prefix + "n_seen"] = (1,)
         for name, shape in shapes.items():
             if a[name].shape != shape:
@@ -470,4 +491,5 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                 raise ValueError(f"{kind} state: a split node points to a missing child")
         for prefix in ("w_", "d_"):
             check_index(a[prefix + "bucket_count"], 0, _ADWIN_MB + 2, prefix + "bucket_count")
-            check_index(a[prefix + "n_rows"], 1, _ADWIN_ROWS + 1, prefix + "n_rows")
+            check_index(a[prefix + "n_rows"], 1, a[prefix + "bucket_count"].shape[1] + 1,
+                        prefix + "n_rows")

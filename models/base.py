@@ -174,6 +174,7 @@ class StateField:
 
 
 _KINDS: dict[str, type] = {}
+_MAX_CAPACITY = 1 << 26  # a restored capacity axis is never longer (a bad record's guard)
 
 
 def learner_class(kind: str) -> type:
@@ -204,6 +205,11 @@ class Learner:
     #: the state arrays a learner of this kind holds once it has learned: name ->
     #: (dtype string, number of dimensions). A restored state must match it exactly.
     state_arrays: ClassVar[dict[str, tuple[str, int]]] = {}
+    #: arrays whose capacity grows by doubling along one axis: name -> (axis, fill). Cells past
+    #: :meth:`_used_capacity` along it hold ``fill``, so :meth:`to_state` leaves them out and
+    #: :meth:`from_state` puts them back: a state costs what the learner uses, not what it
+    #: reserved.
+    capacity_axes: ClassVar[dict[str, tuple[int, Any]]] = {}
 
     params: dict[str, Any]
     _arrays: dict[str, np.ndarray]
@@ -229,13 +235,24 @@ class Learner:
         return self.predict_many(X)[0]
 
     def to_state(self) -> dict:
-        """Plain-value snapshot: ``{"kind", "params", "extra", "arrays"}`` (arrays copied)."""
-        return {
-            "kind": self.kind,
-            "params": dict(self.params),
-            "extra": self._extra_state(),
-            "arrays": {k: np.array(v, copy=True) for k, v in self._arrays.items()},
-        }
+        """Plain-value snapshot: ``{"kind", "params", "extra", "arrays"}`` (arrays copied).
+
+        Arrays of :attr:`capacity_axes` are cut to the part in use; ``"capacity"`` then
+        records the length they had, which :meth:`from_state` restores.
+        """
+        arrays = {k: np.array(v, copy=True) for k, v in self._arrays.items()}
+        state = {"kind": self.kind, "params": dict(self.params), "extra": self._extra_state(),
+                 "arrays": arrays}
+        if self.capacity_axes and self._arrays:
+            used = self._used_capacity()
+            capacity = _axis_length(self._arrays, self.capacity_axes)
+            if used < capacity:
+                for name, (axis, _) in self.capacity_axes.items():
+                    cut = [slice(None)] * arrays[name].ndim
+                    cut[axis] = slice(0, used)
+                    arrays[name] = np.ascontiguousarray(arrays[name][tuple(cut)])
+                state["capacity"] = capacity
+        return state
 
     @classmethod
     def from_state(cls, state: dict):
@@ -250,10 +267,16 @@ class Learner:
         # checks, so nothing reaches them before their layout and ranges are verified
         if obj._arrays:
             check_layout(obj._arrays, cls.state_arrays, cls.kind)
+            if "capacity" in state:
+                _restore_capacity(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind)
         obj._load_extra_state(state.get("extra") or {})
         if obj._arrays:
             obj._check_state()
         return obj
+
+    def _used_capacity(self) -> int:
+        """Length of the :attr:`capacity_axes` in use (learners that declare some)."""
+        raise NotImplementedError(f"{self.kind} declares capacity_axes without _used_capacity")
 
     def _check_state(self) -> None:
         """Raise ``ValueError`` when restored arrays break the learner's invariants.
@@ -297,6 +320,40 @@ class ProbabilityClassifier(Classifier):
         if proba.shape[1] == 0:
             return [None] * proba.shape[0]
         return self._classes.decode(np.argmax(proba, axis=1))
+
+
+def _axis_length(arrays: dict, axes: dict) -> int:
+    """The common length of the capacity axes (``ValueError`` if they disagree)."""
+    lengths = {arrays[name].shape[axis] for name, (axis, _) in axes.items()}
+    if len(lengths) != 1:
+        raise ValueError(f"capacity axes have different lengths {sorted(lengths)}")
+    return lengths.pop()
+
+
+def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
+    """Pad the arrays :meth:`Learner.to_state` cut back to ``capacity`` with their fill.
+
+    Examples
+    --------
+    >>> a = {"left": np.array([[1, 2]])}
+    >>> _restore_capacity(a, {"left": (1, -1)}, 4, "demo")
+    >>> a["left"].tolist()
+    [[1, 2, -1, -1]]
+    """
+    used = _axis_length(arrays, axes)
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
+            or not used <= capacity <= _MAX_CAPACITY:
+        raise ValueError(f"{kind} state capacity {capacity!r} is not an integer in "
+                         f"[{used}, {_MAX_CAPACITY}]")
+    for name, (axis, fill) in axes.items():
+        arr = arrays[name]
+        shape = list(arr.shape)
+        shape[axis] = int(capacity)
+        out = np.full(shape, fill, dtype=arr.dtype)
+        keep = [slice(None)] * arr.ndim
+        keep[axis] = slice(0, used)
+        out[tuple(keep)] = arr
+        arrays[name] = out
 
 
 def check_layout(arrays: dict, layout: dict, kind: str) -> None:

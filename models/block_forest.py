@@ -14,9 +14,11 @@ import numpy as np
 
 from . import _cart
 from ._rng import seed_states
+from ._trees import grow_axis
 from .base import Classifier, ClassIndex, check_index, check_shapes, check_X
 
 _SALT = 0xB10C
+_FIRST_ROWS = 16  # measurements held at first; the ring doubles up to max_blocks' worth
 
 
 class BlockForestRanker(Classifier):
@@ -210,8 +212,8 @@ class BlockForestRanker(Classifier):
         B = self.params["block_size"]
         self._arrays = {"block_x": np.zeros((B, n_features)), "block_y": np.zeros(B, np.int64),
                         "ring": np.zeros(3, np.int64),
-                        "history": np.zeros((self._history_rows(), n_features)),
-                        "spread": np.zeros((self._history_rows(), n_features)),
+                        "history": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
+                        "spread": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
                         "n_blocks": np.zeros(1, np.int64),
                         "rng": seed_states(self.params["seed"], 1, _SALT),
                         "n_seen": np.zeros(1, np.int64)}
@@ -224,7 +226,13 @@ class BlockForestRanker(Classifier):
     def _measure(self) -> None:
         """Train a forest on the last block of rows, keep its importances (a ring)."""
         a = self._arrays
-        slot = int(a["n_blocks"][0]) % a["history"].shape[0]
+        n, K, cap = int(a["n_blocks"][0]), a["history"].shape[0], self._history_rows()
+        if n >= K and K < cap:
+            # the ring starts small and doubles until it holds max_blocks' worth: a young
+            # stream keeps only what it measured; a ring that never wrapped keeps its order
+            for name in ("history", "spread"):
+                a[name] = grow_axis(a[name], min(2 * K, cap))
+        slot = n % a["history"].shape[0]
         a["history"][slot], a["spread"][slot] = self._block_importances(a["block_x"],
                                                                          a["block_y"])
         a["ring"][2] = 0
@@ -314,10 +322,13 @@ class BlockForestRanker(Classifier):
     def _check_state(self) -> None:
         a, B = self._arrays, self.params["block_size"]
         F = a["block_x"].shape[1]
-        check_shapes(a, {"block_x": (B, F), "block_y": (B,), "ring": (3,),
-                         "history": (self._history_rows(), F),
-                         "spread": (self._history_rows(), F), "n_blocks": (1,), "rng": (1,),
-                         "n_seen": (1,)})
+        K = a["history"].shape[0]
+        check_shapes(a, {"block_x": (B, F), "block_y": (B,), "ring": (3,), "history": (K, F),
+                         "spread": (K, F), "n_blocks": (1,), "rng": (1,), "n_seen": (1,)})
+        if not 1 <= K <= self._history_rows() or (K < self._history_rows()
+                                                  and a["n_blocks"][0] > K):
+            raise ValueError(f"{self.kind} state: {K} history rows for "
+                             f"{int(a['n_blocks'][0])} blocks")
         check_index(a["ring"][:1], 0, B, "ring")
         check_index(a["ring"][1:], 0, B + 1, "ring")
         check_index(a["n_blocks"], 0, np.iinfo(np.int64).max, "n_blocks")

@@ -726,11 +726,12 @@ class Worker:
         ts = int(time.time() * 1000)
         offsets = {task.topic: task.position, task.features: task.fposition}
         topics = [task.topic, task.features]
+        level = self.settings.checkpoint.compression_level
         blobs = {
             s: ckpt.encode_blob(StreamCheckpoint(
                 group=self.group, topics=topics, partition=task.partition, stream=s,
                 config=task.pipelines[s].cfg.as_dict(), offsets=offsets,
-                state=task.pipelines[s].to_state(), ts=ts))
+                state=task.pipelines[s].to_state(), ts=ts), level)
             for s in sorted(task.dirty) if s in task.pipelines
         }
         base = task.manifest.model_copy(update={"offsets": offsets, "topics": topics, "ts": ts})

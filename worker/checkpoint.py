@@ -29,6 +29,7 @@ checked to be the one the manifest means (group, input topic, partition, stream,
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, TopicPartition
@@ -36,6 +37,8 @@ from confluent_kafka import KafkaError, TopicPartition
 from schemas.checkpoint import CheckpointManifest, StreamCheckpoint
 from schemas.codec import decode, encode
 
+_ZLIB_FIRST = 0x78  # the first byte of every zlib stream (deflate, 32 KB window)
+_MAX_STATE_BYTES = 1 << 31  # an envelope never inflates past this (a bad record's guard)
 _CHUNK_SLACK = 4096  # room for key, headers and record overhead under the size limit
 
 Manifest = CheckpointManifest
@@ -63,14 +66,52 @@ def empty_manifest(group: str, topic: str, partition: int, offset: int,
                               offsets=offsets, ts=0)
 
 
-def encode_blob(envelope: StreamCheckpoint) -> bytes:
-    """msgpack of one stream's envelope (cut into chunks by the writer)."""
-    return encode(envelope)[0]
+def encode_blob(envelope: StreamCheckpoint, level: int = 1) -> bytes:
+    """One stream's envelope as written (cut into chunks by the writer): msgpack, zlib
+    compressed at ``level`` (0: plain msgpack).
+
+    A learner's arrays are mostly counts, thresholds and statistics with many equal cells;
+    level 1 takes the default pipeline's state to about a fifth of its msgpack size for a
+    few milliseconds, where higher levels gain a few percent for several times the time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cp = StreamCheckpoint(group="g", topics=["t"], partition=0, stream="s", config={},
+    ...                       offsets={"t": 1}, state={"x": np.zeros(10_000)}, ts=0)
+    >>> len(encode_blob(cp)) < 1000 < len(encode_blob(cp, level=0))
+    True
+    >>> decode_blob(encode_blob(cp)) == cp
+    True
+    """
+    packed = encode(envelope)[0]
+    return zlib.compress(packed, level) if level > 0 else packed
+
+
+def inflate(blob: bytes) -> bytes:
+    """The msgpack of a blob :func:`encode_blob` wrote, compressed or not.
+
+    A msgpack map starts with a byte of ``0x80``-``0x8f``, ``0xde`` or ``0xdf``; a zlib stream
+    with ``0x78``: blobs of both kinds (older checkpoints are plain) read alike. Raises
+    ``ValueError`` for a corrupt stream or one that would inflate past ``_MAX_STATE_BYTES``.
+    """
+    if not blob or blob[0] != _ZLIB_FIRST:
+        return blob
+    d = zlib.decompressobj()
+    try:
+        out = d.decompress(blob, _MAX_STATE_BYTES)
+    except zlib.error as exc:
+        raise ValueError(f"corrupt compressed checkpoint: {exc}") from None
+    if d.unconsumed_tail or not d.eof:
+        raise ValueError(f"compressed checkpoint is truncated or inflates past "
+                         f"{_MAX_STATE_BYTES} bytes")
+    return out
 
 
 def decode_blob(blob: bytes) -> StreamCheckpoint:
     """The envelope of reassembled chunks (validated: a :class:`~schemas.DecodeError` if not)."""
-    return decode(blob, StreamCheckpoint, max_bytes=max(len(blob), 1))
+    packed = inflate(blob)
+    return decode(packed, StreamCheckpoint, max_bytes=max(len(packed), 1))
 
 
 def split(blob: bytes, chunk_bytes: int) -> list[bytes]:
@@ -378,4 +419,4 @@ def read_latest(reader, topic: str, partition: int, group: str, input_topic: str
 
 
 __all__ = ["CheckpointError", "CheckpointWriter", "Loaded", "Manifest", "chunk_key", "decode_blob",
-           "empty_manifest", "encode_blob", "manifest_key", "read_latest", "read_usable", "split"]
+           "empty_manifest", "encode_blob", "inflate", "manifest_key", "read_latest", "read_usable", "split"]

@@ -75,6 +75,7 @@ from schemas.errors import DecodeError
 from schemas.messages import DriftAlert, FeatureArrival, Instance, Prediction, Ranking
 
 from . import consume_errors
+from .checkpoint import inflate
 from .settings import TOPIC_KINDS
 
 #: logical names of the product's topics (fields of ``worker.settings.TopicSettings``)
@@ -231,7 +232,7 @@ def _unpacked(value: bytes | None) -> dict | None:
     if not value:
         return None
     try:
-        obj = msgpack.unpackb(value, raw=False, strict_map_key=False)
+        obj = msgpack.unpackb(inflate(value), raw=False, strict_map_key=False)
     except Exception:  # noqa: BLE001 (a chunk of a larger envelope is no map on its own)
         return None
     return obj if type(obj) is dict else None

@@ -288,7 +288,33 @@ def test_fault_metrics_are_exported():
         assert line in text
 
 
-@pytest.mark.parametrize("module", ["worker.consume_errors", "worker.metrics"])
+def test_checkpoints_are_compressed_and_plain_ones_still_read():
+    import zlib
+
+    import numpy as np
+
+    env = _envelope(state={"arrays": {"w": np.zeros(50_000)}, "n": 3})
+    packed, plain = ckpt.encode_blob(env), ckpt.encode_blob(env, level=0)
+    assert packed[0] == 0x78  # a zlib stream
+    assert plain[0] in (0xDE, 0xDF) or 0x80 <= plain[0] <= 0x8F  # a msgpack map
+    assert len(packed) < len(plain) / 100  # 400 kB of zeros: a few hundred bytes
+    # both read back to the same envelope: checkpoints written before compression still load
+    assert ckpt.decode_blob(packed) == ckpt.decode_blob(plain) == env
+    with pytest.raises(ValueError, match="truncated"):
+        ckpt.decode_blob(packed[:-10])
+    with pytest.raises(ValueError, match="corrupt"):
+        ckpt.decode_blob(b"\x78" + b"\x00" * 20)
+    # a record that would inflate without bound is refused, not expanded
+    bomb = zlib.compress(b"\x00" * (ckpt._MAX_STATE_BYTES // 1024 + 1))
+    old, ckpt._MAX_STATE_BYTES = ckpt._MAX_STATE_BYTES, ckpt._MAX_STATE_BYTES // 1024
+    try:
+        with pytest.raises(ValueError, match="inflates past"):
+            ckpt.inflate(bomb)
+    finally:
+        ckpt._MAX_STATE_BYTES = old
+
+
+@pytest.mark.parametrize("module", ["worker.consume_errors", "worker.metrics", "worker.checkpoint"])
 def test_docstring_examples_of_runtime_modules(module):
     import doctest
     import importlib

@@ -1,0 +1,122 @@
+"""State that grows with what a learner holds: capacity cut from checkpoints, detector rows and
+measurement rings that start small, and the default pipeline's per-stream budget."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from models.adaptive_forest import AdaptiveRandomForest
+from models.block_forest import BlockForestRanker
+from models.hyperplane import RotatingHyperplane
+from schemas.checkpoint import state_equal
+from schemas.codec import encode_state
+
+
+def _stream(n: int, seed: int = 1, mag_change: float = 0.001):
+    X, y, _ = RotatingHyperplane(n_features=10, mag_change=mag_change, seed=seed).take(n)
+    return X, list(y)
+
+
+def test_arf_state_holds_the_used_nodes_and_restores_the_capacity():
+    X, y = _stream(6000)
+    arf = AdaptiveRandomForest(seed=3)
+    arf.learn_many(X[:4000], y[:4000])
+    state = arf.to_state()
+    used = int(state["arrays"]["n_nodes"].max())
+    capacity = arf._arrays["node_feature"].shape[1]
+    assert used < capacity == state["capacity"]
+    for name, (axis, _) in AdaptiveRandomForest.capacity_axes.items():
+        assert state["arrays"][name].shape[axis] == used
+    back = AdaptiveRandomForest.from_state(state)
+    assert back._arrays["g_min"].shape == arf._arrays["g_min"].shape
+    assert np.isinf(back._arrays["g_min"][:, used:]).all()
+    for learner in (arf, back):
+        learner.learn_many(X[4000:], y[4000:])
+    np.testing.assert_array_equal(arf.predict_proba_many(X[:500]), back.predict_proba_many(X[:500]))
+    assert state_equal(arf.to_state(), back.to_state())
+
+
+@pytest.mark.parametrize("capacity", [1, 1 << 40, 2.5, True])
+def test_a_restored_capacity_must_cover_the_nodes_and_stay_bounded(capacity):
+    X, y = _stream(1500)
+    arf = AdaptiveRandomForest(seed=3)
+    arf.learn_many(X, y)
+    state = arf.to_state()
+    state["capacity"] = capacity
+    with pytest.raises(ValueError, match="capacity"):
+        AdaptiveRandomForest.from_state(state)
+
+
+def test_arf_detector_rows_start_small_and_grow_without_changing_the_forest():
+    X, y = _stream(12000, mag_change=0.0)  # no drift: detector windows grow long
+    grown = AdaptiveRandomForest(seed=5)
+    grown.learn_many(X[:200], y[:200])
+    assert grown._arrays["d_bucket_total"].shape[1] == 8
+    # the same forest with the rows of the former fixed layout (48) from the start
+    wide = AdaptiveRandomForest.from_state(_with_detector_rows(grown.to_state(), 48))
+    for learner in (grown, wide):
+        learner.learn_many(X[200:], y[200:])
+    assert 8 < grown._arrays["d_bucket_total"].shape[1] < 48
+    np.testing.assert_array_equal(grown.predict_proba_many(X[:1000]),
+                                  wide.predict_proba_many(X[:1000]))
+    assert grown.n_drifts == wide.n_drifts and grown.n_warnings == wide.n_warnings
+
+
+def _with_detector_rows(state: dict, rows: int) -> dict:
+    a = state["arrays"]
+    for prefix in ("w_", "d_"):
+        for name in ("bucket_total", "bucket_variance", "bucket_count"):
+            arr = a[prefix + name]
+            shape = (arr.shape[0], rows) + arr.shape[2:]
+            out = np.zeros(shape, arr.dtype)
+            out[:, :arr.shape[1]] = arr
+            a[prefix + name] = out
+    return state
+
+
+def test_block_forest_ring_starts_small_and_matches_a_full_ring():
+    X, y = _stream(3000, mag_change=0.01)
+    young = BlockForestRanker(block_size=100, stride=20, max_blocks=16, seed=2)
+    young.learn_many(X[:400], y[:400])  # 16 measurements: the first ring is full
+    assert young._arrays["history"].shape[0] == 16 and young.n_blocks == 16
+    # the same ranker with the ring allocated at its full 80 rows from the start
+    state = young.to_state()
+    for name in ("history", "spread"):
+        full = np.zeros((80, 10))
+        full[:16] = state["arrays"][name]
+        state["arrays"][name] = full
+    old = BlockForestRanker.from_state(state)
+    for r in (young, old):
+        r.learn_many(X[400:], y[400:])  # 130 measurements: the ring wraps
+    assert young._arrays["history"].shape[0] == 80
+    np.testing.assert_array_equal(young.importances()["mdi"], old.importances()["mdi"])
+    np.testing.assert_array_equal(young.window_blocks, old.window_blocks)
+
+
+def test_a_ring_shorter_than_its_measurements_is_refused():
+    X, y = _stream(800)
+    r = BlockForestRanker(block_size=100, stride=20, max_blocks=16, seed=2)
+    r.learn_many(X, y)
+    state = r.to_state()
+    state["arrays"]["n_blocks"][0] = 70  # 70 measurements cannot sit in a ring of 64
+    with pytest.raises(ValueError, match="history rows"):
+        BlockForestRanker.from_state(state)
+
+
+def test_default_pipeline_stream_fits_its_budget():
+    """Issue 16's target for the default pipeline on a 10-feature stream of 2,000 rows: at most
+    1 MB of state arrays and at most 0.5 MB of (compressed) checkpoint."""
+    from worker.pipeline import Pipeline, PipelineConfig
+
+    X, y = _stream(2000)
+    p = Pipeline("s", PipelineConfig(), 10)
+    for i in range(0, 2000, 100):
+        p.process(X[i:i + 100], y[i:i + 100])
+    learners = {id(s.learner): s for s in (p.predictor, *p.rankers, *p.detectors)}.values()
+    held = sum(v.nbytes for s in learners for v in s.learner._arrays.values())
+    checkpoint = zlib.compress(encode_state(p.to_state()), 1)
+    assert held <= 1_000_000, held
+    assert len(checkpoint) <= 500_000, len(checkpoint)
