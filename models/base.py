@@ -17,6 +17,7 @@ The surface is the same for every learner::
     importances()             # dict method -> array aligned to feature columns
     to_state() / from_state(state)
     n_seen                    # instances learned so far
+    nbytes                    # bytes of the state arrays
 
 Classifiers take labels (ints or strings) and also have ``predict_proba_many`` and
 ``classes``; multi-target regressors take ``y`` as an ``(n, n_targets)`` float matrix and
@@ -223,6 +224,11 @@ class Learner:
     def n_seen(self) -> int:
         """Number of instances learned so far."""
         return int(self._arrays["n_seen"][0]) if "n_seen" in self._arrays else 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the learner's state arrays (what it holds in memory)."""
+        return sum(a.nbytes for a in self._arrays.values())
 
     def learn_one(self, x, y=None) -> None:
         """Learn one instance (wraps :meth:`learn_many`)."""

@@ -47,7 +47,7 @@ from collections import deque
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from schemas.checkpoint import StreamCheckpoint
 
@@ -71,9 +71,12 @@ from .merge import MAX_CUTS_CHARS, A, B, CoMerge, encode_cuts
 from .metrics import MetricsServer, WorkerMetrics
 from .partitions import PartitionTask, split_batch
 from .preflight import BrokersUnreachable, TopicProblem, preflight
-from .recovery import restore_partition
+from .recovery import restore_partition, stream_pipeline
+from .residency import Budget
 from .settings import stream_profiles
 from .watchdog import Watchdog
+
+_m_key = Message.key
 
 log = logging.getLogger("streamforest.worker")
 
@@ -122,6 +125,8 @@ class Worker:
         self.server: MetricsServer | None = None
         self.writer: ckpt.CheckpointWriter | None = None
         self._last_lag = 0.0
+        self.budget = Budget(int(settings.worker.state_budget_mb * 1024 * 1024))
+        self._restore_timeout_s = 60.0
         self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__,
                                     self._streams_changed)
         self.encoder = OutputEncoder(self.topics, self.metrics, __version__,
@@ -385,7 +390,7 @@ class Worker:
             consumer.pause(both)  # restored by the loop, outside this callback
         for tp in partitions:
             self.tasks[tp.partition] = PartitionTask(self.group, tp.topic, tp.partition,
-                                                     self.topics.features)
+                                                     self.topics.features, self._load_streams)
             self.to_restore.add(tp.partition)
         self.metrics.assigned.set(len(self.tasks))
         event(log, logging.INFO, "partitions assigned",
@@ -430,10 +435,45 @@ class Worker:
         self.metrics.streams.set(self._n_streams())
 
     def _n_streams(self) -> int:
-        return sum(len(t.pipelines) for t in self.tasks.values())
+        return sum(t.pipelines.n_resident for t in self.tasks.values())
 
     def _streams_changed(self) -> None:
+        tasks = self.tasks.values()
         self.metrics.streams.set(self._n_streams())
+        self.metrics.streams_passivated.set(sum(len(t.pipelines.passivated) for t in tasks))
+        self.metrics.state_bytes.set(self.budget.held(self.tasks))
+
+    # -- the state budget (worker/residency.py) ---------------------------------------------------
+
+    def _load_streams(self, task: PartitionTask, streams: list[str]) -> dict:
+        """Passivated streams' pipelines, from the checkpoint the partition's manifest names.
+
+        Their envelopes may have been written in the transaction of the previous batch:
+        its commit ends first, so that a ``read_committed`` reader sees them.
+        """
+        self._settle()
+        envelopes = ckpt.read_streams(self.reader, self.topics.checkpoints, task.partition,
+                                      task.manifest, streams, self._restore_timeout_s)
+        self.metrics.restored_on_demand.inc(len(envelopes))
+        event(log, logging.DEBUG, "streams restored", partition=task.partition,
+              streams=len(envelopes))
+        return {s: stream_pipeline(s, env) for s, env in envelopes.items()}
+
+    def _prefetch(self, task: PartitionTask, rel) -> None:
+        """Restore, in one read, the passivated streams the released records are keyed by."""
+        if not task.pipelines.passivated:
+            return
+        keys = dict.fromkeys(map(_m_key, rel.a + rel.b))
+        task.pipelines.prefetch(k.decode("utf-8", "replace") for k in keys if k is not None)
+
+    def _passivate(self) -> None:
+        """Within the budget's low-water mark again (after the checkpoints of a batch)."""
+        dropped = self.budget.passivate(self.tasks)
+        if dropped:
+            self.metrics.passivations.inc(len(dropped))
+            event(log, logging.INFO, "streams passivated", streams=len(dropped),
+                  resident=self._n_streams(), bytes=self.budget.held(self.tasks))
+        self._streams_changed()
 
     # -- restore ------------------------------------------------------------------------------
 
@@ -445,7 +485,8 @@ class Worker:
                 continue
             try:
                 r = restore_partition(self.consumer, self.reader, self.group, task.topic, p,
-                                      self.topics.checkpoints, task.features)
+                                      self.topics.checkpoints, task.features,
+                                      budget_bytes=self.budget.left(self.tasks, p))
             except Exception as exc:  # noqa: BLE001 (broker trouble: stay paused, retry)
                 event(log, logging.ERROR, "restore failed, will retry", partition=p,
                       error=f"{type(exc).__name__}: {exc}")
@@ -458,7 +499,10 @@ class Worker:
             if r.refused:
                 self.metrics.checkpoints_refused.inc(len(r.refused))
                 self.metrics.restore_fallbacks.labels(kind=r.fallback).inc()
-            task.pipelines = r.pipelines
+            task.pipelines.clear()
+            for s, pl in r.pipelines.items():
+                task.pipelines[s] = pl
+            task.pipelines.mark_passivated(r.passivated)
             task.dirty.clear()
             task.position, task.committed = r.start, r.committed
             task.fposition, task.fcommitted = r.fstart, r.fcommitted
@@ -478,11 +522,12 @@ class Worker:
             self.to_restore.discard(p)
             self.metrics.restore_seconds.observe(r.seconds)
             event(log, logging.INFO, "partition restored", partition=p, streams=len(r.pipelines),
+                  passivated=len(r.passivated),
                   checkpoint_offset=r.manifest.offsets[task.topic] if r.manifest else None,
                   committed=r.committed, start=r.start, features_start=r.fstart,
                   features_committed=r.fcommitted, cuts=len(r.cuts), bytes=r.n_bytes,
                   seconds=round(r.seconds, 3))
-        self.metrics.streams.set(self._n_streams())
+        self._streams_changed()
 
     def _seek(self, tp: TopicPartition) -> None:
         """Position a (paused) assigned partition at ``tp.offset`` and resume it."""
@@ -510,7 +555,8 @@ class Worker:
         outputs: list[tuple[str, bytes, list[bytes]]] = []  # (topic, key, values)
         for p, rel in released.items():
             task = tasks[p]
-            # 2. decode, group by stream
+            # 2. decode, group by stream (passivated streams come back first)
+            self._prefetch(task, rel)
             streams = (self.decoder.decode(task, rel.a, rel.a_offsets, dead, w.max_message_bytes)
                        if rel.a else {})
             arrivals = (self.decoder.decode_arrivals(task, rel.b, dead, w.max_message_bytes)
@@ -522,6 +568,7 @@ class Worker:
             n_live += learned.n_live
             n_replay += learned.n_replay
             self.features.process(task, streams, arrivals, rel.a_offsets, outputs, dead)
+            task.pipelines.touch(list(streams) + [a.stream for a in arrivals], self.n_batches)
             n_a = rel.a_offsets.shape[0]
             live_a = n_a if not n_a or rel.a_offsets[0] >= task.committed else int(
                 np.count_nonzero(rel.a_offsets >= task.committed))
@@ -706,14 +753,19 @@ class Worker:
     # -- checkpoints ----------------------------------------------------------------------------
 
     def _due_checkpoints(self, parts) -> None:
+        """Checkpoint the partitions that are due; past the state budget, every partition
+        with changed streams, whose least recently used streams are then passivated."""
         c = self.settings.checkpoint
         now = time.monotonic()
-        for p in parts:
+        over = self.budget.exceeded(self.tasks)
+        for p in (sorted(self.tasks) if over else parts):
             task = self.tasks[p]
-            if task.dirty and (task.since_ckpt >= c.every_instances
-                               or now - task.last_ckpt >= c.interval_s
-                               or self._cuts_too_long(task)):
+            if task.ready and task.dirty and (over or task.since_ckpt >= c.every_instances
+                                              or now - task.last_ckpt >= c.interval_s
+                                              or self._cuts_too_long(task)):
                 self._checkpoint(task)
+        if over:
+            self._passivate()
 
     @staticmethod
     def _cuts_too_long(task) -> bool:

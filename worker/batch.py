@@ -89,14 +89,13 @@ class StreamRows:
 
 @dataclass(frozen=True)
 class Caps:
-    """What one partition and one message may hold; past it, input is dead-lettered.
+    """What one stream and one message may hold; past it, input is dead-lettered.
 
-    ``max_streams`` counts the streams of one input partition, in partition order, so a
-    replay after a restore refuses exactly the streams the first pass refused; ``max_classes``
-    the class labels of one stream; ``instance`` bounds labels, ids and feature names.
+    ``max_classes`` bounds the class labels of one stream; ``instance`` bounds labels, ids and
+    feature names. The number of streams has no cap: the state budget passivates idle ones
+    (:mod:`worker.residency`).
     """
 
-    max_streams: int = 1000
     max_classes: int = 1000
     instance: InstanceLimits = InstanceLimits()
     feature_rows: int = 100_000  # rows a stream of features holds
@@ -104,7 +103,7 @@ class Caps:
     @classmethod
     def from_settings(cls, settings) -> Caps:
         w = settings.worker
-        return cls(settings.learners.max_streams, w.max_classes, InstanceLimits(
+        return cls(w.max_classes, InstanceLimits(
             w.max_label_length, w.max_features, w.max_feature_name_length),
             settings.learners.feature_stream_rows)
 
@@ -117,7 +116,7 @@ class BatchDecoder:
     profiles : worker.pipeline.Profiles
         What a new stream's pipeline is made of (its profile).
     caps : Caps
-        Streams per partition, classes per stream, and what one instance may carry.
+        Classes per stream, and what one instance may carry.
     version : str
         Worker version, written into dead-letter headers.
     on_new_stream : callable
@@ -295,10 +294,6 @@ class BatchDecoder:
             raise DecodeError("feature_count", "x is empty: only a stream of features (a "
                               "profile with predictor feature_stream) may start without "
                               "features", "x")
-        if len(pipelines) >= self.caps.max_streams:
-            raise PipelineError(
-                "stream_cap", f"this input partition already holds {self.caps.max_streams} "
-                f"streams (learners.max_streams); stream {stream!r} is refused")
         pl = make_pipeline(stream, cfg, len(row), names, self.caps.max_classes,
                            self.caps.feature_rows, self.caps.instance.max_features)
         if inst.y is not None:

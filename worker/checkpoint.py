@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, TopicPartition
@@ -291,13 +292,16 @@ def _decode_manifest(msg, group: str, input_topic: str, partition: int) -> Check
     return manifest
 
 
-def _read_envelopes(reader, topic: str, partition: int, manifest: CheckpointManifest,
-                    timeout_s: float) -> tuple[dict[str, StreamCheckpoint], int]:
-    """The envelopes ``manifest`` names, checked, and their bytes (``CheckpointError`` if not)."""
+def iter_envelopes(reader, topic: str, partition: int, manifest: CheckpointManifest,
+                   timeout_s: float) -> Iterator[tuple[str, StreamCheckpoint]]:
+    """``(stream, envelope)`` of every stream ``manifest`` names, checked, in the order of
+    their chunks on the topic (``CheckpointError`` for a missing or corrupt one).
+
+    Streams whose chunks are close (typically those of one checkpoint) are read in one pass;
+    each envelope is handed over as soon as its chunks are in, so a caller that keeps less
+    than every state (a restore under a memory budget) never holds them all.
+    """
     group, input_topic = manifest.group, manifest.topics[0]
-    envelopes: dict[str, StreamCheckpoint] = {}
-    n_bytes = 0
-    # streams sorted by where their chunks are; consecutive ones are read in one pass
     entries = sorted(manifest.streams.items(), key=lambda kv: kv[1][0])
     k = 0
     while k < len(entries):
@@ -317,11 +321,21 @@ def _read_envelopes(reader, topic: str, partition: int, manifest: CheckpointMani
             s, i = wanted[m.key()]
             if m.offset() >= manifest.streams[s][0]:  # older versions of the key are stale
                 parts.setdefault(s, {})[i] = m.value()
+        del msgs
         for s, e in entries[k:j + 1]:
-            envelopes[s] = _envelope(parts.get(s, {}), e, s, manifest, topic, partition)
-            n_bytes += e[2]
+            yield s, _envelope(parts.pop(s, {}), e, s, manifest, topic, partition)
         k = j + 1
-    return envelopes, n_bytes
+
+
+def read_streams(reader, topic: str, partition: int, manifest: CheckpointManifest,
+                 streams: list[str], timeout_s: float) -> dict[str, StreamCheckpoint]:
+    """The envelopes of some of the streams ``manifest`` names (a restore on demand)."""
+    some = manifest.model_copy(update={"streams": {s: manifest.streams[s] for s in streams}})
+    return dict(iter_envelopes(reader, topic, partition, some, timeout_s))
+
+
+def _stored_bytes(manifest: CheckpointManifest) -> int:
+    return sum(e[2] for e in manifest.streams.values())
 
 
 def _envelope(got: dict[int, bytes], entry, s: str, manifest, topic: str,
@@ -361,7 +375,8 @@ def read_usable(reader, topic: str, partition: int, group: str, input_topic: str
     Candidates are the manifests still on the topic, newest first. One is skipped when it
     covers input beyond ``max_offset`` (the group's committed offset), and refused when its
     chunks are missing, corrupt or not the ones it names (:class:`CheckpointError`), or when
-    ``accept(manifest, envelopes)`` raises (e.g. a learner state that fails its checks); the
+    ``accept(manifest, envelopes)`` raises (e.g. a learner state that fails its checks:
+    ``envelopes`` is the iterator of :func:`iter_envelopes`, which ``accept`` must exhaust); the
     next older one is tried then. ``Loaded.manifest`` is ``None`` when no candidate is usable:
     the caller rebuilds the state from the input.
     """
@@ -375,8 +390,11 @@ def read_usable(reader, topic: str, partition: int, group: str, input_topic: str
                 refused.append(f"checkpoint at {msg.offset()} covers input to {covered}, beyond "
                                f"the committed offset {max_offset}")
                 continue
-            envelopes, n_bytes = _read_envelopes(reader, topic, partition, manifest, timeout_s)
-            value = accept(manifest, envelopes) if accept is not None else None
+            envelopes = iter_envelopes(reader, topic, partition, manifest, timeout_s)
+            if accept is None:
+                envelopes, value = dict(envelopes), None
+            else:  # accept reads every envelope (and may keep less than all of them)
+                value, envelopes = accept(manifest, envelopes), {}
         except CheckpointError as exc:
             refused.append(str(exc))
             continue
@@ -384,7 +402,7 @@ def read_usable(reader, topic: str, partition: int, group: str, input_topic: str
             refused.append(f"checkpoint at {msg.offset()} cannot be restored: "
                            f"{type(exc).__name__}: {exc}")
             continue
-        return Loaded(manifest, envelopes, n_bytes, refused, value)
+        return Loaded(manifest, envelopes, _stored_bytes(manifest), refused, value)
     return Loaded(None, {}, 0, refused)
 
 
@@ -413,10 +431,11 @@ def read_latest(reader, topic: str, partition: int, group: str, input_topic: str
     mkey = manifest_key(group, input_topic, partition)
     for msg in _manifests(reader, topic, partition, mkey, timeout_s, 1):
         manifest = _decode_manifest(msg, group, input_topic, partition)
-        envelopes, n_bytes = _read_envelopes(reader, topic, partition, manifest, timeout_s)
-        return manifest, envelopes, n_bytes
+        envelopes = dict(iter_envelopes(reader, topic, partition, manifest, timeout_s))
+        return manifest, envelopes, _stored_bytes(manifest)
     return None, {}, 0
 
 
 __all__ = ["CheckpointError", "CheckpointWriter", "Loaded", "Manifest", "chunk_key", "decode_blob",
-           "empty_manifest", "encode_blob", "inflate", "manifest_key", "read_latest", "read_usable", "split"]
+           "empty_manifest", "encode_blob", "inflate", "iter_envelopes", "manifest_key", "read_latest",
+           "read_streams", "read_usable", "split"]

@@ -78,7 +78,21 @@ class WorkerMetrics:
                                registry=r)
         self.lag = Gauge("streamforest_partition_lag", "High watermark minus position",
                          ["partition"], registry=r)
-        self.streams = Gauge("streamforest_streams", "Streams held by this worker", registry=r)
+        self.streams = Gauge("streamforest_streams", "Streams held in memory by this worker",
+                             registry=r)
+        self.streams_passivated = Gauge(
+            "streamforest_streams_passivated",
+            "Streams of this worker's partitions held only in their checkpoint (state budget)",
+            registry=r)
+        self.state_bytes = Gauge("streamforest_state_bytes",
+                                 "Bytes of the learners' state held in memory", registry=r)
+        self.passivations = Counter("streamforest_passivations",
+                                    "Streams dropped from memory for the state budget",
+                                    registry=r)
+        self.restored_on_demand = Counter(
+            "streamforest_streams_restored",
+            "Passivated streams restored from the checkpoints topic when their input came",
+            registry=r)
         self.assigned = Gauge("streamforest_assigned_partitions", "Assigned partitions",
                               registry=r)
         self.batch_latency = Histogram("streamforest_batch_seconds",

@@ -12,12 +12,14 @@ with the unbound accessors through ``map`` (no per-message Python frame on the h
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 from confluent_kafka import KafkaError, Message
 
 from . import checkpoint as ckpt
 from .merge import A, B, CoMerge
+from .residency import StreamTable
 
 # unbound accessors, for map() over a consumed batch
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
@@ -37,14 +39,19 @@ class Records:
 
 
 class PartitionTask:
-    """What the worker holds for one assigned input partition."""
+    """What the worker holds for one assigned input partition.
 
-    def __init__(self, group: str, topic: str, partition: int, features: str):
+    ``load(task, streams)`` restores passivated streams from the partition's checkpoint
+    (:class:`worker.residency.StreamTable`); without it, nothing may be passivated.
+    """
+
+    def __init__(self, group: str, topic: str, partition: int, features: str, load=None):
         self.topic = topic
         self.features = features
         self.partition = partition
         self.ready = False
-        self.pipelines: dict = {}  # stream -> worker.pipeline.Pipeline
+        # stream -> worker.pipeline.Pipeline, resident or passivated
+        self.pipelines = StreamTable(partial(load or _nothing_passivated, self))
         self.dirty: set[str] = set()
         self.position = 0  # next instances offset to process
         self.committed = 0  # offsets below it were committed (and are replayed silently)
@@ -65,6 +72,10 @@ class PartitionTask:
     def waiting(self) -> bool:
         """Records are buffered for the merge (a later step may release them)."""
         return bool(self.merge.queued(A) or self.merge.queued(B))
+
+
+def _nothing_passivated(task, streams) -> dict:
+    raise RuntimeError(f"partition {task.partition} cannot restore passivated streams {streams}")
 
 
 def without_errors(msgs: list, on_error) -> list:

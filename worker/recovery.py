@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from confluent_kafka import TopicPartition
@@ -42,7 +43,7 @@ log = logging.getLogger("streamforest.recovery")
 
 @dataclass
 class Restored:
-    pipelines: dict  # stream -> Pipeline
+    pipelines: dict  # stream -> Pipeline, in memory
     manifest: ckpt.Manifest | None
     start: int  # first offset to (re)process
     committed: int  # offsets below are replayed without outputs
@@ -52,6 +53,7 @@ class Restored:
     fstart: int = 0  # the same two of the features partition
     fcommitted: int = 0
     cuts: list = field(default_factory=list)  # the merge's forced releases since the checkpoint
+    passivated: list = field(default_factory=list)  # streams left out of memory (the budget)
 
     @property
     def fallback(self) -> str | None:
@@ -73,34 +75,55 @@ def _committed_both(consumer, topic: str, features: str, partition: int, timeout
     return a, b, tps[0].metadata
 
 
-def _pipelines(_manifest, envelopes) -> dict:
-    """Every stream's pipeline, or a ``ValueError`` saying why the checkpoint is unusable.
+def stream_pipeline(s: str, env) -> object:
+    """The pipeline of one stream's envelope, or a ``ValueError`` saying why it is unusable.
 
     A checkpoint is read from a topic: whatever is wrong in it (a missing field, a learner
     state that fails its checks, a learner this version does not know) refuses it.
     """
-    out = {}
-    for s, env in envelopes.items():
-        try:
-            pipeline = pipeline_from_state(env.state)
-        except Exception as exc:  # noqa: BLE001 (any defect of the stored state refuses it)
-            raise ValueError(f"stream {s!r}: {type(exc).__name__}: {exc}") from None
-        if pipeline.stream != s:
-            raise ValueError(f"stream {s!r}: the state is of stream {pipeline.stream!r}")
-        out[s] = pipeline
-    return out
+    try:
+        pipeline = pipeline_from_state(env.state)
+    except Exception as exc:  # noqa: BLE001 (any defect of the stored state refuses it)
+        raise ValueError(f"stream {s!r}: {type(exc).__name__}: {exc}") from None
+    if pipeline.stream != s:
+        raise ValueError(f"stream {s!r}: the state is of stream {pipeline.stream!r}")
+    return pipeline
+
+
+def _admit(budget_bytes: int | None):
+    """``accept`` for :func:`worker.checkpoint.read_usable`: every stream's pipeline is
+    rebuilt (which checks its state); the most recently checkpointed ones stay in memory up to
+    ``budget_bytes``, the others are passivated. Returns ``(resident, passivated)``."""
+    def accept(_manifest, envelopes) -> tuple[OrderedDict, list]:
+        resident: OrderedDict = OrderedDict()  # in the order of their chunks: oldest first
+        passivated, held = [], 0
+        for s, env in envelopes:
+            pl = stream_pipeline(s, env)
+            resident[s] = pl
+            held += pl.nbytes
+            while budget_bytes is not None and held > budget_bytes and resident:
+                old, gone = resident.popitem(last=False)
+                held -= gone.nbytes
+                passivated.append(old)
+        return resident, passivated
+    return accept
 
 
 def restore_partition(consumer, reader, group: str, topic: str, partition: int,
-                      ckpt_topic: str, features: str, timeout_s: float = 60.0) -> Restored:
-    """Read the partition's checkpoint and decide the replay range (see module doc)."""
+                      ckpt_topic: str, features: str, timeout_s: float = 60.0,
+                      budget_bytes: int | None = None) -> Restored:
+    """Read the partition's checkpoint and decide the replay range (see module doc).
+
+    Every stream's state is read and checked; those that do not fit ``budget_bytes`` (the
+    least recently checkpointed) are passivated (:mod:`worker.residency`).
+    """
     t0 = time.monotonic()
     committed, fcommitted, metadata = _committed_both(consumer, topic, features, partition,
                                                       timeout_s)
     low, _high = reader.get_watermark_offsets(TopicPartition(topic, partition),
                                               timeout=timeout_s)
     loaded = ckpt.read_usable(reader, ckpt_topic, partition, group, topic, timeout_s,
-                              max_offset=committed, accept=_pipelines)
+                              max_offset=committed, accept=_admit(budget_bytes))
     manifest = loaded.manifest
     for why in loaded.refused:
         event(log, logging.WARNING, "checkpoint refused", topic=topic, partition=partition,
@@ -128,9 +151,10 @@ def restore_partition(consumer, reader, group: str, topic: str, partition: int,
               topic=topic, partition=partition, checkpoint=start, low=low)
     fstart, cuts = _features_range(reader, manifest, features, partition, fcommitted,
                                    metadata, timeout_s)
-    return Restored(loaded.value or {}, manifest, start, committed, time.monotonic() - t0,
+    resident, passivated = loaded.value or ({}, [])
+    return Restored(resident, manifest, start, committed, time.monotonic() - t0,
                     loaded.n_bytes, loaded.refused, fstart,
-                    fstart if fcommitted is None else fcommitted, cuts)
+                    fstart if fcommitted is None else fcommitted, cuts, passivated)
 
 
 def _features_range(reader, manifest, features: str, partition: int, fcommitted,

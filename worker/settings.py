@@ -315,7 +315,6 @@ class LearnerSettings(Section):
     batch_size: Positive = Field(100, description="labelled rows per mini-batch")
     ranking_every: Positive = Field(1000, description="instances between rankings")
     top_k: Positive = 5
-    max_streams: Positive = Field(1000, description="streams one input partition holds at most")
     feature_stream_rows: Positive = Field(
         100_000, description="instances a stream of features holds (its row store); more are "
         "dead-lettered with reason row_store_full")
@@ -430,6 +429,9 @@ class WorkerSettings(Section):
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], BeforeValidator(_upper)
     ] = "INFO"
+    state_budget_mb: PositiveFloat = Field(
+        1024.0, description="memory for the streams' learners; past it the least recently "
+        "used streams are passivated (dropped, restored from their checkpoint when they come)")
     exactly_once: bool = True
     transactional_id: str | None = Field(
         None, min_length=1, description="default: <group_id>-<member_name>"

@@ -33,9 +33,9 @@ def _stream(stream, n, d=3, start=0, seed=0):
                   instance_values(stream, X, y, start_id=start, ts0=1000 + start)]
 
 
-def _decoder(task, max_streams=10, cfg=CFG, **caps):
+def _decoder(task, cfg=CFG, **caps):
     """A decoder for one partition."""
-    return BatchDecoder(Profiles(cfg), Caps(max_streams, **caps), "test", lambda: None)
+    return BatchDecoder(Profiles(cfg), Caps(**caps), "test", lambda: None)
 
 
 def _decode(dec, task, msgs, dead):
@@ -72,7 +72,7 @@ def test_first_messages_create_streams_later_batches_decode_in_bulk():
 
 def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
     task = PartitionTask("g", "in", 3, "in.features")
-    dec = _decoder(task, max_streams=1)
+    dec = _decoder(task)
     _, _, good = _stream("a", 3)
     pack = msgpack.packb
     bad = [
@@ -80,7 +80,7 @@ def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
         (b"\xc1", b"a"),  # not msgpack at all
         (pack({"v": 1, "stream": "a", "id": 9, "ts": 1, "x": [1.0, 2.0]}), b"a"),  # width
         (pack({"v": 1, "stream": "b", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0]}), b"a"),
-        (pack({"v": 1, "stream": "c", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0]}), b"c"),  # cap
+        (pack({"v": 1, "stream": "c", "id": 9, "ts": 1, "x": []}), b"c"),  # no features
         (pack({"v": 1, "stream": "a", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0],
                "y": [1.0, 2.0]}), b"a"),  # targets in a classification stream
         (pack({"v": 1, "stream": "a", "id": 9, "ts": 1, "x": [1.0, 2.0, 3.0]}), b"\xff"),
@@ -90,7 +90,7 @@ def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
     rows = _decode(dec, task, msgs, dead)
     assert len(rows["a"]) == 3  # every valid message kept its row
     codes = [d[3] for d in dead]
-    assert codes == ["not_an_object", "not_decodable", "feature_count", "key_mismatch", "stream_cap",
+    assert codes == ["not_an_object", "not_decodable", "feature_count", "key_mismatch", "feature_count",
                      "invalid_target", "invalid_key"]
     for (key, value, headers, _code), m in zip(dead, msgs[3:]):
         h = parse_deadletter_headers(headers)
@@ -101,7 +101,7 @@ def test_bad_messages_become_dead_letters_with_their_code_unless_replayed():
     task2 = PartitionTask("g", "in", 3, "in.features")
     task2.committed = len(msgs)
     dead2: list = []
-    rows2 = _decode(_decoder(task2, max_streams=1), task2, msgs, dead2)
+    rows2 = _decode(_decoder(task2), task2, msgs, dead2)
     assert not dead2 and rows2["a"].live == 3
 
 

@@ -121,7 +121,7 @@ def test_output_messages_equal_those_before_the_registry(name):
     kw, digest = WIRE[name]
     enc = OutputEncoder(load_settings({}).topics, WorkerMetrics(), "test")
     task = PartitionTask("g", "in", 0, "in.features")
-    dec = BatchDecoder(Profiles(PipelineConfig(**kw)), Caps(10), "test", lambda: None)
+    dec = BatchDecoder(Profiles(PipelineConfig(**kw)), Caps(), "test", lambda: None)
     values = []
     for k, s in enumerate(("a", "b")):
         X, y, _ = RotatingHyperplane(n_features=5, n_drift_features=2, mag_change=0.01,

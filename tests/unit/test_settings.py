@@ -48,7 +48,8 @@ def test_defaults():
         ["adwin"],
     )
     assert (learners.selector, learners.batch_size, s.profiles) == (None, 100, [])
-    assert (learners.ranking_every, learners.top_k, learners.max_streams, learners.seed) == (1000, 5, 1000, 1)
+    assert (learners.ranking_every, learners.top_k, learners.seed) == (1000, 5, 1)
+    assert s.worker.state_budget_mb == 1024.0
     assert learners.params == {}
     c = s.checkpoint
     assert (c.every_instances, c.interval_s, c.max_message_bytes, c.topic_max_message_bytes) == (

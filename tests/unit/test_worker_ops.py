@@ -314,7 +314,8 @@ def test_checkpoints_are_compressed_and_plain_ones_still_read():
         ckpt._MAX_STATE_BYTES = old
 
 
-@pytest.mark.parametrize("module", ["worker.consume_errors", "worker.metrics", "worker.checkpoint"])
+@pytest.mark.parametrize("module", ["worker.consume_errors", "worker.metrics", "worker.checkpoint",
+                                    "worker.residency"])
 def test_docstring_examples_of_runtime_modules(module):
     import doctest
     import importlib

@@ -405,6 +405,14 @@ class Pipeline:
 
     # -- state ---------------------------------------------------------------------------------
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the learners' state and the rows waiting for the next mini-batch."""
+        stages = {id(s): s for s in (self.predictor, self.selector, *self.rankers,
+                                      *self.detectors) if s is not None}
+        return (sum(s.learner.nbytes for s in stages.values())
+                + sum(x.nbytes for x in self._pending_X))
+
     def to_state(self) -> dict:
         """Everything that decides the stream's future outputs, as plain values and arrays."""
         if self._pending_X:

@@ -461,6 +461,12 @@ class FeatureStreamPipeline:
 
     # -- state ---------------------------------------------------------------------------------
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the learner's state and of the row store."""
+        store = sum(a.nbytes for a in (self._X, self._labelled, self._offsets, self._ts))
+        return self.predictor.learner.nbytes + store
+
     def to_state(self) -> dict:
         """Everything that decides the stream's future outputs, as plain values and arrays.
 
