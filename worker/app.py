@@ -230,6 +230,7 @@ class Worker:
         if now - self._last_gauges > 1.0:
             self._last_gauges = now
             self._update_ckpt_age(now)
+            self._streams_changed()  # state bytes grow as streams learn
         if now - self._last_lag > 5.0:
             self._last_lag = now
             self._update_lag()

@@ -216,8 +216,7 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
     prefix = f"bs{n_streams}-{uuid.uuid4().hex[:6]}"
     port = free_port()
     env = env_for(bootstrap, prefix, port, budget_mb, partitions)
-    settings = load_settings({k[len("STREAMFOREST_"):]: v for k, v in env.items()
-                              if k.startswith("STREAMFOREST_")})
+    settings = load_settings({k: v for k, v in env.items() if k.startswith("STREAMFOREST_")})
     create_topics(settings)
     t0 = time.perf_counter()
     produce_interleaved(bootstrap, settings.topics.instances, X, y, n_streams)
@@ -259,7 +258,7 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
         prefix1 = f"bs1-{uuid.uuid4().hex[:6]}"
         port1 = free_port()
         env1 = env_for(bootstrap, prefix1, port1, budget_mb, partitions)
-        settings1 = load_settings({k[len("STREAMFOREST_"):]: v for k, v in env1.items()
+        settings1 = load_settings({k: v for k, v in env1.items()
                                    if k.startswith("STREAMFOREST_")})
         create_topics(settings1)
         produce_interleaved(bootstrap, settings1.topics.instances, X, y, 1)

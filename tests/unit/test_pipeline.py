@@ -536,3 +536,24 @@ def test_a_selector_pipeline_restored_mid_stream_continues_identically():
     assert got == [v for blk in whole.blocks for v in blk.y_pred]
     assert [(k.method, k.features, k.n_seen) for r in (first, rest) for k in r.rankings] == \
         [(k.method, k.features, k.n_seen) for k in whole.rankings]
+
+
+def test_rows_fed_one_at_a_time_from_a_reused_buffer_are_held_as_copies():
+    """A caller may reuse its row buffer: pending rows waiting for the mini-batch are copies
+    (made once per row), so outputs equal those of a run on the whole array."""
+    rng = np.random.default_rng(4)
+    X = rng.random((450, 4))
+    y = [int(v) for v in X[:, 0] + X[:, 1] > 1.0]
+    cfg = PipelineConfig(predictor="hoeffding_tree", rankers=[], batch_size=40)
+    whole = Pipeline("s", cfg, 4).process(X, y)
+    p = Pipeline("s", cfg, 4)
+    buf = np.empty((1, 4))
+    preds = []
+    for i in range(450):
+        buf[0] = X[i]
+        res = p.process(buf, y[i:i + 1])
+        preds += res.blocks[0].y_pred
+        buf[0] = -1.0  # the caller overwrites its buffer before the next row
+    assert preds == [v for b in whole.blocks for v in b.y_pred]
+    assert p.n_pending == 450 % 40 and len(p._pending_X) == p.n_pending
+    assert all(a.base is None for a in p._pending_X)

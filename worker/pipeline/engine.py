@@ -104,6 +104,7 @@ class Pipeline:
         self._pending_off: list[np.ndarray] = []
         self._pending_pos: list[np.ndarray] = []
         self.n_pending = 0
+        self._owned = 0  # leading pending arrays that own their data
         self.n_instances = 0
         self.n_labelled = 0
         self.loss_sum = 0.0
@@ -237,9 +238,12 @@ class Pipeline:
             # the whole run gives the alerts the per-segment calls would
             self._detect(np.concatenate(losses), lab_idx, start, out)
         # pending rows may be views of the caller's arrays, which it may reuse: keep copies
-        if self._pending_X:
-            self._pending_X = [_own(a) for a in self._pending_X]
-            self._pending_off = [_own(a) for a in self._pending_off]
+        # of the ones added by this call (a stream fed a row at a time holds up to a
+        # mini-batch of them: copying them all again at every call cost more than learning)
+        pX, pO = self._pending_X, self._pending_off
+        for k in range(self._owned, len(pX)):
+            pX[k], pO[k] = _own(pX[k]), _own(pO[k])
+        self._owned = len(pX)
         return out
 
     def _view(self, X: np.ndarray) -> np.ndarray:
@@ -325,7 +329,7 @@ class Pipeline:
         pX, yp, pO, pP = self._pending_X, self._pending_y, self._pending_off, self._pending_pos
         Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
         self._pending_X, self._pending_y, self._pending_off, self._pending_pos = [], [], [], []
-        self.n_pending = 0
+        self.n_pending = self._owned = 0
         stages = [s for s in (self.selector, self.predictor) if s is not None]
         stages += [s for s in self.rankers if s is not self.predictor]
         targets = self.task.learn_targets(yp)
@@ -470,12 +474,14 @@ class Pipeline:
                      for e in stages.get("rankers", [])]
         pX = np.asarray(state["pending_X"], dtype=np.float64).reshape(-1, p.n_features)
         p._pending_X, p._pending_y, p._pending_off, p._pending_pos = [], [], [], []
+        p._owned = 0
         p.n_pending = int(pX.shape[0])
         if p.n_pending:
             p._pending_X = [pX]
             p._pending_y = list(state["pending_y"])
             p._pending_off = [np.asarray(state["pending_offsets"], dtype=np.int64)]
             p._pending_pos = [np.asarray(state["pending_positions"], dtype=np.int64)]
+            p._owned = 1
         p.n_instances, p.n_labelled, p.next_ranking, p.n_events = (
             int(v) for v in state["counters"])
         p.loss_sum = float(state["loss_sum"])
