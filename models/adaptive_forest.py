@@ -468,7 +468,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             if a[name].shape != shape:
                 raise ValueError(f"{kind} state array {name!r} has shape {a[name].shape}, "
                                  f"expected {shape}")
-        check_index(a["n_nodes"], 1, N - 1, "n_nodes")
+        check_index(a["n_nodes"], 1, N + 1, "n_nodes")  # full until the next row grows it
         check_index(a["node_feature"], -1, F, "node_feature")
         check_index(a["node_left"], -1, N, "node_left")
         check_index(a["node_right"], -1, N, "node_right")

@@ -120,3 +120,22 @@ def test_default_pipeline_stream_fits_its_budget():
     checkpoint = zlib.compress(encode_state(p.to_state()), 1)
     assert held <= 1_000_000, held
     assert len(checkpoint) <= 500_000, len(checkpoint)
+
+
+def test_arf_with_a_slot_filled_to_its_capacity_restores():
+    """A split in the last row of a batch may leave a slot one free node cell (a tree has an
+    odd node count): the state is valid (the kernel grows the nodes before the next row) and
+    restores."""
+    X, y = _stream(3000, mag_change=0.01)
+    arf = AdaptiveRandomForest(n_models=3, grace_period=10, seed=1)
+    full = False
+    for i in range(3000):
+        arf.learn_many(X[i:i + 1], y[i:i + 1])
+        if (arf._arrays["n_nodes"] >= arf._arrays["node_feature"].shape[1] - 1).any():
+            full = True
+            break
+    assert full, "no slot filled its node capacity"
+    back = AdaptiveRandomForest.from_state(arf.to_state())
+    for learner in (arf, back):
+        learner.learn_many(X[i + 1:i + 500], y[i + 1:i + 500])
+    np.testing.assert_array_equal(arf.predict_proba_many(X[:300]), back.predict_proba_many(X[:300]))
