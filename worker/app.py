@@ -755,16 +755,30 @@ class Worker:
 
     def _due_checkpoints(self, parts) -> None:
         """Checkpoint the partitions that are due; past the state budget, every partition
-        with changed streams, whose least recently used streams are then passivated."""
+        with changed streams, whose least recently used streams are then passivated.
+
+        One transaction writes at most ``checkpoint.transaction_bytes`` of checkpoints (a
+        partition is never split): thousands of streams per partition make a checkpoint of
+        hundreds of MB, which would outlast the transaction timeout. Due partitions left over
+        go first in the next transactions; those whose merge cuts no longer fit the offset
+        metadata are never left over.
+        """
         c = self.settings.checkpoint
         now = time.monotonic()
         over = self.budget.exceeded(self.tasks)
+        due = []
         for p in (sorted(self.tasks) if over else parts):
             task = self.tasks[p]
             if task.ready and task.dirty and (over or task.since_ckpt >= c.every_instances
                                               or now - task.last_ckpt >= c.interval_s
                                               or self._cuts_too_long(task)):
-                self._checkpoint(task)
+                due.append(task)
+        due.sort(key=lambda t: (not self._cuts_too_long(t), t.last_ckpt))
+        written = 0
+        for task in due:
+            if written >= c.transaction_bytes and not self._cuts_too_long(task):
+                break
+            written += self._checkpoint(task)
         if over:
             self._passivate()
 
@@ -773,8 +787,8 @@ class Worker:
         """The merge's cuts would not fit the offset metadata: a checkpoint drops them."""
         return len(encode_cuts((0, 0), task.merge.cuts)) > MAX_CUTS_CHARS
 
-    def _checkpoint(self, task: PartitionTask) -> None:
-        """Write the changed streams of a partition (transaction open)."""
+    def _checkpoint(self, task: PartitionTask) -> int:
+        """Write the changed streams of a partition (transaction open); returns the bytes."""
         t0 = time.perf_counter()
         ts = int(time.time() * 1000)
         offsets = {task.topic: task.position, task.features: task.fposition}
@@ -798,6 +812,7 @@ class Worker:
         self.metrics.ckpt_bytes.labels(partition=task.partition).set(n_bytes)
         event(log, logging.DEBUG, "checkpoint written", partition=task.partition,
               offset=task.position, streams=len(blobs), bytes=n_bytes)
+        return n_bytes
 
     def _checkpoint_txn(self, parts, force: bool) -> None:
         """A transaction holding only checkpoints (idle interval, revoke, shutdown).
@@ -810,15 +825,18 @@ class Worker:
         self._settle()
         todo = [self.tasks[p] for p in parts
                 if p in self.tasks and self.tasks[p].ready and self.tasks[p].dirty]
-        if not todo:
-            return
-        self.producer.begin()
-        for task in todo:
-            self._checkpoint(task)
-        offsets = self._offsets([t.partition for t in todo])
-        self.producer.send_offsets(offsets, self.consumer.consumer_group_metadata())
-        self.producer.commit()
-        self._committed(offsets, time.perf_counter())
+        cap = self.settings.checkpoint.transaction_bytes
+        while todo:  # transactions of at most ``cap`` bytes each (see _due_checkpoints)
+            self.producer.begin()
+            done, written = [], 0
+            while todo and (written < cap or not done):
+                task = todo.pop(0)
+                written += self._checkpoint(task)
+                done.append(task)
+            offsets = self._offsets([t.partition for t in done])
+            self.producer.send_offsets(offsets, self.consumer.consumer_group_metadata())
+            self.producer.commit()
+            self._committed(offsets, time.perf_counter())
 
     def _idle_checkpoints(self) -> None:
         self._settle()  # nothing to overlap the commit in flight with

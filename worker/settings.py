@@ -357,6 +357,9 @@ class CheckpointSettings(Section):
         1_000_000, ge=1024, description="chunk size: larger states are split into chunks"
     )
     topic_max_message_bytes: int = Field(8_388_608, ge=1024)
+    transaction_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="checkpoint bytes one transaction writes at most; "
+        "further due partitions are checkpointed in the next transactions")
     compression_level: int = Field(
         1, ge=0, le=9, description="zlib level of checkpoint states (0: uncompressed)"
     )
