@@ -484,8 +484,11 @@ def decode_instance_batch(
     >>> decode_instance_batch(value).X.shape
     (3, 2)
     >>> value, _ = encode(InstanceBatch(stream="s", ts=0, X=np.ones((3, 2)), y=[1, 0, 1]), "json")
-    >>> decode_instance_batch(value.replace(b'"y":[1,0,1]', b'"y":[1,0,1.5]')).row
-    2
+    >>> try:
+    ...     decode_instance_batch(value.replace(b'"y":[1,0,1]', b'"y":[1,0,1.5]'))
+    ... except BatchRowError as err:
+    ...     print(err.row, err)
+    2 invalid_field at y[2]: must be a class label (integer or string), a list of numbers (regression targets) or null, got float
     """
     try:
         d = load(value, headers, max_bytes=max_bytes, arrays=True)
