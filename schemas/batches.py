@@ -487,8 +487,8 @@ def decode_instance_batch(
     >>> try:
     ...     decode_instance_batch(value.replace(b'"y":[1,0,1]', b'"y":[1,0,1.5]'))
     ... except BatchRowError as err:
-    ...     print(err.row, err)
-    2 invalid_field at y[2]: must be a class label (integer or string), a list of numbers (regression targets) or null, got float
+    ...     print(err.row, err.code, err.where)
+    2 invalid_field y[2]
     """
     try:
         d = load(value, headers, max_bytes=max_bytes, arrays=True)
