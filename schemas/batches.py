@@ -383,68 +383,77 @@ _BATCH_KEYS = frozenset(InstanceBatch.model_fields)
 _object_setattr = object.__setattr__
 
 
-def _plain_batch(d: dict) -> InstanceBatch | None:
+def _plain_batch(d: dict) -> tuple[InstanceBatch | None, bool]:
     """An InstanceBatch from plain checks of the common case (float 64 matrix, int or string
     ids and labels), or None for full validation (which then gives the exact error).
 
-    Accepts only what :class:`InstanceBatch` accepts, with the same values.
+    Accepts only what :class:`InstanceBatch` accepts, with the same values. The second item
+    says whether ``y`` or ``ids`` hold strings (whose lengths the limits then check).
     """
+    no = None, True
     if not d.keys() <= _BATCH_KEYS or d.get("v", 1) not in InstanceBatch.versions:
-        return None
+        return no
     stream, X, ts = d.get("stream"), d.get("X"), d.get("ts")
     if type(stream) is not str or not 0 < len(stream) <= MAX_NAME_LENGTH:
-        return None
+        return no
     if (type(X) is not np.ndarray or X.dtype != np.float64 or X.ndim != 2 or 0 in X.shape
             or not np.isfinite(X).all()):
-        return None
+        return no
     n = X.shape[0]
     if type(ts) is int:
         if not 0 <= ts <= INT64_MAX:
-            return None
-    elif not _plain_column(ts, n, (int,)) or min(ts) < 0:
-        return None
+            return no
+    elif _plain_column(ts, n, (int,)) is None or min(ts) < 0:
+        return no
     y, ids, features = d.get("y"), d.get("ids"), d.get("features")
-    if y is not None and not _plain_column(y, n, (int, str, _NONE)):
-        return None
-    if ids is not None and not _plain_column(ids, n, (int, str)):
-        return None
+    kinds: set = set()
+    for values, types in ((y, (int, str, _NONE)), (ids, (int, str))):
+        if values is not None:
+            found = _plain_column(values, n, types)
+            if found is None:
+                return no
+            kinds |= found
     if features is not None and (
             type(features) is not list or len(features) != X.shape[1]
             or len(set(features)) != len(features)
             or not all(type(f) is str and 0 < len(f) <= MAX_NAME_LENGTH for f in features)):
-        return None
+        return no
     batch = InstanceBatch.__new__(InstanceBatch)
     _object_setattr(batch, "__dict__", {"v": d.get("v", 1), "stream": stream, "X": X,
                                         "features": features, "y": y, "ids": ids, "ts": ts})
     _object_setattr(batch, "__pydantic_fields_set__", set(d))
     _object_setattr(batch, "__pydantic_extra__", None)
     _object_setattr(batch, "__pydantic_private__", None)
-    return batch
+    return batch, str in kinds
 
 
-def _plain_column(values: Any, n: int, types: tuple) -> bool:
-    """A list of ``n`` values of exactly these types, integers within 64 bits."""
+def _plain_column(values: Any, n: int, types: tuple) -> set | None:
+    """The types of a list of ``n`` values of exactly these types, integers within 64 bits;
+    None for anything else."""
     if type(values) is not list or len(values) != n:
-        return False
+        return None
     kinds = set(map(type, values))
     if not kinds <= set(types):
-        return False
+        return None
     if int in kinds:
         ints = values if len(kinds) == 1 else [v for v in values if type(v) is int]
-        return INT64_MIN <= min(ints) and max(ints) <= INT64_MAX
-    return True
+        if not (INT64_MIN <= min(ints) and max(ints) <= INT64_MAX):
+            return None
+    return kinds
 
 
-def check_batch_limits(batch: InstanceBatch, limits: InstanceLimits) -> None:
+def check_batch_limits(batch: InstanceBatch, limits: InstanceLimits,
+                       strings: bool = True) -> None:
     """Raise ``too_long`` or ``too_many_features`` (with the row) past ``limits``, as
-    :func:`schemas.codec.check_limits` does for one instance."""
+    :func:`schemas.codec.check_limits` does for one instance (``strings=False``: the caller
+    knows that ``y`` and ``ids`` hold no string)."""
     d = batch.X.shape[1]
     if d > limits.max_features:
         raise BatchRowError(E.TOO_MANY_FEATURES, f"the rows have {d} features; the limit is "
                             f"{limits.max_features}", "X[0]", 0)
     longest = limits.max_label_length
     for name, values, what in (("y", batch.y, "class label"), ("ids", batch.ids, "instance id")):
-        if values is None:
+        if values is None or not strings:
             continue
         for r, v in enumerate(values):
             if type(v) is str and len(v) > longest:
@@ -464,6 +473,9 @@ def decode_instance_batch(
     limits: InstanceLimits | None = None,
 ) -> InstanceBatch:
     """Decode an :class:`InstanceBatch`; every refusal is a :class:`BatchRowError`.
+
+    The worker's reader: a msgpack ``X`` comes back as a read-only view of ``value`` (the
+    worker copies rows into its own matrix anyway); :func:`schemas.codec.decode` gives a copy.
 
     Parameters
     ----------
@@ -491,12 +503,13 @@ def decode_instance_batch(
     2 invalid_field y[2]
     """
     try:
-        d = load(value, headers, max_bytes=max_bytes, arrays=True)
-        batch = _plain_batch(d)
+        # X views the record's bytes: the worker stacks a stream's rows into a new matrix
+        d = load(value, headers, max_bytes=max_bytes, arrays=True, views=True)
+        batch, strings = _plain_batch(d)
         if batch is None:
             batch = validate(d, InstanceBatch)
         if limits is not None:
-            check_batch_limits(batch, limits)
+            check_batch_limits(batch, limits, strings)
     except BatchRowError:
         raise
     except DecodeError as exc:

@@ -1,7 +1,7 @@
 """Worker benchmark: end-to-end throughput beside in-process throughput, and restore times.
 
 Run: ``python tests/benchmarks/bench_worker.py [--bootstrap HOST:PORT] [--quick]
-[--only-throughput] [--only TEXT] [--consume-batch N]``
+[--only-throughput] [--only TEXT] [--consume-batch N] [--batch N]``
 (without ``--bootstrap`` it starts the local broker). Prints three tables:
 
 1. instances/s of one worker end to end (produced input -> committed predictions, exactly-once
@@ -12,6 +12,11 @@ Run: ``python tests/benchmarks/bench_worker.py [--bootstrap HOST:PORT] [--quick]
 2. time to recover a partition after a crash (checkpoint read + replay up to the committed
    offset) as a function of the checkpoint interval;
 3. time to restore a partition holding about 100 MB of state (target < 2 s).
+
+With ``--batch N`` it prints one table instead: the lightest pipeline fed with InstanceBatch
+records of N rows, with one Prediction per row and with one PredictionBatch per record
+(``output.prediction_batches``), beside the same pipeline in process on chunks of N rows
+(targets with N = 1,000: 1M instances/s end to end, ratio >= 0.7).
 """
 
 from __future__ import annotations
@@ -31,7 +36,13 @@ sys.path.insert(0, str(REPO))
 
 from tests.benchmarks.common import kafka  # noqa: E402
 from worker.app import Worker  # noqa: E402
-from worker.dev.produce import instance_values, make_producer, produce_values  # noqa: E402
+from worker.dev.produce import (  # noqa: E402
+    BATCH_HEADERS,
+    batch_values,
+    instance_values,
+    make_producer,
+    produce_values,
+)
 from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from worker.settings import load_settings, stream_profiles  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
@@ -100,6 +111,43 @@ def produce(bootstrap: str, topic: str, streams: dict, chunk: int = 1000) -> int
                                                              start_id=a, ts0=a))
     p.flush(120)
     return n
+
+
+def produce_batched(bootstrap: str, topic: str, streams: dict, size: int) -> int:
+    """Every stream as InstanceBatch records of ``size`` rows, interleaved; returns rows."""
+    p = make_producer(bootstrap)
+    n = 0
+    rows = max(len(y) for _, y in streams.values())
+    for a in range(0, rows, size):
+        for s, (X, y) in streams.items():
+            vals = batch_values(s, X[a:a + size], y[a:a + size], size=size, start_id=a, ts0=a)
+            produce_values(p, topic, s, vals, headers={0: BATCH_HEADERS})
+            n += len(y[a:a + size])
+    p.flush(120)
+    return n
+
+
+def table_batched(bootstrap: str, rows: int, size: int, records: int) -> list[dict]:
+    """The lightest pipeline on InstanceBatch records of ``size`` rows (``records`` records per
+    consume and transaction), per-row predictions and prediction batches."""
+    over = PIPELINES["forgetful_tree + ADWIN (lightest)"]
+    streams = make_streams(4, rows)
+    out = []
+    for label, batches_out in (("PredictionBatch per record", "true"),
+                               ("Prediction per row", "false")):
+        prefix = f"bb-{uuid.uuid4().hex[:6]}"
+        settings = load_settings(env_for(bootstrap, prefix, WORKER__CONSUME_BATCH=str(records),
+                                         OUTPUT__PREDICTION_BATCHES=batches_out, **over))
+        create_topics(settings)
+        n = produce_batched(bootstrap, settings.topics.instances, streams, size)
+        warm = max(rows // 10, 5 * settings.learners.batch_size)
+        ip = in_process(settings, streams, chunk=size, warm=warm)
+        e2e = end_to_end(settings, n, warm_fraction=warm / rows)
+        out.append({"pipeline": f"lightest, batches of {size:,}, {label}", "instances": n,
+                    "in_process": ip, "end_to_end": e2e, "ratio": e2e / ip})
+        print(f"  {out[-1]['pipeline']}: {n} instances, in-process {ip:,.0f}/s, end-to-end "
+              f"{e2e:,.0f}/s (ratio {e2e / ip:.2f})", flush=True)
+    return out
 
 
 def in_process(settings, streams: dict, chunk: int, warm: int) -> float:
@@ -257,9 +305,9 @@ def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
     return res
 
 
-def _print_throughput(thr: list[dict]) -> None:
+def _print_throughput(thr: list[dict], batch: str | None = None) -> None:
     print(f"\n| pipeline | instances | in-process inst/s | end-to-end inst/s | ratio |"
-          f"  (consume batch {CONSUME_BATCH:,})")
+          f"  ({batch or f'consume batch {CONSUME_BATCH:,}'})")
     print("|---|---|---|---|---|")
     for r in thr:
         print(f"| {r['pipeline']} | {r['instances']:,} | {r['in_process']:,.0f} | "
@@ -277,10 +325,25 @@ def main(argv=None) -> int:
     ap.add_argument("--only-throughput", action="store_true", help="table 1 only")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="table 1: only pipelines whose name contains TEXT (repeatable)")
+    ap.add_argument("--batch", type=int, default=0, metavar="N",
+                    help="only the lightest pipeline, fed InstanceBatch records of N rows")
+    ap.add_argument("--batch-records", type=int, default=20, metavar="K",
+                    help="with --batch: records per consume call and transaction")
     args = ap.parse_args(argv)
     globals()["CONSUME_BATCH"] = args.consume_batch
     globals()["ONLY"] = args.only
     rows = 5000 if args.quick else args.rows
+    if args.batch > 0:
+        with kafka(args.bootstrap) as bootstrap:
+            print(f"throughput per worker, InstanceBatch records of {args.batch:,} rows "
+                  f"({args.batch_records} records per transaction; 4 hyperplane streams, d=10, "
+                  "2 partitions)")
+            thr = table_batched(bootstrap, rows, args.batch, args.batch_records)
+        _print_throughput(thr, f"{args.batch_records} records of {args.batch:,} rows per "
+                          "consume and transaction")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"batched": thr}, indent=1))
+        return 0
     with kafka(args.bootstrap) as bootstrap:
         print("1. throughput per worker (4 hyperplane streams, d=10, 2 partitions)")
         thr = table_throughput(bootstrap, rows)
