@@ -325,3 +325,23 @@ def test_json_msgpack_equivalence_of_prediction_batch_output():
         assert json.loads(jv)["proba"] is None or isinstance(json.loads(jv)["proba"], list)
         assert decode(jv, PredictionBatch, jh) == decode(mv, PredictionBatch, mh)
     assert msgpack.unpackb(mv, raw=False, ext_hook=lambda c, d: c)["proba"] == 1  # array ext
+
+
+def test_tail_shows_batch_records_with_their_contract():
+    from worker.tail import render
+
+    X, y = _rows(3)
+    [value] = batch_values("s", X, y, size=3)
+    m = Message(topic="sf.instances", partition=0, offset=4, key=b"s", value=value,
+                headers=list(BATCH_HEADERS))
+    out = render("instances", m, None)
+    assert "error" not in out and out["format"] == "msgpack"
+    assert out["value"]["X"] == X.tolist() and out["value"]["y"] == y
+    out, _, _, _ = _run(_batch_messages("a", *_rows(40), 20))
+    _, key, [value], headers = out[1]
+    shown = render("predictions", Message(topic="sf.predictions", partition=0, offset=1,
+                                          key=key, value=value, headers=headers), None)
+    assert "error" not in shown and len(shown["value"]["proba"]) == 20
+    # the same bytes without the header are checked as a Prediction, and refused
+    assert "error" in render("predictions", Message(topic="sf.predictions", partition=0,
+                                                    offset=1, key=key, value=value), None)
