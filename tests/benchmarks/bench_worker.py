@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 import uuid
@@ -141,23 +142,30 @@ def table_batched(bootstrap: str, rows: int, size: int, records: int) -> list[di
         create_topics(settings)
         n = produce_batched(bootstrap, settings.topics.instances, streams, size)
         warm = max(rows // 10, 5 * settings.learners.batch_size)
-        ip = in_process(settings, streams, chunk=size, warm=warm)
-        e2e = end_to_end(settings, n, warm_fraction=warm / rows)
+        ips, e2es = {}, {}
+        ip = in_process(settings, streams, chunk=size, warm=warm, stats=ips)
+        e2e = end_to_end(settings, n, warm_fraction=warm / rows, stats=e2es)
+        load = os.getloadavg()[0]
         out.append({"pipeline": f"lightest, batches of {size:,}, {label}", "instances": n,
-                    "in_process": ip, "end_to_end": e2e, "ratio": e2e / ip})
-        print(f"  {out[-1]['pipeline']}: {n} instances, in-process {ip:,.0f}/s, end-to-end "
-              f"{e2e:,.0f}/s (ratio {e2e / ip:.2f})", flush=True)
+                    "in_process": ip, "end_to_end": e2e, "ratio": e2e / ip,
+                    "in_process_cpu_us": ips["cpu_us"], "end_to_end_cpu_us": e2es["cpu_us"],
+                    "load": load})
+        print(f"  {out[-1]['pipeline']}: {n} instances, in-process {ip:,.0f}/s "
+              f"({ips['cpu_us']:.2f} CPU us/instance), end-to-end {e2e:,.0f}/s "
+              f"({e2es['cpu_us']:.2f} CPU us/instance in the worker process; ratio "
+              f"{e2e / ip:.2f}, load average {load:.1f})", flush=True)
     return out
 
 
-def in_process(settings, streams: dict, chunk: int, warm: int) -> float:
-    """Prequential instances/s of the same pipelines, on arrays (no Kafka, no codec)."""
+def in_process(settings, streams: dict, chunk: int, warm: int, stats: dict | None = None) -> float:
+    """Prequential instances/s of the same pipelines, on arrays (no Kafka, no codec);
+    ``stats["cpu_us"]``: CPU microseconds of this process per instance."""
     profiles = stream_profiles(settings)
     ps = {s: Pipeline(s, profiles.for_stream(s), X.shape[1]) for s, (X, _) in streams.items()}
     for s, (X, y) in streams.items():
         ps[s].process(X[:warm], y[:warm])
     n = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = max(len(y) for _, y in streams.values())
     for a in range(warm, rows, chunk):
         for s, (X, y) in streams.items():
@@ -165,11 +173,15 @@ def in_process(settings, streams: dict, chunk: int, warm: int) -> float:
             n += len(y[a:a + chunk])
     if n == 0:
         return float("nan")  # the streams are no longer than the warm-up (--quick)
+    if stats is not None:
+        stats["cpu_us"] = 1e6 * (time.process_time() - c0) / n
     return n / (time.perf_counter() - t0)
 
 
-def end_to_end(settings, n: int, warm_fraction: float = 0.1) -> float:
-    """One in-process worker: instances/s from the end of warm-up to the last commit."""
+def end_to_end(settings, n: int, warm_fraction: float = 0.1, stats: dict | None = None) -> float:
+    """One in-process worker: instances/s from the end of warm-up to the last commit;
+    ``stats["cpu_us"]``: CPU microseconds of the worker's process (librdkafka threads
+    included, the broker not) per instance."""
     w = Worker(settings)
     w.start()
     try:
@@ -178,12 +190,14 @@ def end_to_end(settings, n: int, warm_fraction: float = 0.1) -> float:
 
         while done() < warm_fraction * n:
             w.step()
-        c0, t0 = done(), time.perf_counter()
+        c0, t0, p0 = done(), time.perf_counter(), time.process_time()
         while done() < n:
             w.step()
         w.settle()  # the last batch's commit may still be in flight
         if n - c0 < 0.5 * n:
             return float("nan")  # the timed part is too short to mean anything
+        if stats is not None:
+            stats["cpu_us"] = 1e6 * (time.process_time() - p0) / (n - c0)
         return (n - c0) / (time.perf_counter() - t0)
     finally:
         w.shutdown()
