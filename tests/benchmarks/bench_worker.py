@@ -341,7 +341,7 @@ def main(argv=None) -> int:
                     help="table 1: only pipelines whose name contains TEXT (repeatable)")
     ap.add_argument("--batch", type=int, default=0, metavar="N",
                     help="only the lightest pipeline, fed InstanceBatch records of N rows")
-    ap.add_argument("--batch-records", type=int, default=20, metavar="K",
+    ap.add_argument("--batch-records", type=int, default=100, metavar="K",
                     help="with --batch: records per consume call and transaction")
     args = ap.parse_args(argv)
     globals()["CONSUME_BATCH"] = args.consume_batch
