@@ -4,7 +4,8 @@
 message key), in partition order, and creates the pipeline of a stream at its first valid
 message. Every message it cannot take becomes a dead letter with its reason. The steady state
 (plain instances of known streams) goes through the bulk kernel of :mod:`worker.wire` with no
-per-message Python work; anything else is taken message by message.
+per-message Python work; anything else is taken message by message, InstanceBatch records
+(many rows in one record) by :mod:`worker.instance_batch`.
 
 :class:`OutputEncoder` turns what a pipeline returned for a stream's live rows into the
 messages of the output topics, in each topic's wire format (``output.*`` settings).
