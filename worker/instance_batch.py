@@ -134,7 +134,10 @@ class BatchInput:
 
 def _check_labels(pl, ys: list) -> None:
     """Every label is one the stream takes (the first new one may fix its task, new classes
-    are registered as rows sent one by one would register them); else the first bad row."""
+    are registered as rows sent one by one would register them); else the first bad row.
+
+    New classes of the rows before a bad one stay registered although the batch is refused:
+    a replay of the same records registers them again, so a restored run stays identical."""
     task = pl.task
     if task is not None and task.name == "classification":
         try:
