@@ -2,6 +2,8 @@
 
 * :mod:`schemas.messages`: the versioned contracts (:class:`Instance`, :class:`FeatureArrival`,
   :class:`Prediction`, :class:`DriftAlert`, :class:`Ranking`).
+* :mod:`schemas.batches`: :class:`InstanceBatch` (many rows of one stream in one record) and
+  :class:`PredictionBatch` (the worker's predictions for them).
 * :mod:`schemas.checkpoint`: :class:`StreamCheckpoint` (one stream's state and the input it
   covers) and :class:`CheckpointManifest` (where a partition's latest checkpoint is).
 * :mod:`schemas.deadletter`: headers of dead-lettered records.
@@ -11,6 +13,7 @@
 
 from __future__ import annotations
 
+from .batches import InstanceBatch, PredictionBatch, decode_instance_batch
 from .checkpoint import CheckpointManifest, StreamCheckpoint, state_equal
 from .codec import (
     CONTENT_TYPE,
@@ -69,13 +72,16 @@ __all__ = [
     "DriftAlert",
     "FeatureArrival",
     "Instance",
+    "InstanceBatch",
     "Prediction",
+    "PredictionBatch",
     "Ranking",
     "StreamCheckpoint",
     "deadletter_headers",
     "deadletter_record",
     "decode",
     "decode_instance",
+    "decode_instance_batch",
     "decode_state",
     "encode",
     "encode_state",

@@ -94,8 +94,10 @@ def _array_parts(arr: np.ndarray) -> tuple[str, list[int], bytes]:
     return dtype.str, list(arr.shape), arr.tobytes(order="C")
 
 
-def _array_from_parts(dtype_str: Any, shape: Any, data: Any) -> np.ndarray:
-    """Inverse of :func:`_array_parts`, refusing anything inconsistent with a DecodeError."""
+def _array_from_parts(dtype_str: Any, shape: Any, data: Any, copy: bool = True) -> np.ndarray:
+    """Inverse of :func:`_array_parts`, refusing anything inconsistent with a DecodeError.
+
+    ``copy=False`` returns a read-only view of ``data`` (for a reader that copies anyway)."""
     if type(dtype_str) is not str or type(data) is not bytes or type(shape) is not list:
         raise DecodeError(E.NOT_DECODABLE, "malformed array: expected (dtype, shape, bytes)")
     try:
@@ -113,8 +115,9 @@ def _array_from_parts(dtype_str: Any, shape: Any, data: Any) -> np.ndarray:
             f"array of dtype {dtype_str} and shape {tuple(shape)} needs "
             f"{size * dtype.itemsize} bytes, got {len(data)}",
         )
+    arr = np.frombuffer(data, dtype=dtype, count=size).reshape(shape)
     # copy: the result must own writable memory, not view the message buffer
-    return np.frombuffer(data, dtype=dtype, count=size).reshape(shape).copy()
+    return arr.copy() if copy else arr
 
 
 def _msgpack_default(obj: Any) -> Any:
@@ -136,7 +139,7 @@ def _msgpack_default(obj: Any) -> Any:
     raise TypeError(f"cannot encode a value of type {type(obj).__name__}")
 
 
-def _ext_hook(code: int, data: bytes) -> Any:
+def _ext_hook(code: int, data: bytes, copy: bool = True) -> Any:
     """msgpack ``ext_hook``: arrays and numpy scalars back from their extension types."""
     if code not in (EXT_NDARRAY, EXT_NPSCALAR):
         raise DecodeError(E.NOT_DECODABLE, f"unknown msgpack extension type {code}")
@@ -146,12 +149,17 @@ def _ext_hook(code: int, data: bytes) -> Any:
         raise DecodeError(E.NOT_DECODABLE, f"malformed array: {exc}") from None
     if type(parts) is not list or len(parts) != 3:
         raise DecodeError(E.NOT_DECODABLE, "malformed array: expected (dtype, shape, bytes)")
-    arr = _array_from_parts(*parts)
+    arr = _array_from_parts(*parts, copy=copy)
     if code == EXT_NPSCALAR:
         if arr.ndim != 0:
             raise DecodeError(E.NOT_DECODABLE, "malformed numpy scalar: shape must be ()")
         return arr[()]
     return arr
+
+
+def _ext_hook_view(code: int, data: bytes) -> Any:
+    """:func:`_ext_hook` returning read-only views of the message bytes (see :func:`load`)."""
+    return _ext_hook(code, data, copy=False)
 
 
 def _b64(data: bytes) -> str:
@@ -380,6 +388,7 @@ def load(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     arrays: bool = False,
+    views: bool = False,
 ) -> dict:
     """Parse a Kafka value into its top-level map (no contract validation).
 
@@ -394,6 +403,9 @@ def load(
     arrays : bool
         Decode array extension types / tagged objects (checkpoints); off for messages
         from producers, whose maps are taken literally.
+    views : bool
+        With ``arrays``: msgpack arrays are read-only views of ``value`` instead of copies
+        (for a caller that copies them anyway, such as the worker stacking batch rows).
 
     Raises
     ------
@@ -413,7 +425,8 @@ def load(
     try:
         if fmt == MSGPACK:
             if arrays:
-                obj = msgpack.unpackb(value, raw=False, ext_hook=_ext_hook, strict_map_key=False)
+                hook = _ext_hook_view if views else _ext_hook
+                obj = msgpack.unpackb(value, raw=False, ext_hook=hook, strict_map_key=False)
             else:
                 obj = msgpack.unpackb(value, raw=False)
         else:

@@ -14,6 +14,7 @@ header                     value (UTF-8 text)
 ``sf-source-partition``    its partition (decimal)
 ``sf-source-offset``       its offset (decimal)
 ``sf-worker-version``      streamforest version of the worker that refused it
+``sf-row``                 an InstanceBatch refused for one row: the row's index (decimal)
 =========================  ==========================================================
 """
 
@@ -29,6 +30,7 @@ SOURCE_TOPIC = "sf-source-topic"
 SOURCE_PARTITION = "sf-source-partition"
 SOURCE_OFFSET = "sf-source-offset"
 WORKER_VERSION = "sf-worker-version"
+ROW = "sf-row"
 
 HEADER_PREFIX = "sf-"
 MAX_REASON_CHARS = 2000
@@ -42,6 +44,7 @@ _FIELDS = {
     SOURCE_PARTITION: ("partition", True),
     SOURCE_OFFSET: ("offset", True),
     WORKER_VERSION: ("version", False),
+    ROW: ("row", True),
 }
 
 
@@ -104,7 +107,8 @@ def parse_deadletter_headers(
     """The dead-letter fields of a record's headers.
 
     Returns a dict with the keys present among ``error_class``, ``code``, ``reason``,
-    ``topic``, ``partition`` (int), ``offset`` (int) and ``version``. Other headers (the
+    ``topic``, ``partition`` (int), ``offset`` (int), ``version`` and ``row`` (int: the bad
+    row of an InstanceBatch). Other headers (the
     original record's) are ignored; when a header repeats, the last one wins, as the
     dead-letter headers are appended after the original ones.
     """

@@ -573,6 +573,8 @@ class Worker:
             n_a = rel.a_offsets.shape[0]
             live_a = n_a if not n_a or rel.a_offsets[0] >= task.committed else int(
                 np.count_nonzero(rel.a_offsets >= task.committed))
+            # checkpoints are due by instances: an InstanceBatch counts its rows
+            live_a += self.decoder.batches.extra_live_rows if rel.a else 0
             task.since_ckpt += live_a + sum(1 for a in arrivals if a.live)
             task.position, task.fposition = task.merge.position
             if task.restore_t0 is not None and not task.replaying:

@@ -4,7 +4,8 @@
 message key), in partition order, and creates the pipeline of a stream at its first valid
 message. Every message it cannot take becomes a dead letter with its reason. The steady state
 (plain instances of known streams) goes through the bulk kernel of :mod:`worker.wire` with no
-per-message Python work; anything else is taken message by message.
+per-message Python work; anything else is taken message by message, InstanceBatch records
+(many rows in one record) by :mod:`worker.instance_batch`.
 
 :class:`OutputEncoder` turns what a pipeline returned for a stream's live rows into the
 messages of the output topics, in each topic's wire format (``output.*`` settings).
@@ -21,11 +22,13 @@ import msgpack
 import numpy as np
 from confluent_kafka import Message
 
+from schemas.batches import is_instance_batch
 from schemas.codec import CONTENT_TYPE, JSON, InstanceLimits, decode, decode_instance, instance_features
 from schemas.deadletter import deadletter_headers, deadletter_record
 from schemas.errors import OUTPUT_TOO_LARGE, DecodeError
 from schemas.messages import FeatureArrival
 
+from .instance_batch import BatchInput, encode_batched_predictions
 from .pipeline import Pipeline, PipelineError, Profiles, make_pipeline
 from .settings import OUTPUT_KINDS
 from .wire import (
@@ -53,12 +56,13 @@ class StreamRows:
     see :meth:`finish`) or at once from bulk-decoded columns (:meth:`from_columns`).
     """
 
-    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X")
+    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X", "batches")
 
     def __init__(self):
         self.rows, self.ys, self.offsets, self.ids, self.ts = [], [], [], [], []
         self.live = 0  # index of the first live row (rows before it are replayed)
         self.X = None
+        self.batches = None  # (start, stop) rows of each InstanceBatch, in order
 
     @classmethod
     def from_columns(cls, X, ys, offsets, ids, ts, live) -> StreamRows:
@@ -76,10 +80,30 @@ class StreamRows:
         self.ids.append(ident)
         self.ts.append(ts)
 
+    def extend(self, X: np.ndarray, ys: list, offset: int, ids: list, ts: list,
+               live: bool) -> None:
+        """The rows of one InstanceBatch (all at ``offset``), kept as one block."""
+        n = X.shape[0]
+        if not live:
+            self.live += n
+        if self.batches is None:
+            self.batches = []
+        start = len(self.ys)
+        self.batches.append((start, start + n))
+        self.rows.append(X)  # a 2-D block among 1-D rows: see finish
+        self.ys.extend(ys)
+        self.offsets.extend([offset] * n)
+        self.ids.extend(ids)
+        self.ts.extend(ts)
+
     def finish(self, n_features: int) -> None:
         """Rows appended one by one -> a feature matrix and an offsets array."""
         if self.X is None:
-            self.X = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), n_features)
+            if self.batches is not None:  # blocks of InstanceBatches: stacked, not copied row by row
+                self.X = np.concatenate([np.asarray(r, dtype=np.float64).reshape(-1, n_features)
+                                         for r in self.rows])
+            else:
+                self.X = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), n_features)
             self.offsets = np.array(self.offsets, dtype=np.int64)
             self.rows = None
 
@@ -130,6 +154,7 @@ class BatchDecoder:
         self.version = version
         self.on_new_stream = on_new_stream
         self.keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
+        self.batches = BatchInput(self)  # InstanceBatch records (worker/instance_batch.py)
 
     def decode(self, task, pm: list, offsets: np.ndarray, dead: list,
                max_bytes: int) -> dict[str, StreamRows]:
@@ -142,6 +167,7 @@ class BatchDecoder:
         bulk-decoded ones as they are, the rest through :func:`decode_fast` or full
         validation, which also creates pipelines and reports errors.
         """
+        self.batches.reset()
         mkeys = list(map(_m_key, pm))
         values = list(map(_m_value, pm))
         headers = list(map(_m_headers, pm))
@@ -189,6 +215,9 @@ class BatchDecoder:
                 _rows_of(streams, stream).append(
                     D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
                     int(D.ids[i]), int(D.ts[i]), live)
+                continue
+            if is_instance_batch(m.headers()):  # many rows in one record
+                self.batches.take(task, m, live, dead, max_bytes, streams, _rows_of)
                 continue
             taken = self._decode_fast(task.pipelines, m, stream, max_bytes)
             if taken is None:  # first message of a stream, anything unusual, and errors
@@ -451,6 +480,9 @@ class OutputEncoder:
                                     else encode_predictions)
         self._dump_alert = dumps_json if "drift" in json_kinds else _pack
         self._dump_ranking = dumps_json if "rankings" in json_kinds else _pack
+        self.json_predictions = "predictions" in json_kinds
+        # one PredictionBatch per InstanceBatch instead of one Prediction per row
+        self.prediction_batches = bool(getattr(output, "prediction_batches", False))
         json_header = [(CONTENT_TYPE, JSON.encode())]
         self.headers = {getattr(topics, k): json_header for k in json_kinds}
 
@@ -485,7 +517,10 @@ class OutputEncoder:
                outputs: list, dead: list) -> None:
         """Append ``(topic, key, values)`` groups for the live rows ``lo:`` of ``sr``."""
         key = stream.encode()
-        self._predictions(task, stream, key, pl, res, sr, lo, outputs, dead)
+        if self.prediction_batches and sr.batches:
+            encode_batched_predictions(self, task, stream, key, pl, res, sr, lo, outputs, dead)
+        else:
+            self._predictions(task, stream, key, pl, res, sr, lo, outputs, dead)
         self._alerts(task, stream, key, res, sr, lo, outputs, dead)
         self._rankings(task, stream, key, res, sr, lo, outputs, dead)
         self._rejected(task, stream, key, res.rejected, dead)

@@ -235,14 +235,17 @@ class TransactionalProducer:
                 raise AbortableError(str(err)) from exc
 
     def produce_many(self, groups, headers: dict | None = None) -> None:
-        """Queue ``(topic, key, [values])`` groups (the hot path: one tight loop).
+        """Queue ``(topic, key, [values])`` or ``(topic, key, [values], headers)`` groups (the
+        hot path: one tight loop).
 
         ``headers`` maps a topic to the headers of each of its records (JSON outputs say
         their content type); groups of other topics are produced without headers.
         """
         produce = self._p.produce
-        for topic, key, values in groups:
-            h = headers.get(topic) if headers else None
+        for group in groups:
+            topic, key, values = group[0], group[1], group[2]
+            # a fourth item: headers of this group's records (PredictionBatch records)
+            h = group[3] if len(group) > 3 else headers.get(topic) if headers else None
             if h is not None:
                 for value in values:
                     self.produce(topic, value, key, headers=h)

@@ -414,6 +414,9 @@ class OutputSettings(Section):
     predictions: FormatOverride = Field(None, description="default: format")
     drift: FormatOverride = Field(None, description="default: format")
     rankings: FormatOverride = Field(None, description="default: format")
+    prediction_batches: bool = Field(
+        False, description="one PredictionBatch per input InstanceBatch (rows in input order) "
+        "instead of one Prediction per row")
 
     def format_of(self, kind: str) -> str:
         """``"msgpack"`` or ``"json"``: the format of output ``kind`` (one of OUTPUT_KINDS)."""

@@ -69,6 +69,7 @@ from typing import Any, BinaryIO
 import msgpack
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
+from schemas.batches import KIND_HEADER, InstanceBatch, PredictionBatch
 from schemas.codec import JSON, MSGPACK, load, validate, wire_format
 from schemas.deadletter import parse_deadletter_headers
 from schemas.errors import DecodeError
@@ -82,6 +83,8 @@ from .settings import TOPIC_KINDS
 KINDS = TOPIC_KINDS
 CONTRACTS = {"instances": Instance, "features": FeatureArrival, "predictions": Prediction,
              "drift": DriftAlert, "rankings": Ranking}
+#: contracts of records whose ``sf-kind`` header names a batch (instances, predictions topics)
+BATCH_CONTRACTS = {b"instance-batch": InstanceBatch, b"prediction-batch": PredictionBatch}
 _FORMATS = {MSGPACK: "msgpack", JSON: "json"}
 # values are read whole, whatever their size: this tool shows, it does not guard a worker
 _NO_LIMIT = 1 << 62
@@ -139,6 +142,8 @@ def jsonable(obj: Any) -> Any:
         return {"__bytes__": _b64(obj)}
     if isinstance(obj, msgpack.ExtType):
         return {"__ext__": obj.code, "data": _b64(obj.data)}
+    if hasattr(obj, "tolist"):  # arrays of batches (decoded for their contract): nested lists
+        return jsonable(obj.tolist())
     return str(obj)
 
 
@@ -157,10 +162,10 @@ def _error(exc: DecodeError) -> dict:
     return {"code": exc.code, "where": exc.where or None, "reason": exc.reason}
 
 
-def _parsed(value, headers, out: dict) -> dict | None:
+def _parsed(value, headers, out: dict, arrays: bool = False) -> dict | None:
     """The value's map into ``out`` (``format``, ``value``), or the reason it has none."""
     try:
-        obj = load(value, headers, max_bytes=_NO_LIMIT)
+        obj = load(value, headers, max_bytes=_NO_LIMIT, arrays=arrays)
     except DecodeError as exc:
         if value:
             out["value_base64"] = _b64(value)
@@ -172,11 +177,13 @@ def _parsed(value, headers, out: dict) -> dict | None:
 
 
 def _contract(kind: str, value, headers, out: dict) -> None:
-    """Instances, features and outputs: the map, checked against the topic's contract."""
-    obj = _parsed(value, headers, out)
+    """Instances, features and outputs: the map, checked against the topic's contract (or
+    the batch contract its ``sf-kind`` header names)."""
+    model = next((BATCH_CONTRACTS.get(v) for k, v in headers or () if k == KIND_HEADER), None)
+    obj = _parsed(value, headers, out, arrays=model is not None)
     if obj is not None:
         try:
-            validate(obj, CONTRACTS[kind])
+            validate(obj, model or CONTRACTS[kind])
         except DecodeError as exc:
             out["error"] = _error(exc)
 

@@ -1,7 +1,7 @@
 """Worker benchmark: end-to-end throughput beside in-process throughput, and restore times.
 
 Run: ``python tests/benchmarks/bench_worker.py [--bootstrap HOST:PORT] [--quick]
-[--only-throughput] [--only TEXT] [--consume-batch N]``
+[--only-throughput] [--only TEXT] [--consume-batch N] [--batch N]``
 (without ``--bootstrap`` it starts the local broker). Prints three tables:
 
 1. instances/s of one worker end to end (produced input -> committed predictions, exactly-once
@@ -12,6 +12,11 @@ Run: ``python tests/benchmarks/bench_worker.py [--bootstrap HOST:PORT] [--quick]
 2. time to recover a partition after a crash (checkpoint read + replay up to the committed
    offset) as a function of the checkpoint interval;
 3. time to restore a partition holding about 100 MB of state (target < 2 s).
+
+With ``--batch N`` it prints one table instead: the lightest pipeline fed with InstanceBatch
+records of N rows, with one Prediction per row and with one PredictionBatch per record
+(``output.prediction_batches``), beside the same pipeline in process on chunks of N rows
+(targets with N = 1,000: 1M instances/s end to end, ratio >= 0.7).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 import uuid
@@ -31,7 +37,13 @@ sys.path.insert(0, str(REPO))
 
 from tests.benchmarks.common import kafka  # noqa: E402
 from worker.app import Worker  # noqa: E402
-from worker.dev.produce import instance_values, make_producer, produce_values  # noqa: E402
+from worker.dev.produce import (  # noqa: E402
+    BATCH_HEADERS,
+    batch_values,
+    instance_values,
+    make_producer,
+    produce_values,
+)
 from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from worker.settings import load_settings, stream_profiles  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
@@ -102,14 +114,58 @@ def produce(bootstrap: str, topic: str, streams: dict, chunk: int = 1000) -> int
     return n
 
 
-def in_process(settings, streams: dict, chunk: int, warm: int) -> float:
-    """Prequential instances/s of the same pipelines, on arrays (no Kafka, no codec)."""
+def produce_batched(bootstrap: str, topic: str, streams: dict, size: int) -> int:
+    """Every stream as InstanceBatch records of ``size`` rows, interleaved; returns rows."""
+    p = make_producer(bootstrap)
+    n = 0
+    rows = max(len(y) for _, y in streams.values())
+    for a in range(0, rows, size):
+        for s, (X, y) in streams.items():
+            vals = batch_values(s, X[a:a + size], y[a:a + size], size=size, start_id=a, ts0=a)
+            produce_values(p, topic, s, vals, headers={0: BATCH_HEADERS})
+            n += len(y[a:a + size])
+    p.flush(120)
+    return n
+
+
+def table_batched(bootstrap: str, rows: int, size: int, records: int) -> list[dict]:
+    """The lightest pipeline on InstanceBatch records of ``size`` rows (``records`` records per
+    consume and transaction), per-row predictions and prediction batches."""
+    over = PIPELINES["forgetful_tree + ADWIN (lightest)"]
+    streams = make_streams(4, rows)
+    out = []
+    for label, batches_out in (("PredictionBatch per record", "true"),
+                               ("Prediction per row", "false")):
+        prefix = f"bb-{uuid.uuid4().hex[:6]}"
+        settings = load_settings(env_for(bootstrap, prefix, WORKER__CONSUME_BATCH=str(records),
+                                         OUTPUT__PREDICTION_BATCHES=batches_out, **over))
+        create_topics(settings)
+        n = produce_batched(bootstrap, settings.topics.instances, streams, size)
+        warm = max(rows // 10, 5 * settings.learners.batch_size)
+        ips, e2es = {}, {}
+        ip = in_process(settings, streams, chunk=size, warm=warm, stats=ips)
+        e2e = end_to_end(settings, n, warm_fraction=warm / rows, stats=e2es)
+        load = os.getloadavg()[0]
+        out.append({"pipeline": f"lightest, batches of {size:,}, {label}", "instances": n,
+                    "in_process": ip, "end_to_end": e2e, "ratio": e2e / ip,
+                    "in_process_cpu_us": ips["cpu_us"], "end_to_end_cpu_us": e2es["cpu_us"],
+                    "load": load})
+        print(f"  {out[-1]['pipeline']}: {n} instances, in-process {ip:,.0f}/s "
+              f"({ips['cpu_us']:.2f} CPU us/instance), end-to-end {e2e:,.0f}/s "
+              f"({e2es['cpu_us']:.2f} CPU us/instance in the worker process; ratio "
+              f"{e2e / ip:.2f}, load average {load:.1f})", flush=True)
+    return out
+
+
+def in_process(settings, streams: dict, chunk: int, warm: int, stats: dict | None = None) -> float:
+    """Prequential instances/s of the same pipelines, on arrays (no Kafka, no codec);
+    ``stats["cpu_us"]``: CPU microseconds of this process per instance."""
     profiles = stream_profiles(settings)
     ps = {s: Pipeline(s, profiles.for_stream(s), X.shape[1]) for s, (X, _) in streams.items()}
     for s, (X, y) in streams.items():
         ps[s].process(X[:warm], y[:warm])
     n = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = max(len(y) for _, y in streams.values())
     for a in range(warm, rows, chunk):
         for s, (X, y) in streams.items():
@@ -117,11 +173,15 @@ def in_process(settings, streams: dict, chunk: int, warm: int) -> float:
             n += len(y[a:a + chunk])
     if n == 0:
         return float("nan")  # the streams are no longer than the warm-up (--quick)
+    if stats is not None:
+        stats["cpu_us"] = 1e6 * (time.process_time() - c0) / n
     return n / (time.perf_counter() - t0)
 
 
-def end_to_end(settings, n: int, warm_fraction: float = 0.1) -> float:
-    """One in-process worker: instances/s from the end of warm-up to the last commit."""
+def end_to_end(settings, n: int, warm_fraction: float = 0.1, stats: dict | None = None) -> float:
+    """One in-process worker: instances/s from the end of warm-up to the last commit;
+    ``stats["cpu_us"]``: CPU microseconds of the worker's process (librdkafka threads
+    included, the broker not) per instance."""
     w = Worker(settings)
     w.start()
     try:
@@ -130,12 +190,14 @@ def end_to_end(settings, n: int, warm_fraction: float = 0.1) -> float:
 
         while done() < warm_fraction * n:
             w.step()
-        c0, t0 = done(), time.perf_counter()
+        c0, t0, p0 = done(), time.perf_counter(), time.process_time()
         while done() < n:
             w.step()
         w.settle()  # the last batch's commit may still be in flight
         if n - c0 < 0.5 * n:
             return float("nan")  # the timed part is too short to mean anything
+        if stats is not None:
+            stats["cpu_us"] = 1e6 * (time.process_time() - p0) / (n - c0)
         return (n - c0) / (time.perf_counter() - t0)
     finally:
         w.shutdown()
@@ -257,9 +319,9 @@ def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
     return res
 
 
-def _print_throughput(thr: list[dict]) -> None:
+def _print_throughput(thr: list[dict], batch: str | None = None) -> None:
     print(f"\n| pipeline | instances | in-process inst/s | end-to-end inst/s | ratio |"
-          f"  (consume batch {CONSUME_BATCH:,})")
+          f"  ({batch or f'consume batch {CONSUME_BATCH:,}'})")
     print("|---|---|---|---|---|")
     for r in thr:
         print(f"| {r['pipeline']} | {r['instances']:,} | {r['in_process']:,.0f} | "
@@ -277,10 +339,25 @@ def main(argv=None) -> int:
     ap.add_argument("--only-throughput", action="store_true", help="table 1 only")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="table 1: only pipelines whose name contains TEXT (repeatable)")
+    ap.add_argument("--batch", type=int, default=0, metavar="N",
+                    help="only the lightest pipeline, fed InstanceBatch records of N rows")
+    ap.add_argument("--batch-records", type=int, default=100, metavar="K",
+                    help="with --batch: records per consume call and transaction")
     args = ap.parse_args(argv)
     globals()["CONSUME_BATCH"] = args.consume_batch
     globals()["ONLY"] = args.only
     rows = 5000 if args.quick else args.rows
+    if args.batch > 0:
+        with kafka(args.bootstrap) as bootstrap:
+            print(f"throughput per worker, InstanceBatch records of {args.batch:,} rows "
+                  f"({args.batch_records} records per transaction; 4 hyperplane streams, d=10, "
+                  "2 partitions)")
+            thr = table_batched(bootstrap, rows, args.batch, args.batch_records)
+        _print_throughput(thr, f"{args.batch_records} records of {args.batch:,} rows per "
+                          "consume and transaction")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"batched": thr}, indent=1))
+        return 0
     with kafka(args.bootstrap) as bootstrap:
         print("1. throughput per worker (4 hyperplane streams, d=10, 2 partitions)")
         thr = table_throughput(bootstrap, rows)

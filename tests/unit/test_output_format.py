@@ -61,7 +61,8 @@ def test_outputs_are_msgpack_unless_configured():
                      "STREAMFOREST_OUTPUT__DRIFT": ""}) == ["json", "json", "msgpack"]
     assert _formats({"STREAMFOREST_OUTPUT": '{"drift": "json"}'}) == ["msgpack", "json", "msgpack"]
     assert load_settings({}).masked_dict()["output"] == {
-        "format": "msgpack", "predictions": None, "drift": None, "rankings": None}
+        "format": "msgpack", "predictions": None, "drift": None, "rankings": None,
+        "prediction_batches": False}
 
 
 @pytest.mark.parametrize("env, where, text", [

@@ -3,7 +3,9 @@
 Used by ``streamforest demo``, the integration tests and the benchmarks, and available as
 ``streamforest produce dataset NAME`` / ``streamforest produce hyperplane``. Instances are
 msgpack maps of the :class:`schemas.Instance` contract, keyed by stream id; ``x`` is a list
-(the compact form) or, with ``names=True``, a map from feature name to value.
+(the compact form) or, with ``names=True``, a map from feature name to value. With
+``batch=N`` (``--batch N``) every N consecutive rows travel as one
+:class:`schemas.batches.InstanceBatch` record (header ``sf-kind: instance-batch``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import msgpack
 import numpy as np
 from confluent_kafka import Producer
 
+from schemas.batches import INSTANCE_BATCH, KIND_HEADER
+from schemas.codec import encode_state
 from schemas.messages import TRUTH_HEADER
 
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -52,6 +56,37 @@ def instance_values(stream: str, X: np.ndarray, y=None, *, start_id: int = 0,
         if ys[i] is not None and (labelled is None or labelled[i]):
             d["y"] = ys[i]
         out.append(_pack(d))
+    return out
+
+
+#: headers of an InstanceBatch record
+BATCH_HEADERS = [(KIND_HEADER, INSTANCE_BATCH.encode())]
+
+
+def batch_values(stream: str, X: np.ndarray, y=None, *, size: int, start_id: int = 0,
+                 ts0: int = 0, names: list[str] | None = None) -> list[bytes]:
+    """msgpack values of InstanceBatch records of ``size`` consecutive rows (the last one
+    may be shorter); ids and timestamps as in :func:`instance_values`.
+
+    Examples
+    --------
+    >>> from schemas.batches import decode_instance_batch
+    >>> values = batch_values("s", np.zeros((5, 2)), [0, 1, 0, 1, None], size=2)
+    >>> [decode_instance_batch(v).row_ids() for v in values]
+    [[0, 1], [2, 3], [4]]
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    ys = None if y is None else [_plain(v) for v in y]
+    out = []
+    for a in range(0, X.shape[0], size):
+        b = min(a + size, X.shape[0])
+        d = {"v": 1, "stream": stream, "X": X[a:b], "ids": list(range(start_id + a, start_id + b)),
+             "ts": list(range(ts0 + a, ts0 + b))}
+        if ys is not None:
+            d["y"] = ys[a:b]
+        if names:
+            d["features"] = list(names)
+        out.append(encode_state(d))
     return out
 
 
@@ -101,8 +136,12 @@ def produce_values(producer: Producer, topic: str, stream: str, values,
 
 def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=None,
                    start_id: int = 0, chunk: int = 20000, partition: int | None = None,
-                   rate: float | None = None, truth=None, truth_every: int = 1000) -> int:
+                   rate: float | None = None, truth=None, truth_every: int = 1000,
+                   batch: int = 0) -> int:
     """Produce a whole stream in chunks (optionally paced at ``rate`` instances/s).
+
+    ``batch``: rows per InstanceBatch record (0: one Instance per record). Returns the
+    number of instances (rows) either way.
 
     ``truth``: the true importance of each feature per instance (``W`` of :func:`hyperplane`),
     declared every ``truth_every`` instances with an ``sf-truth`` header (a JSON map from
@@ -111,8 +150,16 @@ def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=N
     n = len(X)
     t0 = time.monotonic()
     feature_names = names or [f"x{j}" for j in range(X.shape[1])]
+    if batch > 0:
+        chunk = max(batch, chunk - chunk % batch)  # whole batches per chunk
     for a in range(0, n, chunk):
         b = min(n, a + chunk)
+        if batch > 0:
+            _produce_batches(producer, topic, stream, X[a:b], None if y is None else y[a:b],
+                             batch, a, start_id + a, names, partition, truth, truth_every,
+                             feature_names)
+            _pace(rate, b, t0)
+            continue
         vals = instance_values(stream, X[a:b], None if y is None else y[a:b],
                                start_id=start_id + a, ts0=start_id + a, names=names)
         headers = None
@@ -122,11 +169,34 @@ def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=N
                 feature_names, map(float, truth[i])))).encode())]
                 for i in range(first, b, truth_every)}
         produce_values(producer, topic, stream, vals, partition, headers)
-        if rate:
-            wait = (b / rate) - (time.monotonic() - t0)
-            if wait > 0:
-                time.sleep(wait)
+        _pace(rate, b, t0)
     return n
+
+
+def _pace(rate: float | None, done: int, t0: float) -> None:
+    if rate:
+        wait = (done / rate) - (time.monotonic() - t0)
+        if wait > 0:
+            time.sleep(wait)
+
+
+def _produce_batches(producer, topic, stream, X, y, size, row0, first_id, names, partition,
+                     truth, truth_every, feature_names) -> None:
+    """InstanceBatch records of the chunk ``X`` (rows ``row0 ...`` of the stream, ids from
+    ``first_id``); a batch holding a row at which the true weights are declared carries them
+    (``sf-truth``: those of its first such row)."""
+    vals = batch_values(stream, X, y, size=size, start_id=first_id, ts0=first_id, names=names)
+    headers = {}
+    for k in range(len(vals)):
+        h = list(BATCH_HEADERS)
+        if truth is not None:
+            a, b = row0 + k * size, row0 + min((k + 1) * size, len(X))
+            first = -(-a // truth_every) * truth_every
+            if first < b:
+                h.append((TRUTH_HEADER, json.dumps(dict(zip(
+                    feature_names, map(float, truth[first])))).encode()))
+        headers[k] = h
+    produce_values(producer, topic, stream, vals, partition, headers)
 
 
 def hyperplane(n: int, n_features: int = 10, n_drift_features: int = 2, seed: int = 1,
@@ -157,6 +227,9 @@ def add_parser(subparsers) -> None:
         q.add_argument("--stream", default=None, help="stream id (default: the source name)")
         q.add_argument("-n", "--rows", type=int, default=None, help="number of instances")
         q.add_argument("--names", action="store_true", help="send x as a name -> value map")
+        q.add_argument("--batch", type=int, default=0, metavar="N",
+                       help="send N rows per record, as InstanceBatch records (0: one Instance "
+                       "per record)")
         q.set_defaults(func=_cmd_produce)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -183,7 +256,9 @@ def _cmd_produce(args) -> int:
     producer = make_producer(settings.kafka.as_librdkafka_dict())
     n = produce_stream(producer, settings.topics.instances, stream, X, y,
                        names=names if args.names else None, truth=truth,
-                       truth_every=max(1, getattr(args, "truth_every", 0)))
+                       truth_every=max(1, getattr(args, "truth_every", 0)),
+                       batch=max(0, args.batch))
     producer.flush(60)
-    print(f"produced {n} instances of stream {stream!r} to {settings.topics.instances}")
+    how = f" in batches of {args.batch}" if args.batch > 0 else ""
+    print(f"produced {n} instances of stream {stream!r} to {settings.topics.instances}{how}")
     return 0
