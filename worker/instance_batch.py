@@ -121,10 +121,6 @@ class BatchInput:
         if cfg.arrivals:
             raise PipelineError("batch_not_supported", f"stream {stream!r} is a stream of "
                                 "features: send its instances one per record")
-        if len(pipelines) >= caps.max_streams:
-            raise PipelineError(
-                "stream_cap", f"this input partition already holds {caps.max_streams} "
-                f"streams (learners.max_streams); stream {stream!r} is refused")
         names = list(batch.features) if batch.features is not None else None
         pl = make_pipeline(stream, cfg, batch.X.shape[1], names, caps.max_classes,
                            caps.feature_rows, caps.instance.max_features)

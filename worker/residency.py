@@ -93,6 +93,16 @@ class StreamTable:
         self._last[stream] = self._tick
         self._resize(stream, pipeline)
 
+    def pop(self, stream: str, default=None):
+        """Forget a stream (a new stream whose first record was refused)."""
+        self.passivated.discard(stream)
+        pl = self._resident.pop(stream, None)
+        if pl is None:
+            return default
+        self._last.pop(stream, None)
+        self.resident_bytes -= self._bytes.pop(stream, 0)
+        return pl
+
     def __contains__(self, stream: str) -> bool:
         return stream in self._resident or stream in self.passivated
 

@@ -159,8 +159,8 @@ def test_produce_batches_carry_consecutive_ids_and_timestamps():
 # --------------------------------------------------------------------------- the worker side
 
 
-def _decoder(max_streams=10, cfg=CFG):
-    return BatchDecoder(Profiles(cfg), Caps(max_streams), "test", lambda: None)
+def _decoder(cfg=CFG):
+    return BatchDecoder(Profiles(cfg), Caps(), "test", lambda: None)
 
 
 def _batch_messages(stream, X, y, size, first_offset=0, start_id=0):
