@@ -321,13 +321,21 @@ def test_sasl_and_tls_settings_come_from_secrets(helm):
     assert not [d for d in docs if d["kind"] == "TriggerAuthentication"]
 
 
-@pytest.mark.parametrize("values", [{"kafka": {"securityProtocol": "SASL_SSL", "saslMechanism": "PLAIN"}},
-                                    {"kafka": {"securityProtocol": "SASL_SSL",
-                                               "auth": {"existingSecret": "s"}}},
-                                    {"kafka": {"tls": {"enabled": True}, "securityProtocol": "SSL"}},
-                                    {"kafka": {"securityProtocol": "TLS"}}])
-def test_incomplete_security_settings_are_refused(helm, values):
-    assert "kafka." in render_error(helm, values)
+@pytest.mark.parametrize(("values", "message"), [
+    ({"kafka": {"securityProtocol": "SASL_SSL", "saslMechanism": "PLAIN"}}, "kafka.auth.existingSecret"),
+    ({"kafka": {"securityProtocol": "SASL_SSL", "auth": {"existingSecret": "s"}}}, "kafka.saslMechanism"),
+    ({"kafka": {"securityProtocol": "SSL", "tls": {"enabled": True}}}, "kafka.tls.secretName"),
+    ({"kafka": {"tls": {"enabled": True, "secretName": "t"}}}, "needs kafka.securityProtocol SSL or SASL_SSL"),
+])
+def test_incomplete_security_settings_are_refused(helm, values, message):
+    assert message in render_error(helm, values)
+
+
+@pytest.mark.parametrize("values", [{"worker": {"stateBudgetMb": 512}}, {"topics": {"partitions": 0}},
+                                    {"autoscaling": {"maxReplicas": 3}}, {"env": {"LEARNERS__BATCH_SIZE": 5}}])
+def test_misspelt_or_invalid_values_are_refused(helm, values):
+    # values.schema.json: a key the templates never read would otherwise be ignored without a word
+    assert "schema" in render_error(helm, values)
 
 
 @pytest.mark.parametrize("timeout", [20, 45.5, 120])
