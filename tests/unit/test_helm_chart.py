@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -40,6 +41,7 @@ SASL_TLS = {
         "saslMechanism": "SCRAM-SHA-512",
         "auth": {"existingSecret": "kafka-credentials"},
         "tls": {"enabled": True, "secretName": "kafka-tls", "certKey": "tls.crt", "keyKey": "tls.key"},
+        "extra": {"session.timeout.ms": "60000", "fetch.wait.max.ms": 50},
     },
 }
 STATIC = {"worker": {"staticMembership": True}}
@@ -287,7 +289,22 @@ def test_numba_cache_of_the_image_is_mounted_writable(helm):
     assert init["image"] == worker_container(render(helm))["image"]
     assert image_cache in init["command"]
     (seed,) = init["volumeMounts"]
-    assert seed["name"] == mounts[image_cache] and seed["mountPath"] in init["command"]
+    assert seed["name"] == mounts[image_cache] and init["command"][-2:] == [image_cache, seed["mountPath"]]
+
+
+def test_numba_cache_seeding_copies_the_cache(helm, tmp_path):
+    """The init container's command, run here on two directories: it copies a cache, and an image
+    without one (built without the warm-up) does not stop the pod."""
+    init = workload(render(helm))["spec"]["template"]["spec"]["initContainers"][0]
+    program, *rest = init["command"]
+    assert program == "python"
+    source, target = tmp_path / "image-cache", tmp_path / "seed"
+    (source / "models").mkdir(parents=True)
+    (source / "models" / "kernel.nbi").write_bytes(b"index")
+    target.mkdir()
+    subprocess.run([sys.executable, *rest[:-2], str(source), str(target)], check=True, timeout=60)
+    assert (target / "models" / "kernel.nbi").read_bytes() == b"index"
+    subprocess.run([sys.executable, *rest[:-2], str(tmp_path / "absent"), str(target)], check=True, timeout=60)
 
 
 def test_sasl_and_tls_settings_come_from_secrets(helm):
@@ -336,6 +353,13 @@ def test_incomplete_security_settings_are_refused(helm, values, message):
 def test_misspelt_or_invalid_values_are_refused(helm, values):
     # values.schema.json: a key the templates never read would otherwise be ignored without a word
     assert "schema" in render_error(helm, values)
+
+
+def test_env_cannot_override_what_the_chart_derives(helm):
+    # e.g. a state budget set under `env` would no longer match the memory derived from worker.stateBudgetMB
+    assert "set by the chart" in render_error(helm, {"env": {"STREAMFOREST_WORKER__STATE_BUDGET_MB": "4096"}})
+    env = env_of(worker_container(render(helm, {"env": {"STREAMFOREST_LEARNERS__BATCH_SIZE": 50}})))
+    assert env["STREAMFOREST_LEARNERS__BATCH_SIZE"]["value"] == "50"
 
 
 @pytest.mark.parametrize("timeout", [20, 45.5, 120])

@@ -94,6 +94,15 @@ app.kubernetes.io/part-of: streamforest
 {{- if and .Values.kafka.tls.enabled (not (include "streamforest.tls" .)) }}
 {{- fail "kafka.tls.enabled needs kafka.securityProtocol SSL or SASL_SSL" }}
 {{- end }}
+{{- $managed := list }}
+{{- range (include "streamforest.env" (dict "root" . "worker" true "chartOnly" true) | fromYamlArray) }}
+{{- $managed = append $managed .name }}
+{{- end }}
+{{- range $name, $_ := .Values.env }}
+{{- if has $name $managed }}
+{{- fail (printf "env.%s is set by the chart from its values (see values.yaml): set it there" $name) }}
+{{- end }}
+{{- end }}
 {{- if and .Values.autoscaling.enabled (gt (include "streamforest.maxReplicas" . | int) (.Values.topics.partitions | int)) }}
 {{- fail (printf "autoscaling.maxReplicaCount %d exceeds topics.partitions %d: the replicas beyond the partitions would stand idle" (include "streamforest.maxReplicas" . | int) (.Values.topics.partitions | int)) }}
 {{- end }}
@@ -103,7 +112,8 @@ app.kubernetes.io/part-of: streamforest
 {{- end }}
 
 {{/* STREAMFOREST_* environment of the workers and of the topics job.
-     Arguments: dict "root" $ "worker" true|false (worker-only settings) */}}
+     Arguments: dict "root" $ "worker" true|false (worker-only settings) ["chartOnly" true: without
+     the user's `env`] */}}
 {{- define "streamforest.env" -}}
 {{- $v := .root.Values }}
 - name: STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS
@@ -176,9 +186,11 @@ app.kubernetes.io/part-of: streamforest
       fieldPath: metadata.name
 {{- end }}
 {{- end }}
+{{- if not .chartOnly }}
 {{- range $name, $value := $v.env }}
 - name: {{ $name }}
   value: {{ $value | toString | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 
