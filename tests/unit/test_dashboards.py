@@ -227,8 +227,15 @@ def test_dashboard_is_importable_grafana_json():
             for var in re.findall(r"\$(?:\{(\w+)\}|(\w+))", target["expr"]):
                 name = var[0] or var[1]
                 assert name in variables or name.startswith("__"), f"{panel['title']}: unknown variable ${name}"
+    # the layout: inside Grafana's 24 columns, no panel drawn over another
+    taken: dict[tuple[int, int], str] = {}
+    for panel in panels:
         grid = panel["gridPos"]
         assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, f"{panel['title']!r} overlaps {taken[(x, y)]!r}"
+                taken[(x, y)] = panel["title"]
 
 
 def test_alert_rules_are_complete():
