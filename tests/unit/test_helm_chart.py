@@ -9,6 +9,7 @@ summary), which CI (``CI=true``) does not honour.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import functools
 import json
@@ -80,10 +81,12 @@ def helm() -> str:
     return path
 
 
-# helm keeps its own configuration and caches out of the home directory during the tests
-_HELM_HOME = tempfile.mkdtemp(prefix="streamforest-helm-")
-_HELM_ENV = {**os.environ, **{k: os.path.join(_HELM_HOME, k) for k in
-                              ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}}
+@functools.cache
+def _helm_env() -> dict[str, str]:
+    """helm keeps its own configuration and caches out of the home directory during the tests."""
+    home = tempfile.mkdtemp(prefix="streamforest-helm-")
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    return {**os.environ, **{k: os.path.join(home, k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}}
 
 
 def _run_helm(helm: str, *args: str, values: dict | None = None) -> subprocess.CompletedProcess:
@@ -91,7 +94,7 @@ def _run_helm(helm: str, *args: str, values: dict | None = None) -> subprocess.C
         yaml.safe_dump(values or {}, f)
     try:
         return subprocess.run([helm, *args, "--values", f.name], capture_output=True, text=True,
-                              env=_HELM_ENV, timeout=120)
+                              env=_helm_env(), timeout=120)
     finally:
         os.unlink(f.name)
 
