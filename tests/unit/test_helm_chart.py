@@ -194,8 +194,19 @@ def test_keda_resources_have_the_fields_keda_requires(helm, case):
     (so,) = scaled
     assert so["apiVersion"] == "keda.sh/v1alpha1"
     spec = so["spec"]
+    # the fields of KEDA's ScaledObject CRD (keda.sh/v1alpha1): a misspelt one would be pruned silently
+    assert set(spec) <= {"scaleTargetRef", "minReplicaCount", "maxReplicaCount", "idleReplicaCount", "pollingInterval",
+                         "cooldownPeriod", "initialCooldownPeriod", "fallback", "advanced", "triggers"}
+    assert set(spec["scaleTargetRef"]) <= {"apiVersion", "kind", "name", "envSourceContainerName"}
     assert spec["scaleTargetRef"]["name"] and spec["triggers"]
+    assert set(spec["advanced"]) <= {"horizontalPodAutoscalerConfig", "restoreToOriginalReplicaCount", "scalingModifiers"}
+    behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    for policy in behavior["scaleDown"]["policies"]:
+        assert set(policy) == {"type", "value", "periodSeconds"} and policy["type"] in ("Pods", "Percent")
+        assert 0 < policy["periodSeconds"] <= 1800 and policy["value"] > 0
+    assert 0 <= behavior["scaleDown"]["stabilizationWindowSeconds"] <= 3600
     for trigger in spec["triggers"]:
+        assert set(trigger) <= {"type", "name", "metadata", "authenticationRef", "metricType", "useCachedMetrics"}
         assert trigger["type"] == "kafka"
         # trigger metadata is a map of strings in KEDA's CRD: a YAML number or boolean is refused
         assert all(isinstance(v, str) for v in trigger["metadata"].values()), trigger["metadata"]
