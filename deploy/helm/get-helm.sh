@@ -2,9 +2,9 @@
 # Builds the helm CLI used by the chart tests (tests/unit/test_helm_chart.py) and by `make helm-template`.
 #
 # helm is built from its Go module rather than downloaded as a release tarball: the Go module proxy is the
-# one source of Go code every development machine and CI reach. The first build takes about 4 minutes on
-# 2 cores; the binary is cached (default ~/.cache/streamforest/bin/helm) and the script returns at once when
-# the cached binary already has the pinned version.
+# one source of Go code every development machine and CI reach. The first build takes about 3 minutes on
+# 2 cores, downloads included. The binary is cached (default ~/.cache/streamforest/bin/helm), and the script
+# returns at once when the cached binary already has the pinned version.
 #
 #   deploy/helm/get-helm.sh                 build (or reuse) the pinned helm, print its path
 #   HELM_VERSION=v3.21.4 deploy/helm/get-helm.sh
