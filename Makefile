@@ -1,14 +1,17 @@
 # streamforest developer entry points. Needs Python 3.11, a Java 17+ runtime and Maven (for the local broker).
 #
-#   make setup          .venv with the project (editable) and its test extra, broker jars in the cache
+#   make setup          .venv with the project (editable) and its test extra, broker jars in the cache, and
+#                       helm for the chart tests (built from its Go module when Go is installed, cached)
 #   make test           lint (ruff) and the whole test suite, docstring examples included (integration
 #                       tests start a local Kafka broker on free ports)
 #   make demo           the demo
 #   make broker-start   a local Kafka broker on BROKER_PORT (default 9092) in the background; make broker-stop
 #   make bench          the benchmark scripts tests/benchmarks/bench_*.py
 #
+#   make helm-template  render the Helm chart with its default values (HELM_VALUES=file for others)
+#
 # Variables: PYTHON (interpreter for the venv), VENV, PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not kafka"'),
-# BROKER_PORT, CONTROLLER_PORT, BENCH (benchmark scripts to run).
+# BROKER_PORT, CONTROLLER_PORT, BENCH (benchmark scripts to run), HELM_VALUES.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -23,9 +26,9 @@ BENCH ?= $(wildcard tests/benchmarks/bench_*.py)
 INSTALLED := $(VENV)/.installed
 FETCHED := $(VENV)/.kafka-fetched
 
-.PHONY: setup test demo broker-start broker-stop bench
+.PHONY: setup test demo broker-start broker-stop bench helm helm-template
 
-setup: $(INSTALLED) $(FETCHED)
+setup: $(INSTALLED) $(FETCHED) helm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +41,20 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 $(FETCHED): deploy/local-kafka/pom.xml $(INSTALLED)
 	$(BIN)/streamforest broker fetch
 	touch $@
+
+# helm is built by `go install` from the Go module proxy (about 3-4 minutes once, then reused from
+# ~/.cache/streamforest/bin: the script returns at once when the cached binary has the pinned version).
+# Without Go nothing is built and the chart tests fail saying so, unless helm is on the PATH or in $$HELM.
+helm:
+	@if command -v go >/dev/null 2>&1; then \
+		deploy/helm/get-helm.sh >/dev/null; \
+	elif ! command -v helm >/dev/null 2>&1 && [ -z "$$HELM" ]; then \
+		echo "setup: Go is not installed: helm was not built, tests/unit/test_helm_chart.py will fail" \
+			"(install Go, put helm on the PATH, or set STREAMFOREST_TEST_NO_HELM=1 to skip those tests)" >&2; \
+	fi
+
+helm-template: helm
+	"$$(deploy/helm/get-helm.sh)" template streamforest deploy/helm/streamforest $(if $(HELM_VALUES),--values $(HELM_VALUES))
 
 test: setup
 	$(BIN)/ruff check .
