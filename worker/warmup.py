@@ -1,13 +1,14 @@
 """Compile every numba kernel a worker can use, once, into the numba cache.
 
-The worker image runs this at build time (``deploy/docker/Dockerfile``) so that a new pod
-starts processing at once instead of compiling its first stream's kernels while its
-partitions wait. It runs every learner of the registry (:mod:`models.registry`) in every
-role it can take, with its small parameters, through a pipeline on a short synthetic stream
-of each task it serves, and every detector behind it, and the worker's bulk decoder of
-instances (:func:`worker.wire.decode_bulk`). Kernels are typed by their arguments' dtypes
-and layouts, never by sizes or parameter values, so these small runs compile every
-specialisation the worker's default pipelines use (``tests/unit/test_warmup.py`` checks it).
+The worker image runs this at build time (``deploy/docker/Dockerfile``) and ``make setup``
+after installing, so that a new pod or a fresh install starts processing at once instead of
+compiling its first stream's kernels while its partitions wait. It runs every learner of the
+registry (:mod:`models.registry`) in every role it can take, with its small parameters,
+through a pipeline on a short synthetic stream of each task it serves, and every detector
+behind it, and the worker's bulk decoder of instances (:func:`worker.wire.decode_bulk`).
+Kernels are typed by their arguments' dtypes and layouts, not by sizes or parameter
+values, so these small runs compile every specialisation the worker's default pipelines use
+(``tests/unit/test_warmup.py`` checks it).
 """
 
 from __future__ import annotations
