@@ -1,7 +1,8 @@
 # streamforest developer entry points. Needs Python 3.11, a Java 17+ runtime and Maven (for the local broker).
 #
-#   make setup          .venv with the project (editable) and its test extra, broker jars in the cache, and
-#                       helm for the chart tests (built from its Go module when Go is installed, cached)
+#   make setup          .venv with the project (editable) and its test extra, broker jars in the cache,
+#                       every numba kernel compiled into the cache (streamforest warmup), and helm for the
+#                       chart tests (built from its Go module when Go is installed, cached)
 #   make test           lint (ruff) and the whole test suite, docstring examples included (integration
 #                       tests start a local Kafka broker on free ports)
 #   make demo           the demo
@@ -22,13 +23,17 @@ CONTROLLER_PORT ?= 9093
 BROKER_ARGS := --port $(BROKER_PORT) --controller-port $(CONTROLLER_PORT)
 BENCH ?= $(wildcard tests/benchmarks/bench_*.py)
 
-# stamps: reinstall only when pyproject.toml changes, fetch the jars again only when the pom changes
+# stamps: reinstall only when pyproject.toml changes, fetch the jars again only when the pom changes,
+# compile the kernels again only when a source of the core or the worker changes (numba's cache is
+# keyed by each source file's modification time, so an edit makes its kernels stale anyway)
 INSTALLED := $(VENV)/.installed
 FETCHED := $(VENV)/.kafka-fetched
+WARMED := $(VENV)/.warmed
+WARMUP_SOURCES := $(wildcard models/*.py worker/*.py worker/pipeline/*.py)
 
 .PHONY: setup test demo broker-start broker-stop bench helm helm-template
 
-setup: $(INSTALLED) $(FETCHED) helm
+setup: $(INSTALLED) $(FETCHED) $(WARMED) helm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +60,11 @@ helm:
 
 helm-template: helm
 	"$$(deploy/helm/get-helm.sh)" template streamforest deploy/helm/streamforest $(if $(HELM_VALUES),--values $(HELM_VALUES))
+
+# a fresh install then serves its first prediction without waiting for numba compilation
+$(WARMED): $(WARMUP_SOURCES) $(INSTALLED)
+	$(BIN)/streamforest warmup
+	touch $@
 
 test: setup
 	$(BIN)/ruff check .

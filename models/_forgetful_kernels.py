@@ -279,7 +279,8 @@ def grow(X, y, n, n_kept, same_height, max_h, feats, nfeat, dense, dvals, dcount
     sp = 1
     while sp > 0:
         sp -= 1
-        node = stack[sp, 0]
+        # int64 like every other node id passed to _make_leaf (one specialisation of it)
+        node = np.int64(stack[sp, 0])
         s = stack[sp, 1]
         e = stack[sp, 2]
         d = stack[sp, 3]

@@ -1,21 +1,27 @@
 """Compile every numba kernel a worker can use, once, into the numba cache.
 
-The worker image runs this at build time (``deploy/docker/Dockerfile``) so that a new pod
-starts processing at once instead of compiling its first stream's kernels while its
-partitions wait. It runs every learner of the registry (:mod:`models.registry`) in every
-role it can take, with its small parameters, through a pipeline on a short synthetic stream
-of each task it serves, and every detector behind it.
+The worker image runs this at build time (``deploy/docker/Dockerfile``) and ``make setup``
+after installing, so that a new pod or a fresh install starts processing at once instead of
+compiling its first stream's kernels while its partitions wait. It runs every learner of the
+registry (:mod:`models.registry`) in every role it can take, with its small parameters,
+through a pipeline on a short synthetic stream of each task it serves, and every detector
+behind it, and the worker's bulk decoder of instances (:func:`worker.wire.decode_bulk`).
+Kernels are typed by their arguments' dtypes and layouts, not by sizes or parameter
+values, so these small runs compile every specialisation the worker's default pipelines use
+(``tests/unit/test_warmup.py`` checks it).
 """
 
 from __future__ import annotations
 
 import time
 
+import msgpack
 import numpy as np
 
 from models import registry
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, RANKER, REGRESSION, SELECTOR
 
+from . import wire
 from .pipeline import FeatureStreamPipeline, Pipeline, PipelineConfig
 
 
@@ -54,6 +60,7 @@ def configs() -> list[PipelineConfig]:
 def main(rows: int = 400) -> float:
     """Run every configuration of :func:`configs` on ``rows`` instances; return the seconds."""
     started = time.perf_counter()
+    _decoder()
     rng = np.random.default_rng(0)
     for cfg in configs():
         X, y = _stream(cfg.task, rows, rng)
@@ -62,6 +69,12 @@ def main(rows: int = 400) -> float:
         else:
             Pipeline("warmup", cfg, X.shape[1]).process(X, y)
     return time.perf_counter() - started
+
+
+def _decoder() -> None:
+    """The bulk decoder a worker runs on every consumed batch, on one plain instance."""
+    value = msgpack.packb({"v": 1, "stream": "w", "id": 0, "ts": 0, "x": [0.5], "y": 1})
+    wire.decode_bulk([value], [b"w"], 1 << 20)
 
 
 def _arrivals(cfg: PipelineConfig, X: np.ndarray, y: list) -> None:

@@ -1,9 +1,86 @@
-"""The image's build step compiles every pipeline kind without error."""
+"""The warm-up (``make setup``, the image's build step, ``streamforest warmup``) compiles every
+pipeline kind without error, covers every learner of the registry in every role, and leaves
+nothing for a worker's default pipelines to compile."""
 
 from __future__ import annotations
 
-from worker import warmup
+import importlib
+import pkgutil
+
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+import models
+from models import registry
+from models.hyperplane import RotatingHyperplane
+from schemas.checkpoint import StreamCheckpoint
+from worker import warmup, wire
+from worker.checkpoint import decode_blob, encode_blob
+from worker.pipeline import Pipeline, PipelineConfig, pipeline_from_state
 
 
-def test_warmup_runs_every_pipeline_kind():
+def _signatures() -> dict[str, set[str]]:
+    """Every compiled signature of every kernel of :mod:`models` and of the bulk decoder."""
+    out = {}
+    for info in pkgutil.iter_modules(models.__path__):
+        module = importlib.import_module(f"models.{info.name}")
+        for name, obj in vars(module).items():
+            if isinstance(obj, CPUDispatcher) and obj.__module__ == module.__name__:
+                out[f"{module.__name__}.{name}"] = set(map(str, obj.signatures))
+    out["worker.wire._PARSE"] = set(map(str, wire._PARSE.signatures)) if wire._PARSE else set()
+    return out
+
+
+def _restored(pl: Pipeline) -> Pipeline:
+    """``pl`` through a checkpoint's encoding, as a worker restores it."""
+    blob = encode_blob(StreamCheckpoint(
+        group="g", topics=["i", "f"], partition=0, stream=pl.stream, config=pl.cfg.as_dict(),
+        offsets={"i": 0, "f": 0}, state=pl.to_state(), ts=0))
+    return pipeline_from_state(decode_blob(blob).state)
+
+
+def _default_runs() -> None:
+    """What a worker with default settings runs: both tasks, labels as the decoders give
+    them (ints from the bulk decoder, strings), unlabelled rows, a restore, then more rows."""
+    X, y, _ = RotatingHyperplane(n_features=6, n_drift_features=2, seed=3).take(1200)
+    for labels in ([int(v) for v in y], ["up" if v else "down" for v in y]):
+        pl = Pipeline("s", PipelineConfig(), X.shape[1])
+        pl.process(X[:600], labels[:600])
+        pl = _restored(pl)
+        rest = [None if i % 7 == 0 else v for i, v in enumerate(labels[600:])]
+        pl.process(np.ascontiguousarray(X[600:]), rest)
+    targets = np.column_stack([X[:, :3].sum(axis=1), X[:, 3] * X[:, 4]]).tolist()
+    pl = Pipeline("r", PipelineConfig(), X.shape[1])
+    pl.process(X[:600], targets[:600])
+    _restored(pl).process(X[600:], targets[600:])
+
+
+def test_warmup_covers_every_learner_in_every_role():
+    covered = set()
+    for cfg in warmup.configs():
+        covered.update((name, registry.PREDICTOR, cfg.task) for name in cfg.predictor)
+        covered.update((name, registry.RANKER, cfg.task) for name in cfg.rankers)
+        covered.update((name, registry.DETECTOR, cfg.task) for name in cfg.detectors)
+        if cfg.selector:
+            covered.add((cfg.selector, registry.SELECTOR, cfg.task))
+    for name in registry.names():
+        spec = registry.get(name)
+        for role in spec.roles:
+            for task in spec.tasks:
+                assert (name, role, task) in covered
+
+
+def test_warmup_leaves_nothing_for_the_default_pipelines_to_compile():
     assert warmup.main(rows=120) > 0.0
+    before = _signatures()
+    _default_runs()
+    after = _signatures()
+    new = {k: sorted(v - before.get(k, set())) for k, v in after.items()}
+    assert {k: v for k, v in new.items() if v} == {}
+
+
+def test_each_kernel_compiled_once_per_argument_layout():
+    """Constants passed between kernels do not add literal-typed specialisations."""
+    warmup.main(rows=120)
+    literal = {k: [s for s in v if "Literal[" in s] for k, v in _signatures().items()}
+    assert {k: v for k, v in literal.items() if v} == {}
