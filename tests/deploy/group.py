@@ -106,10 +106,10 @@ class Tail(threading.Thread):
         self.c.assign([TopicPartition(topic, p, 0) for p in md.partitions])
         self.count = 0
         self.first_at: float | None = None
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             msgs = self.c.consume(2000, 0.2)
             n = sum(1 for m in msgs if m.error() is None)
             if n and self.first_at is None:
@@ -118,7 +118,7 @@ class Tail(threading.Thread):
         self.c.close()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(10)
 
     def wait(self, count: int, timeout_s: float, what: str) -> float:
@@ -252,13 +252,78 @@ def check_unreachable(image: str, tag: str) -> dict:
         podman("rm", "-f", name, check=False)
 
 
+class Feeder(threading.Thread):
+    """Produces rows ``start:`` of every stream at an even pace over ``seconds``, streams
+    interleaved in chunks of 50 rows, so that kills and scale steps fall on a flowing input."""
+
+    def __init__(self, bootstrap: str, topic: str, streams: dict, start: int, seconds: float):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.streams = bootstrap, topic, streams
+        self.start_row, self.seconds = start, seconds
+        self.produced = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from worker.dev.produce import instance_values, make_producer, produce_values
+
+        try:
+            p = make_producer(self.bootstrap)
+            rows = max(len(y) for _, y in self.streams.values())
+            starts = list(range(self.start_row, rows, 50))
+            t0 = time.monotonic()
+            for k, a in enumerate(starts):
+                for s, (X, y) in self.streams.items():
+                    b = min(a + 50, len(y))
+                    vals = instance_values(s, X[a:b], y[a:b], start_id=a, ts0=1_000_000 + a)
+                    self.produced += produce_values(p, self.topic, s, vals)
+                p.flush(60)
+                time.sleep(max(0.0, t0 + self.seconds * (k + 1) / len(starts) - time.monotonic()))
+        except BaseException as e:  # re-raised by the main thread after join()
+            self.error = e
+
+
+def first_prediction(image: str, bootstrap: str, cold: bool) -> float:
+    """Seconds from ``podman run`` of a lone member of a new group to its first committed
+    prediction, the input already waiting (one stream, 500 rows, own topics).
+
+    ``cold``: the container compiles into an empty numba cache instead of the image's.
+    """
+    from worker.topics import create_topics
+
+    prefix = new_prefix("start")
+    env = worker_env(bootstrap, prefix, "solo", TOPICS__PARTITIONS="1")
+    settings = settings_from(env)
+    create_topics(settings)
+    produce_streams(bootstrap, settings.topics.instances, make_streams(1, 500, seed=7))
+    tail = Tail(bootstrap, settings.topics.predictions)
+    tail.start()
+    name = f"sf-{prefix}"
+    args = ["run", "-d", "--name", name]
+    for k, v in env.items():
+        args += ["-e", f"{k}={v}"]
+    if cold:
+        args += ["-e", "NUMBA_CACHE_DIR=/tmp/numba-cold"]
+    try:
+        t0 = time.monotonic()
+        podman(*args, image, "run")
+        tail.wait(1, 600, "first prediction")
+        return tail.first_at - t0
+    finally:
+        tail.stop()
+        podman("rm", "-f", "-t", "20", name, check=False)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--image", default="localhost/streamforest:latest")
     ap.add_argument("--streams", type=int, default=6)
-    ap.add_argument("--rows", type=int, default=5000, help="rows per stream")
+    ap.add_argument("--rows", type=int, default=6000, help="rows per stream")
     ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--feed-seconds", type=float, default=90.0,
+                    help="the input after the first tenth is produced evenly over this time")
     ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--no-cold", action="store_true",
+                    help="skip the start-time measurement with an empty numba cache")
     ap.add_argument("--out", type=Path, default=None, help="write the report (markdown) here")
     args = ap.parse_args(argv)
 
@@ -283,42 +348,51 @@ def main(argv=None) -> int:
     streams = make_streams(args.streams, args.rows, seed=args.seed)
     total = args.streams * args.rows
     ref = reference_outputs(settings, streams)
-    chunks = [round(args.rows * k / 5) for k in range(6)]
-    produced = 0
-
-    def produce(k: int) -> None:
-        nonlocal produced
-        produced += produce_streams(bootstrap, settings.topics.instances, streams,
-                                    start=chunks[k], stop=chunks[k + 1])
-
-    tail = Tail(bootstrap, settings.topics.predictions)
-    tail.start()
+    first_rows = args.rows // 10
     report: dict = {"image": args.image, "streams": args.streams, "rows_per_stream": args.rows,
-                    "inputs": total, "partitions": args.partitions}
+                    "inputs": total, "partitions": args.partitions,
+                    "pipeline": f"predictor {settings.learners.predictor}, detectors {settings.learners.detectors}"}
     steps: list[tuple[float, str]] = []
 
     def step(what: str) -> None:
         steps.append((round(time.monotonic() - started, 1), what))
         print(f"{steps[-1][0]:7.1f} s  {what}", flush=True)
 
+    step(f"broker on {bootstrap}")
     members = ["m0", "m1", "m2"]
     ports = dict(zip(members, free_ports(3), strict=True))
+    tail = Tail(bootstrap, settings.topics.predictions)
+    tail.start()
+    feeder = Feeder(bootstrap, settings.topics.instances, streams, first_rows, args.feed_seconds)
+
+    def fed(flowing: bool = False) -> str:
+        # a kill or a stop must fall on a flowing input, or it would test nothing in flight
+        assert not flowing or feeder.is_alive(), "the input ended before this step: raise --feed-seconds"
+        return f"{feeder.produced + first_rows * args.streams} of {total} inputs produced, " \
+               f"{tail.count} predictions committed"
+
     try:
         report["bad_setting"] = check_bad_setting(args.image, bootstrap)
-        step(f"bad setting: exit 2 in {report['bad_setting']['seconds']} s")
+        step(f"bad setting: exit 2 after {report['bad_setting']['seconds']} s")
         report["unreachable"] = check_unreachable(args.image, tag)
         step("unreachable brokers: /readyz 503 while waiting, exit 1")
+        report["start_to_first_prediction_s"] = {
+            "warm": round(first_prediction(args.image, bootstrap, cold=False), 2)}
+        if not args.no_cold:
+            report["start_to_first_prediction_s"]["cold"] = round(
+                first_prediction(args.image, bootstrap, cold=True), 2)
+        step(f"lone member of a new group, start to first committed prediction: "
+             f"{report['start_to_first_prediction_s']} s")
 
-        # 1. one member alone: start to first committed prediction, probes
-        produce(0)
+        # 1. one member alone, the first tenth of the input waiting: start time, probes
+        produce_streams(bootstrap, settings.topics.instances, streams, stop=first_rows)
         t0 = time.monotonic()
         group.run("m0", ports["m0"])
-        ready_s = group.wait_ready(["m0"])
-        tail.wait(1, 120, "first prediction")
-        report["start_to_ready_s"] = round(t0 + ready_s - t0, 2)
-        report["start_to_first_prediction_s"] = round(tail.first_at - t0, 2)
-        step(f"m0 started: ready after {report['start_to_ready_s']} s, first committed "
-             f"prediction after {report['start_to_first_prediction_s']} s")
+        report["group_start_to_ready_s"] = round(group.wait_ready(["m0"]), 2)
+        tail.wait(1, 300, "first prediction")
+        report["group_start_to_first_prediction_s"] = round(tail.first_at - t0, 2)
+        step(f"m0 started: /readyz 200 after {report['group_start_to_ready_s']} s, first "
+             f"committed prediction after {report['group_start_to_first_prediction_s']} s")
         p = ports["m0"]
         probes = {"outside": {path: http_get(p, path)[0] for path in ("/healthz", "/readyz")},
                   "inside": {path: http_inside(group.name("m0"), p, path)
@@ -327,41 +401,41 @@ def main(argv=None) -> int:
         metrics = urllib.request.urlopen(f"http://{LOOPBACK}:{p}/metrics", timeout=3).read().decode()
         assert "streamforest_" in metrics, "no streamforest metric in /metrics"
         hc = podman("healthcheck", "run", group.name("m0"), check=False)
-        probes["healthcheck"] = {"exit": hc.returncode, "output": (hc.stdout + hc.stderr).strip()}
-        assert hc.returncode == 0, f"podman healthcheck run: {probes['healthcheck']}"
+        probes["healthcheck_exit"] = hc.returncode
+        assert hc.returncode == 0, f"podman healthcheck run: {hc.stdout}{hc.stderr}"
         report["probes"] = probes
-        step(f"probes: {probes}")
+        step(f"probes from the host and from inside m0, podman healthcheck run: {probes}")
 
-        # 2. three members
+        # 2. the rest of the input flows; three members
+        feeder.start()
         for m in ("m1", "m2"):
             group.run(m, ports[m])
         group.wait_ready(members)
-        produce(1)
-        tail.wait(chunks[2] * args.streams * 9 // 10, 300, "three members")
-        step("m1, m2 started: 3 members")
+        step(f"m1, m2 started, 3 members ready; {fed()}")
+        time.sleep(args.feed_seconds / 8)
 
         # 3. kill -9 one member mid-stream, start the same container again
-        produce(2)
-        tail.wait(chunks[2] * args.streams + 200, 300, "before the kill")
         group.kill("m1")
-        step(f"podman kill -s KILL m1 (exit {group.exit_code('m1')})")
+        step(f"podman kill -s KILL m1 (exit {group.exit_code('m1')}); {fed(True)}")
         group.start("m1")
         group.wait_ready(members)
-        step("podman start m1: 3 members ready")
+        step(f"podman start m1, 3 members ready; {fed()}")
+        time.sleep(args.feed_seconds / 8)
 
         # 4. scale 3 -> 1 -> 3
-        produce(3)
         codes = group.stop("m1", "m2")
         assert codes == {"m1": 0, "m2": 0}, f"SIGTERM exits: {codes}"
-        step(f"scaled 3 -> 1 (podman stop m1 m2: exits {codes})")
-        tail.wait(chunks[4] * args.streams, 300, "one member")
-        produce(4)
+        step(f"scaled 3 -> 1 (podman stop m1 m2: exits {codes}); {fed(True)}")
+        time.sleep(args.feed_seconds / 8)
         group.start("m1")
         group.start("m2")
         group.wait_ready(members)
-        step("scaled 1 -> 3 (podman start m1 m2)")
-        tail.wait(total, 300, "every input")
-        step(f"{tail.count} predictions committed")
+        step(f"scaled 1 -> 3 (podman start m1 m2), 3 members ready; {fed()}")
+        feeder.join()
+        if feeder.error is not None:
+            raise feeder.error
+        drain = tail.wait(total, 300, "every input")
+        step(f"input ended; all {total} predictions committed {drain:.1f} s later")
 
         # 5. stop all (SIGTERM)
         codes = group.stop(*members)
@@ -372,9 +446,9 @@ def main(argv=None) -> int:
         msgs = read_topic(bootstrap, settings.topics.predictions, expected=total, timeout_s=120)
         assert_exact(ref, msgs, streams)
         assert_same_alerts_and_rankings(ref, bootstrap, settings, streams)
-        report.update(committed_predictions=len(msgs), produced=produced, lost=0, duplicated=0,
-                      differing=0, kills=1, scale_steps=["3 -> 1", "1 -> 3"],
-                      sigterm_stops=5, seconds=round(time.monotonic() - started, 1))
+        report.update(committed_predictions=len(msgs), lost=0, duplicated=0, differing=0,
+                      kills=1, scale_steps=["3 -> 1", "1 -> 3"], sigterm_stops=5,
+                      seconds=round(time.monotonic() - started, 1))
         step("every input has exactly one committed prediction, equal to the reference run; "
              "alerts and rankings equal too")
     finally:
