@@ -452,10 +452,12 @@ def main(argv=None) -> int:
         step("every input has exactly one committed prediction, equal to the reference run; "
              "alerts and rankings equal too")
     finally:
-        tail.stop()
-        group.save_logs(work)
-        group.remove()
-        broker.stop()
+        # each step on its own: a failing one must not leave containers or the broker behind
+        for cleanup in (tail.stop, lambda: group.save_logs(work), group.remove, broker.stop):
+            try:
+                cleanup()
+            except Exception as e:  # reported; the next cleanup still runs
+                print(f"cleanup: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
         print(f"container logs in {work}", flush=True)
     text = _markdown(report, steps)
     print(text)
