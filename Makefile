@@ -8,11 +8,15 @@
 #   make demo           the demo
 #   make broker-start   a local Kafka broker on BROKER_PORT (default 9092) in the background; make broker-stop
 #   make bench          the benchmark scripts tests/benchmarks/bench_*.py
+#   make image          the worker image with podman (deploy/image/build.sh; root, podman, runc, debootstrap)
+#   make deploy-test    the image if needed, then three worker containers in one group, killed, scaled
+#                       and stopped, every output checked (tests/deploy/group.py; outside `make test`)
 #
 #   make helm-template  render the Helm chart with its default values (HELM_VALUES=file for others)
 #
 # Variables: PYTHON (interpreter for the venv), VENV, PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not kafka"'),
-# BROKER_PORT, CONTROLLER_PORT, BENCH (benchmark scripts to run), HELM_VALUES.
+# BROKER_PORT, CONTROLLER_PORT, BENCH (benchmark scripts to run), HELM_VALUES, IMAGE (worker image name),
+# DEPLOY_ARGS (e.g. DEPLOY_ARGS='--out tests/benchmarks/results/deploy-run.md').
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -22,6 +26,8 @@ BROKER_PORT ?= 9092
 CONTROLLER_PORT ?= 9093
 BROKER_ARGS := --port $(BROKER_PORT) --controller-port $(CONTROLLER_PORT)
 BENCH ?= $(wildcard tests/benchmarks/bench_*.py)
+IMAGE ?= localhost/streamforest
+DEPLOY_ARGS ?=
 
 # stamps: reinstall only when pyproject.toml changes, fetch the jars again only when the pom changes,
 # compile the kernels again only when a source of the core or the worker changes (numba's cache is
@@ -31,7 +37,7 @@ FETCHED := $(VENV)/.kafka-fetched
 WARMED := $(VENV)/.warmed
 WARMUP_SOURCES := $(wildcard models/*.py worker/*.py worker/pipeline/*.py)
 
-.PHONY: setup test demo broker-start broker-stop bench helm helm-template
+.PHONY: setup test demo broker-start broker-stop bench helm helm-template image deploy-test
 
 setup: $(INSTALLED) $(FETCHED) $(WARMED) helm
 
@@ -84,3 +90,10 @@ bench: setup
 		echo "== $$script"; \
 		$(BIN)/python $$script; \
 	done
+
+# podman's layer cache makes a second build take seconds when nothing changed
+image: setup
+	PYTHON=$(BIN)/python IMAGE=$(IMAGE) deploy/image/build.sh
+
+deploy-test: image
+	$(BIN)/python tests/deploy/group.py --image $(IMAGE):latest $(DEPLOY_ARGS)
