@@ -756,8 +756,10 @@ class Worker:
     # -- checkpoints ----------------------------------------------------------------------------
 
     def _due_checkpoints(self, parts) -> None:
-        """Checkpoint the partitions that are due; past the state budget, every partition
-        with changed streams, whose least recently used streams are then passivated.
+        """Checkpoint the partitions that are due (``every_instances`` or ``interval_s``, once
+        their changed streams learned ``rows_per_stream`` rows each on average); past the state
+        budget, every partition with changed streams, whose least recently used streams are then
+        passivated.
 
         One transaction writes at most ``checkpoint.transaction_bytes`` of checkpoints (a
         partition is never split): thousands of streams per partition make a checkpoint of
@@ -771,9 +773,11 @@ class Worker:
         due = []
         for p in (sorted(self.tasks) if over else parts):
             task = self.tasks[p]
-            if task.ready and task.dirty and (over or task.since_ckpt >= c.every_instances
-                                              or now - task.last_ckpt >= c.interval_s
-                                              or self._cuts_too_long(task)):
+            # a checkpoint rewrites every changed stream's whole state: with thousands of
+            # streams it waits until they learned rows_per_stream rows each on average
+            enough = task.since_ckpt >= c.rows_per_stream * len(task.dirty)
+            if task.ready and task.dirty and (over or self._cuts_too_long(task) or enough and (
+                    task.since_ckpt >= c.every_instances or now - task.last_ckpt >= c.interval_s)):
                 due.append(task)
         due.sort(key=lambda t: (not self._cuts_too_long(t), t.last_ckpt))
         written = 0

@@ -357,6 +357,9 @@ class CheckpointSettings(Section):
         1_000_000, ge=1024, description="chunk size: larger states are split into chunks"
     )
     topic_max_message_bytes: int = Field(8_388_608, ge=1024)
+    rows_per_stream: int = Field(
+        10, ge=0, description="a due checkpoint waits until the partition's changed streams "
+        "learned this many rows each on average (0: no wait)")
     transaction_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="checkpoint bytes one transaction writes at most; "
         "further due partitions are checkpointed in the next transactions")
