@@ -33,9 +33,11 @@ from worker.topics import create_topics  # noqa: E402
 PIPELINES = {
     "forgetful_tree + ADWIN (lightest)": dict(LEARNERS__PREDICTOR="forgetful_tree",
                                                LEARNERS__RANKERS="none"),
-    "forgetful_tree + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_tree"),
-    "forgetful_forest(20) + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_forest"),
-    "default: adaptive_random_forest(10) + ADWIN + ORF(10) ranking": dict(),
+    "forgetful_tree + ADWIN + ORF(10) ranking": dict(LEARNERS__PREDICTOR="forgetful_tree",
+                                                     LEARNERS__RANKERS="online_random_forest"),
+    "forgetful_forest(20) + ADWIN + ORF(10) ranking": dict(
+        LEARNERS__PREDICTOR="forgetful_forest", LEARNERS__RANKERS="online_random_forest"),
+    "default: adaptive_random_forest(10) + ADWIN + block_forest ranking": dict(),
 }
 
 
