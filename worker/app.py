@@ -770,21 +770,23 @@ class Worker:
         c = self.settings.checkpoint
         now = time.monotonic()
         over = self.budget.exceeded(self.tasks)
-        due = []
+        due = []  # (cuts too long: never left over, last checkpoint, task)
         for p in (sorted(self.tasks) if over else parts):
             task = self.tasks[p]
+            if not (task.ready and task.dirty):
+                continue
+            must = self._cuts_too_long(task)
             # a checkpoint rewrites every changed stream's whole state: with thousands of
             # streams it waits until they learned rows_per_stream rows each on average
             enough = task.since_ckpt >= c.rows_per_stream * len(task.dirty)
-            if task.ready and task.dirty and (over or self._cuts_too_long(task) or enough and (
-                    task.since_ckpt >= c.every_instances or now - task.last_ckpt >= c.interval_s)):
-                due.append(task)
-        due.sort(key=lambda t: (not self._cuts_too_long(t), t.last_ckpt))
+            if over or must or enough and (task.since_ckpt >= c.every_instances
+                                           or now - task.last_ckpt >= c.interval_s):
+                due.append((not must, task.last_ckpt, p))
         written = 0
-        for task in due:
-            if written >= c.transaction_bytes and not self._cuts_too_long(task):
+        for optional, _, p in sorted(due):
+            if written >= c.transaction_bytes and optional:
                 break
-            written += self._checkpoint(task)
+            written += self._checkpoint(self.tasks[p])
         if over:
             self._passivate()
 
