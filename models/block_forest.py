@@ -92,6 +92,13 @@ class BlockForestRanker(Classifier):
       of window forests picked long windows whatever the drift (the loss is dominated by
       the fixed weights), and Lepski's rule over nested window forests (100 to 3,200 rows)
       compared importances whose bias changes with the window size.
+    * *Choosing the block size.* Blocks of 100, 200, 300 and 1,000 rows side by side
+      (``tests/benchmarks/experiment_block_resolution.py``, streams 1-4, results in
+      ``results/block_resolution.md``): the latest 1,000-row block alone beats this rule by
+      0.05-0.12 at the slowest settings and the latest 200-row block by 0.06 at the fastest
+      clipped ones, but choosing among them per stream, from the variogram of the 200-row
+      measurements (0.558 on average) or from each size's lag-one-block autocorrelation
+      (0.572), lost to this rule (0.597): the switches cost more than they gain.
     * *Cost.* A 10-tree forest on 200 rows every 25 rows: in one in-process run of the
       worker's pipeline on a 10-feature stream (2 shared vCPUs), the adaptive random forest
       alone did 15,900 rows/s, with this ranker 8,000 rows/s (about 60 us per row for the

@@ -65,6 +65,15 @@ least 1,000 rows, switches every 400)::
     python tests/benchmarks/bench_rankings_drift.py --settings "K=2,T=0.01,clipped" \\
         --ranker 'online_random_forest:{"importance_decay":0.01}' --no-windows --no-moa
 
+The window forests and MOA are the cost of a run; they can be run once, in batches of streams
+(``--first-seed``), and joined to a run of the default alone (``--baseline``, repeatable)::
+
+    python tests/benchmarks/bench_rankings_drift.py --no-default --first-seed 3 --seeds 2 \\
+        --jobs 2 --out tests/benchmarks/results/rankings_drift_windows_s3-4.md
+    python tests/benchmarks/bench_rankings_drift.py --no-windows --no-moa \\
+        --baseline tests/benchmarks/results/rankings_drift_windows.json \\
+        --baseline tests/benchmarks/results/rankings_drift_windows_s3-4.json
+
 Writes ``results/rankings_drift.md`` and every per-stream score in ``rankings_drift.json``.
 """
 
@@ -376,8 +385,9 @@ def notes(meta: dict, results: dict) -> list[str]:
     fewest = min((len(e["seeds"]) for e in results.values()), default=0)
     if not meta.get("quick") and fewest < 10:
         out.append(f"**{fewest} streams per setting**, not the protocol's 10 (full-length "
-                   "streams; 2 seeds took 28 min with --jobs 2, so 10 take ~2.3 h, "
-                   "the window forests being most of it): differences below ~0.2 are within the stream-to-stream spread.")
+                   "streams; the window forests and MOA take 15 to 28 min per 2 streams with --jobs 2 "
+                   "on 2 shared vCPUs): differences below ~0.2 are within the stream-to-stream "
+                   "spread.")
     if meta.get("quick"):
         out.append("**Quick run** (`--quick`): 3 streams per setting, each cut to a fifth of "
                    "its rows (at least 1,000; switches every 400 rows): a smoke run, not the "
@@ -431,6 +441,25 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
     out.with_suffix(".json").write_text(json.dumps({**meta, "settings": results}, indent=1))
 
 
+def merge_baselines(runs: list[dict]) -> dict:
+    """Several earlier runs' settings as one: per setting, the union of their streams (runs
+    over disjoint seeds, such as ``--first-seed`` batches; a seed scored twice keeps its
+    first run's scores) and the columns every run has."""
+    merged: dict = {}
+    for run in runs:
+        for name, entry in run.items():
+            into = merged.setdefault(name, {**entry, "seeds": [], "scores": {}})
+            have = set(into["seeds"])
+            keep = [i for i, seed in enumerate(entry["seeds"]) if seed not in have]
+            if into["seeds"] and set(into["scores"]) != set(entry["scores"]):
+                common = set(into["scores"]) & set(entry["scores"])
+                into["scores"] = {c: v for c, v in into["scores"].items() if c in common}
+            into["seeds"] += [entry["seeds"][i] for i in keep]
+            for c in list(into["scores"]) or list(entry["scores"]):
+                into["scores"].setdefault(c, []).extend(entry["scores"][c][i] for i in keep)
+    return merged
+
+
 def with_baseline(results: dict, baseline: dict) -> dict:
     """``results`` joined with an earlier run's per-stream scores, on the seeds both scored.
 
@@ -462,6 +491,9 @@ def with_baseline(results: dict, baseline: dict) -> dict:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=10, help="streams per setting")
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="index of the first stream per setting (1: the protocol's first; "
+                             "3 with --seeds 2 scores streams 3 and 4 of every setting)")
     parser.add_argument("--jobs", type=int, default=1, help="processes over streams")
     parser.add_argument("--settings", action="append",
                         help='only settings with all these tokens, e.g. "K=2,T=0.01,clipped" '
@@ -475,10 +507,10 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 3 seeds, a fifth of the rows")
     parser.add_argument("--out", type=Path, default=RESULTS, help="markdown output path")
-    parser.add_argument("--baseline", type=Path, default=None,
+    parser.add_argument("--baseline", type=Path, action="append", default=[],
                         help="JSON of an earlier run: its columns this run lacks (window forests, "
                              "MOA; its default as former-default:*) join the table, on the seeds "
-                             "both runs scored")
+                             "both runs scored (repeatable: runs over other seeds add streams)")
     return parser.parse_args(argv)
 
 
@@ -504,7 +536,8 @@ def main(argv=None) -> int:
     default_rankers = PipelineConfig().rankers_for("classification")
     print(f"default rankers: {default_rankers}; warming numba for {specs} ...", flush=True)
     warm(specs)
-    jobs = [(s, s.seed_base + i, specs, args.trees) for s in settings for i in range(seeds)]
+    jobs = [(s, s.seed_base + args.first_seed - 1 + i, specs, args.trees)
+            for s in settings for i in range(seeds)]
     results = {s.name: {"n_rows": s.n_rows, "S": s.sigma, "seeds": [], "scores": {},
                         "seconds": {}} for s in settings}
     t0 = time.perf_counter()
@@ -526,14 +559,15 @@ def main(argv=None) -> int:
         entry["seeds"] = [entry["seeds"][i] for i in order]
         entry["scores"] = {c: [v[i] for i in order] for c, v in entry["scores"].items()}
     if args.baseline:
-        results = with_baseline(results, json.loads(args.baseline.read_text())["settings"])
+        results = with_baseline(results, merge_baselines(
+            [json.loads(path.read_text())["settings"] for path in args.baseline]))
     meta = {"command": "python tests/benchmarks/bench_rankings_drift.py " + " ".join(
                 sys.argv[1:] if argv is None else argv),
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
             "quick": args.quick, "methods": specs,
             "default_rankers": default_rankers,
-            "baseline": str(args.baseline) if args.baseline else None}
+            "baseline": [str(path) for path in args.baseline] or None}
     write_report(results, meta, args.out)
     print(args.out.read_text())
     return 0
