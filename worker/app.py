@@ -260,7 +260,7 @@ class Worker:
                 if close:
                     try:
                         close()  # the consumer revokes (checkpoint is then a no-op) and leaves
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:  # noqa: BLE001 (close every resource even when one fails)
                         event(log, logging.WARNING, f"{what} close failed", error=str(exc))
             self._executor = None
             self.watchdog.disarm()

@@ -319,6 +319,12 @@ def test_profile_problems_name_the_profile_and_the_field():
     assert ("STREAMFOREST_PROFILES (profile 3 'b-*', field predictor): the profile's task is "
             "regression but none of forgetful_forest serves it") in text
     assert "field params.forgetful_tree.increase_rat): unknown parameter" in text
+    # a literal pattern longer than any stream id can be matches nothing valid
+    from schemas.messages import MAX_NAME_LENGTH
+
+    [(key, text)] = problems({"STREAMFOREST_PROFILES": json.dumps([{"match": "s" * (MAX_NAME_LENGTH + 1)}])})
+    assert key == "STREAMFOREST_PROFILES (profile 0 '" + "s" * (MAX_NAME_LENGTH + 1) + "', field match)"
+    assert f"matches no stream id: stream ids have at most {MAX_NAME_LENGTH} characters" in text
     [(key, text)] = problems({"STREAMFOREST_PROFILES": '[{"predictor": "forgetful_tree"}]'})
     assert key.startswith("STREAMFOREST_PROFILES") and "required" in text.lower()
     [(key, text)] = problems({"STREAMFOREST_PROFILES": '{"match": "x"}'})
