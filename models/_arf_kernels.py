@@ -27,7 +27,7 @@ from . import _rng
 from ._ht_kernels import LEAF_NB, LEAF_NBA, _attempt_split
 from ._jit import njit
 from ._stats import argmax
-from .adwin import _update_pairs
+from .adwin import _update_pairs, reset_detector
 
 
 @njit
@@ -82,21 +82,6 @@ def reset_slot(s, rng, g, m, perm, node_feature, node_threshold, node_left, node
     node_active[s, 0] = 1
     n_nodes[s, 0] = 1
     sample_feats(rng, g, leaf_feat[s, 0], perm.shape[0], perm)
-
-
-@njit
-def reset_detector(d, bucket_total, bucket_variance, bucket_count, n_rows, total, variance,
-                   width, tick, drift):
-    """An empty window for detector ``d`` (river's ``detector.clone()``)."""
-    bucket_total[d] = 0.0
-    bucket_variance[d] = 0.0
-    bucket_count[d] = 0
-    n_rows[d] = 1
-    total[d] = 0.0
-    variance[d] = 0.0
-    width[d] = 0.0
-    tick[d] = 0
-    drift[d] = False
 
 
 @njit(inline="always")

@@ -13,7 +13,9 @@ from . import _isoup_kernels as ik
 from ._gaussian_base import check_weights
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import Learner, check_index, check_shapes, check_X
+from .adwin import _INITIAL_ROWS as _ADWIN_ROWS
+from .adwin import _LAYOUT as _ADWIN_LAYOUT
+from .base import Learner, check_index, check_shapes, check_targets, check_X
 
 LEAF_MODES = {"adaptive": ik.LEAF_ADAPTIVE, "perceptron": ik.LEAF_PERCEPTRON,
               "mean": ik.LEAF_MEAN}
@@ -32,6 +34,27 @@ _NODE = {
 #: observer arrays: name -> (dtype, trailing axes after (T, S, P))
 _SLOT = {"obs_n": (np.int64, ()), "obs_key": (np.float64, ("K",)),
          "obs_stats": (np.float64, ("K", "W2M"))}
+_ADWIN_MB = 5
+#: the per-tree drift detectors (forests that watch their trees): name -> (dtype, ndim)
+DETECTOR_ARRAYS = {**{"d_" + n: (np.dtype(d).str, 1 + len(tail(1, 1)))
+                      for n, (d, tail) in _ADWIN_LAYOUT.items()},
+                   "d_n_seen": ("<i8", 1), "n_drifts": ("<i8", 1)}
+
+
+def new_detectors(T: int, rows: int = _ADWIN_ROWS) -> dict[str, np.ndarray]:
+    """Empty ADWIN windows for ``T`` trees (``rows`` bucket rows each) and no drifts yet."""
+    a = {"d_" + n: np.zeros((T, *tail(rows, _ADWIN_MB)), d) for n, (d, tail) in _ADWIN_LAYOUT.items()}
+    a["d_n_rows"][:] = 1
+    a.update(d_n_seen=np.zeros(1, np.int64), n_drifts=np.zeros(T, np.int64))
+    return a
+
+
+def detector_args(a: dict, delta: float | None) -> tuple:
+    """The kernel's detection arguments: whether to detect, the ADWIN settings (river's
+    defaults but ``delta``) and the detector arrays of ``a``."""
+    settings = np.array([0.002 if delta is None else float(delta), 32.0, _ADWIN_MB, 5.0, 10.0])
+    return (delta is not None, settings,
+            *(a["d_" + n] for n in _ADWIN_LAYOUT), a["d_n_seen"], a["n_drifts"])
 
 
 class ISOUPBase(Learner):
@@ -75,6 +98,7 @@ class ISOUPBase(Learner):
                           float(fading_factor), LEAF_MODES[leaf_prediction],
                           2**62 if max_depth is None else int(max_depth))
         self._leaf_mode = LEAF_MODES[leaf_prediction]
+        self._no_detectors = None
         self._arrays = {}
 
     # ------------------------------------------------------------------ shape
@@ -102,11 +126,21 @@ class ISOUPBase(Learner):
                  n_seen=np.zeros(1, np.int64))
         ik.init_roots(a["rng"], a["slot_features"], np.zeros(F, np.int64), a["node_slot"],
                       a["n_nodes"], a["n_slots"])
+        if "n_drifts" in self.state_arrays:
+            a.update(new_detectors(T))
         self._arrays = a
 
     def _grow(self) -> None:
+        """Double whatever the kernel stopped for: a tree's nodes or a detector's rows."""
         a = self._arrays
-        N = 2 * a["node_feature"].shape[1]
+        if "n_drifts" in a and (a["d_n_rows"] >= a["d_bucket_total"].shape[1]).any():
+            rows = 2 * a["d_bucket_total"].shape[1]
+            for name in ("d_bucket_total", "d_bucket_variance", "d_bucket_count"):
+                a[name] = grow_axis(a[name], rows, axis=1)
+        N, S = a["node_feature"].shape[1], a["slot_features"].shape[1]
+        if (a["n_nodes"] + 2 <= N).all() and (a["n_slots"] + 1 <= S).all():
+            return
+        N = 2 * N
         for name, (_, fill, _) in _NODE.items():
             a[name] = grow_axis(a[name], N, axis=1, fill=fill)
         for name in ("slot_features", *_SLOT):
@@ -114,25 +148,9 @@ class ISOUPBase(Learner):
 
     # ------------------------------------------------------------------ learning
 
-    def _check_y(self, X, Y) -> np.ndarray:
-        Y = np.asarray(Y, dtype=np.float64)
-        if Y.ndim == 1:
-            # one row of targets (learn_one) or one target per row
-            Y = Y.reshape(1, -1) if X.shape[0] == 1 else Y.reshape(-1, 1)
-        if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be an (n, n_targets) matrix of {X.shape[0]} target rows, "
-                             f"got shape {Y.shape}")
-        if self.n_targets is not None and Y.shape[1] != self.n_targets:
-            raise ValueError(f"expected {self.n_targets} targets per row, got {Y.shape[1]}")
-        if Y.shape[1] < 1:
-            raise ValueError("y needs at least one target")
-        if not np.isfinite(Y).all():
-            raise ValueError("y contains NaN or infinity")
-        return np.ascontiguousarray(Y)
-
     def _run(self, X, Y, sample_weight, out) -> None:
         X = check_X(X, self.n_features)
-        Y = self._check_y(X, Y)
+        Y = check_targets(X, Y, self.n_targets)
         w = check_weights(sample_weight, X.shape[0])
         if X.shape[0] == 0:
             return
@@ -144,7 +162,7 @@ class ISOUPBase(Learner):
         done = 0
         while True:
             done = ik.learn_rows(X, Y, w, done, prequential, out, *self._settings,
-                                 *self._kernel_arrays())
+                                 *self._kernel_arrays(), *self._detection())
             if done >= X.shape[0]:
                 return
             self._grow()
@@ -158,6 +176,12 @@ class ISOUPBase(Learner):
                 a["obs_key"], a["obs_stats"], a["n_nodes"],
                 a["n_slots"], a["n_seen"])
 
+    def _detection(self) -> tuple:
+        """Detection arguments of the kernel: none here (a forest may watch its trees)."""
+        if self._no_detectors is None:
+            self._no_detectors = new_detectors(self._n_models, rows=1)
+        return detector_args(self._no_detectors, None)
+
     def learn_many(self, X, Y, sample_weight=None) -> None:
         """Learn rows ``X`` (n, F) with targets ``Y`` (n, M) and optional weights (n,)."""
         self._run(X, Y, sample_weight, None)
@@ -170,7 +194,7 @@ class ISOUPBase(Learner):
         per row.
         """
         X = check_X(X, self.n_features)
-        Y = self._check_y(X, Y)
+        Y = check_targets(X, Y, self.n_targets)
         out = np.zeros(Y.shape)
         if X.shape[0]:
             self._run(X, Y, sample_weight, out)

@@ -20,6 +20,8 @@ State (``T`` trees, ``N`` node capacity, ``S`` observer slots, ``P`` features pe
     norm_w (1,), x_mean, x_m2 (F,), y_mean, y_m2 (M,)   the standardiser of the stream
     rng (T,)                        one generator per tree (:mod:`models._rng`)
     n_nodes, n_slots (T,), n_seen (1,)
+    d_* (T, ...), n_drifts (T,)     a drift detector per tree (the ADWIN layout of
+                                    :mod:`models.adwin`) and the trees it replaced (forest only)
 
 Every row is standardised by the statistics of the rows before it (``(v - mean) / sd``, 0
 without spread): one standardiser for the whole learner, since it describes the stream, not a
@@ -48,6 +50,7 @@ from . import _hoeffding as hs
 from ._jit import njit
 from ._rng import poisson, randint
 from ._trees import find_leaf
+from .adwin import _update_pairs, reset_detector
 
 LEAF_ADAPTIVE = 0
 LEAF_PERCEPTRON = 1
@@ -262,19 +265,71 @@ def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, observe, lr, lr_decay, fade, p_
         eb.ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, node_slot[t, node], x, y, wt)
 
 
+@njit(_nrt=False)
+def tree_error(t, node, leaf_mode, node_err, p_lin, p_mean, y, y_scale):
+    """The tree's error on a row before learning it, in ``[0, 1]``: the mean over targets of
+    ``|answer - y| / (2 sd)``, each term clipped to 1 (what its drift detector watches)."""
+    M = p_lin.shape[0]
+    e = 0.0
+    for j in range(M):
+        if leaf_mode == LEAF_MEAN:
+            v = p_mean[j]
+        elif leaf_mode == LEAF_PERCEPTRON or node_err[t, node, j, 0] < node_err[t, node, j, 1]:
+            v = p_lin[j]
+        else:
+            v = p_mean[j]
+        e += min(1.0, abs(v - y[j]) / (2.0 * y_scale[j]))
+    return e / M
+
+
+@njit
+def reset_tree(t, rng, perm, node_feature, node_threshold, node_left, node_right, node_depth,
+               node_slot, node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin,
+               slot_features, obs_n, obs_key, obs_stats, n_nodes, n_slots):
+    """Tree ``t`` starts again as one leaf with a new subspace: every cell as a fresh forest
+    allocates it, only its generator goes on."""
+    node_feature[t] = -1
+    node_threshold[t] = 0.0
+    node_left[t] = -1
+    node_right[t] = -1
+    node_depth[t] = 0
+    node_slot[t] = -1
+    node_last_eval[t] = 0.0
+    node_w[t] = 0.0
+    node_fit_w[t] = 0.0
+    node_ysum[t] = 0.0
+    node_err[t] = 0.0
+    node_lin[t] = 0.0
+    slot_features[t] = 0
+    obs_n[t] = 0
+    obs_key[t] = 0.0
+    obs_stats[t] = 0.0
+    node_slot[t, 0] = 0
+    n_nodes[t] = 1
+    n_slots[t] = 1
+    draw_features(t, 0, rng, slot_features, perm)
+
+
 @njit
 def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau, min_frac,
                lr, lr_decay, fade, leaf_mode, max_depth,
                norm_w, x_mean, x_m2, y_mean, y_m2, rng,
                node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
                node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
-               obs_n, obs_key, obs_stats, n_nodes, n_slots, n_seen):
+               obs_n, obs_key, obs_stats, n_nodes, n_slots, n_seen,
+               detect, d_settings, db_total, db_var, db_count, d_rows, d_total, d_variance,
+               d_width, d_tick, d_drift, d_det, d_seen, n_drifts):
     """Learn rows ``start, start+1, ...``; returns the first row not learned.
 
     Each tree learns a row with weight ``k * w`` (``k ~ Poisson(lam)`` with ``bagging``,
     else 1). With ``prequential``, ``out[i]`` first receives the mean over the trees of
-    their predictions as they stood (test-then-train in one call). Stops early when a tree
-    has fewer than two free nodes, so that the caller can double the capacity.
+    their predictions as they stood (test-then-train in one call). With ``detect``, a tree
+    that learned the row then feeds its error on it (:func:`tree_error`) to its ADWIN
+    detector (``d_settings``: delta, clock, max_buckets, min_window_length, grace_period); on
+    a drift that raised its error the tree is replaced by a new one (:func:`reset_tree`) and
+    its detector emptied.
+    Stops early when a tree has fewer than two free nodes or a detector may need one more
+    row, so that the caller can double the capacity.
     """
     T, N = node_feature.shape
     S = slot_features.shape[1]
@@ -291,10 +346,16 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
     tot_s = np.zeros(M)
     tot_q = np.zeros(M)
     perm = np.zeros(F, np.int64)
+    det = np.zeros(1, np.int64)
+    val = np.zeros(1)
+    flag = np.zeros(1, np.bool_)
     i = start
     while i < X.shape[0]:
         for t in range(T):
             if n_nodes[t] + 2 > N or n_slots[t] + 1 > S:
+                return i
+            # one insertion per detector and row adds at most one row (the ADWIN kernel's rule)
+            if detect and d_rows[t] >= db_total.shape[1]:
                 return i
         x = X[i]
         y = Y[i]
@@ -309,6 +370,8 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
                          p_norm, p_lin, p_mean)
             if prequential:
                 add_outputs(out, i, T, t, node, leaf_mode, node_err, p_lin, p_mean)
+            if detect:  # the tree's own answer, before it learns the row
+                val[0] = tree_error(t, node, leaf_mode, node_err, p_lin, p_mean, y, y_scale)
             k = poisson(rng, t, lam) if bagging else 1
             wt = k * wi
             if wt <= 0.0:
@@ -324,6 +387,23 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
                               node_last_eval, node_w, node_fit_w, node_ysum, node_err,
                               node_lin, slot_features, obs_n, obs_key, obs_stats, n_nodes,
                               n_slots, cum_s, cum_q, tot_s, tot_q)
+            if detect:
+                det[0] = t
+                before = d_total[t] / d_width[t] if d_width[t] > 0.0 else 0.0
+                _update_pairs(det, val, 0, flag, d_settings[0], int(d_settings[1]),
+                              int(d_settings[2]), d_settings[3], d_settings[4], db_total, db_var,
+                              db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
+                              d_det, d_seen)
+                # a cut leaves the recent part of the window: replace the tree only when
+                # its error rose (MOA's rule; a young tree's falling error is no drift)
+                if flag[0] and d_width[t] > 0.0 and d_total[t] / d_width[t] > before:
+                    reset_tree(t, rng, perm, node_feature, node_threshold, node_left, node_right,
+                               node_depth, node_slot, node_last_eval, node_w, node_fit_w,
+                               node_ysum, node_err, node_lin, slot_features, obs_n, obs_key,
+                               obs_stats, n_nodes, n_slots)
+                    reset_detector(t, db_total, db_var, db_count, d_rows, d_total, d_variance,
+                                   d_width, d_tick, d_drift)
+                    n_drifts[t] += 1
         if wi > 0.0:
             update_standardiser(x, y, wi, norm_w, x_mean, x_m2, y_mean, y_m2)
         n_seen[0] += 1

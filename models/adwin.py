@@ -279,6 +279,21 @@ _WINDOW_ARRAYS = ("bucket_total", "bucket_variance", "bucket_count", "n_rows", "
                   "variance", "width", "tick", "drift")
 
 
+@njit
+def reset_detector(d, bucket_total, bucket_variance, bucket_count, n_rows, total, variance,
+                   width, tick, drift):
+    """An empty window for detector ``d`` (river's ``detector.clone()``)."""
+    bucket_total[d] = 0.0
+    bucket_variance[d] = 0.0
+    bucket_count[d] = 0
+    n_rows[d] = 1
+    total[d] = 0.0
+    variance[d] = 0.0
+    width[d] = 0.0
+    tick[d] = 0
+    drift[d] = False
+
+
 def check_values(values, name: str = "values") -> np.ndarray:
     """Return ``values`` as a finite, contiguous 1-D float64 array or raise ``ValueError``."""
     try:

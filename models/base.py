@@ -67,6 +67,36 @@ def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
     return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
 
 
+def check_targets(X: np.ndarray, Y, n_targets: int | None = None) -> np.ndarray:
+    """Return the targets of the rows ``X`` as a finite ``(n, n_targets)`` float matrix, or
+    raise ``ValueError`` naming what is wrong.
+
+    One row of targets (``learn_one``) or one target per row may come as a vector.
+
+    Examples
+    --------
+    >>> check_targets(np.zeros((2, 3)), [[1, 2], [3, 4]]).shape
+    (2, 2)
+    >>> check_targets(np.zeros((2, 3)), [1.0, 2.0], n_targets=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected 2 targets per row, got 1
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim == 1:
+        Y = Y.reshape(1, -1) if X.shape[0] == 1 else Y.reshape(-1, 1)
+    if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be an (n, n_targets) matrix of {X.shape[0]} target rows, "
+                         f"got shape {Y.shape}")
+    if n_targets is not None and Y.shape[1] != n_targets:
+        raise ValueError(f"expected {n_targets} targets per row, got {Y.shape[1]}")
+    if Y.shape[1] < 1:
+        raise ValueError("y needs at least one target")
+    if not np.isfinite(Y).all():
+        raise ValueError("y contains NaN or infinity")
+    return np.ascontiguousarray(Y)
+
+
 def _plain_label(label):
     """Labels are ints or strings (msgpack-friendly); numpy scalars become Python values."""
     if isinstance(label, (bool, np.bool_)):

@@ -5,7 +5,8 @@ the latest ``block_size`` rows; its impurity importances (MDI, Breiman 2001) are
 *measurement* of what matters now. A feature's importance is the mean of its measurements
 over the longest run of recent ones that agrees with every shorter run (Lepski's method,
 in the intersection-of-confidence-intervals form of Goldenshluger & Nemirovski 1997): each
-feature gets the memory its own drift allows.
+feature gets the memory its own drift allows. Multi-target regression streams get the same
+ranker with regression trees (:mod:`models.block_forest_regression`).
 """
 
 from __future__ import annotations
@@ -192,10 +193,10 @@ class BlockForestRanker(Classifier):
         if X.shape[0] == 0:
             return
         if y is None:
-            raise ValueError("BlockForestRanker needs labels: y must not be None")
-        codes = self._classes.encode(y, n_rows=X.shape[0])
+            raise ValueError(f"{type(self).__name__} needs labels: y must not be None")
+        codes = self._encode_y(X, y)
         if not self._arrays:
-            self._allocate(X.shape[1])
+            self._allocate(X.shape[1], codes)
         a, p = self._arrays, self.params
         B, S = p["block_size"], p["stride"]
         ring = a["ring"]  # [next slot, rows held, rows since the last measurement]
@@ -215,9 +216,14 @@ class BlockForestRanker(Classifier):
                 self._measure()
         a["n_seen"][0] += X.shape[0]
 
-    def _allocate(self, n_features: int) -> None:
+    def _encode_y(self, X: np.ndarray, y) -> np.ndarray:
+        """What the block keeps of each row's label: its class index."""
+        return self._classes.encode(y, n_rows=X.shape[0])
+
+    def _allocate(self, n_features: int, rows_y: np.ndarray) -> None:
         B = self.params["block_size"]
-        self._arrays = {"block_x": np.zeros((B, n_features)), "block_y": np.zeros(B, np.int64),
+        self._arrays = {"block_x": np.zeros((B, n_features)),
+                        "block_y": np.zeros((B, *rows_y.shape[1:]), rows_y.dtype),
                         "ring": np.zeros(3, np.int64),
                         "history": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
                         "spread": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
@@ -330,7 +336,8 @@ class BlockForestRanker(Classifier):
         a, B = self._arrays, self.params["block_size"]
         F = a["block_x"].shape[1]
         K = a["history"].shape[0]
-        check_shapes(a, {"block_x": (B, F), "block_y": (B,), "ring": (3,), "history": (K, F),
+        check_shapes(a, {"block_x": (B, F), "block_y": (B, *a["block_y"].shape[1:]),
+                         "ring": (3,), "history": (K, F),
                          "spread": (K, F), "n_blocks": (1,), "rng": (1,), "n_seen": (1,)})
         if not 1 <= K <= self._history_rows() or (K < self._history_rows()
                                                   and a["n_blocks"][0] > K):
@@ -339,5 +346,8 @@ class BlockForestRanker(Classifier):
         check_index(a["ring"][:1], 0, B, "ring")
         check_index(a["ring"][1:], 0, B + 1, "ring")
         check_index(a["n_blocks"], 0, np.iinfo(np.int64).max, "n_blocks")
-        check_index(a["block_y"][:int(a["ring"][1])], 0, max(len(self._classes), 1),
-                    "block_y")
+        self._check_block_y(a["block_y"][:int(a["ring"][1])])
+
+    def _check_block_y(self, held: np.ndarray) -> None:
+        """The labels held must be known classes."""
+        check_index(held, 0, max(len(self._classes), 1), "block_y")

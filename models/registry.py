@@ -61,6 +61,7 @@ from .abfs import ABFS
 from .adaptive_forest import AdaptiveRandomForest
 from .adwin import ADWIN
 from .block_forest import BlockForestRanker
+from .block_forest_regression import BlockForestRegressionRanker
 from .ddm import DDM
 from .feature_stream_forest import FeatureStreamForest
 from .forgetful_forest import ForgetfulRandomForest
@@ -247,7 +248,7 @@ REGISTRY: dict[str, LearnerSpec] = {}
 #: what a stream runs when no profile says otherwise (the defaults of ``learners.*``):
 #: predictor candidates by task, rankers and detectors
 DEFAULT_PREDICTORS = ("adaptive_random_forest", "isoup_symrf")
-DEFAULT_RANKERS = ("block_forest", "isoup_symrf")
+DEFAULT_RANKERS = ("block_forest", "block_forest_regression", "isoup_symrf")
 DEFAULT_DETECTORS = ("adwin",)
 
 
@@ -467,6 +468,16 @@ register(LearnerSpec(
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({RANKER}),
     summary="importances that follow drift at its own speed: a random forest per block of rows, "
             "each feature's block importances averaged over the window Lepski's rule allows",
+    rankings=(("mdi", "block_mdi"),),
+    small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
+))
+
+register(LearnerSpec(
+    name="block_forest_regression", cls=BlockForestRegressionRanker,
+    tasks=frozenset({REGRESSION}), roles=frozenset({RANKER}),
+    summary="block_forest for multi-target regression streams: CART regression trees per block "
+            "of rows, each feature's block importances averaged over the window Lepski's rule "
+            "allows",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
 ))

@@ -1,8 +1,9 @@
 """Fidelity of the regression feature ranking under drift at many speeds (rotating weights).
 
-Question: does the ranking a regression stream gets by default (iSOUP-SymRF's symbolic
-ranking today) follow the true importances of its features as they drift, slowly or fast,
-at least as well as a sliding-window offline forest, whatever its window?
+Question: do the rankings a regression stream gets by default (the block-forest ranker's
+``block_mdi`` and iSOUP-SymRF's symbolic ranking) follow the true importances of its features
+as they drift, slowly or fast, at least as well as a sliding-window offline forest, whatever
+its window?
 
 Streams: the settings, seeds, stream lengths and asks of
 :mod:`tests.benchmarks.bench_rankings_drift` (``K`` in {2, 5} drifting weights of ``d = 10``,
@@ -31,9 +32,11 @@ Methods (columns):
   for the ranker role with the config's params (``registry.get(name).build(params,
   ("ranker",), seed)``, seeded with the stream seed) and fed ``learn_many(X, Y)`` in chunks of
   at most 100 rows between asks; each ``(key, method)`` of its spec's ``rankings`` is a
-  column (iSOUP-SymRF: ``default:symrf``, the unnormalised symbolic score; its ``share`` is
-  the same series scaled per ask, which the correlation over time does not ignore, so only
-  the declared ranking is scored).
+  column (``default:block_mdi``; iSOUP-SymRF: ``default:symrf``, the unnormalised symbolic
+  score; its ``share`` is the same series scaled per ask, which the correlation over time
+  does not ignore, so only the declared ranking is scored).
+* ``NAME:<method>`` (``--ranker NAME[:JSON-params]``, repeatable): a registered ranker with
+  extra params, e.g. ``isoup_symrf:{"drift_delta":0.001}`` (per-tree replacement).
 * ``win<W>:mdi`` for ``W`` in {100, 300, 1000}: scikit-learn ``RandomForestRegressor``
   refitted at every ask on the last ``W`` rows (fewer at the start) on both targets at once
   (multi-output trees), ``max_features="sqrt"`` and bootstrap as the classification
@@ -49,6 +52,16 @@ least 1,000 rows, switches every 400)::
     python tests/benchmarks/bench_rankings_drift_regression.py --jobs 2
     python tests/benchmarks/bench_rankings_drift_regression.py --seeds 3 --jobs 2
     python tests/benchmarks/bench_rankings_drift_regression.py --settings "K=2,clipped" --quick
+
+The window forests are the cost of a run: run them once per batch of streams
+(``--no-default --first-seed``) and join them to runs of the default alone (``--baseline``,
+repeatable)::
+
+    python tests/benchmarks/bench_rankings_drift_regression.py --no-default --first-seed 4 \
+        --seeds 7 --jobs 2 --out tests/benchmarks/results/rankings_drift_regression_windows_s4-10.md
+    python tests/benchmarks/bench_rankings_drift_regression.py --no-windows --jobs 2 \
+        --baseline tests/benchmarks/results/rankings_drift_regression_windows.json \
+        --baseline tests/benchmarks/results/rankings_drift_regression_windows_s4-10.json
 
 Writes ``results/rankings_drift_regression.md`` and every per-stream score in
 ``rankings_drift_regression.json``.
@@ -75,8 +88,11 @@ from tests.benchmarks.bench_rankings_drift import (
     all_settings,
     best,
     chunks,
+    merge_baselines,
+    named_ranker,
     score_columns,
     select,
+    with_baseline,
 )
 
 TASK = registry.REGRESSION
@@ -185,12 +201,13 @@ def window_series(X, Y, times, window: int, n_trees: int, seed: int) -> dict[str
 
 
 def method_series(spec: str, X, Y, times, seed: int, n_trees: int) -> dict[str, np.ndarray]:
-    """Importance series of one method spec, ``default`` or ``window:W``; one per column."""
+    """Importance series of one method spec, ``default``, ``window:W`` or a ranker spec
+    ``NAME[:JSON]``; one per column."""
     if spec == "default":
         return ranker_series(X, Y, times, default_rankers(seed))
     if spec.startswith("window:"):
         return window_series(X, Y, times, int(spec.split(":")[1]), n_trees, seed)
-    raise ValueError(f"unknown method {spec!r} (default or window:W)")
+    return named_ranker(spec, seed).series(X, Y, times)
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -279,6 +296,10 @@ def notes(meta: dict) -> list[str]:
     out.append("Window columns: scikit-learn `RandomForestRegressor` (multi-output, "
                f"`max_features=\"sqrt\"`, {meta['trees']} trees) refitted at every ask on the "
                "last W rows; impurity importance.")
+    if meta.get("baseline"):
+        out.append("Columns this run did not compute (the window forests) come from "
+                   + ", ".join(f"`{b}`" for b in meta["baseline"]) + ", joined on the streams "
+                   "both runs scored; an earlier default shows as `former-default:*`.")
     out.append("Per-stream scores, seeds and seconds per method: the JSON beside this file.")
     return out
 
@@ -312,6 +333,9 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=10, help="streams per setting")
+    parser.add_argument("--first-seed", type=int, default=1,
+                        help="index of the first stream per setting (4 with --seeds 7 scores "
+                             "streams 4 to 10 of every setting)")
     parser.add_argument("--jobs", type=int, default=1, help="processes over streams")
     parser.add_argument("--settings", action="append",
                         help='only settings with all these tokens, e.g. "K=2,T=0.01,clipped" '
@@ -319,6 +343,12 @@ def parse_args(argv=None):
     parser.add_argument("--trees", type=int, default=10, help="trees per window forest")
     parser.add_argument("--no-default", action="store_true", help="skip the default rankers")
     parser.add_argument("--no-windows", action="store_true", help="skip the window forests")
+    parser.add_argument("--ranker", action="append", default=[], metavar="NAME[:JSON]",
+                        help="also score this registered ranker with extra params, e.g. "
+                             "'isoup_symrf:{\"drift_delta\":null}' (repeatable)")
+    parser.add_argument("--baseline", type=Path, action="append", default=[],
+                        help="an earlier run's JSON whose columns (window forests) are joined "
+                             "on the streams both scored (repeatable; runs over disjoint seeds)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 3 seeds, a fifth of the rows")
     parser.add_argument("--out", type=Path, default=RESULTS, help="markdown output path")
@@ -327,6 +357,7 @@ def parse_args(argv=None):
 
 def method_specs(args) -> list[str]:
     specs = [] if args.no_default else ["default"]
+    specs += list(args.ranker)
     return specs + ([] if args.no_windows else [f"window:{w}" for w in WINDOWS])
 
 
@@ -363,7 +394,8 @@ def main(argv=None) -> int:
     default_rankers = PipelineConfig().rankers_for(TASK)
     print(f"default rankers ({TASK}): {default_rankers}; warming numba ...", flush=True)
     warm(specs)
-    jobs = [(s, s.seed_base + i, specs, args.trees) for s in settings for i in range(seeds)]
+    jobs = [(s, s.seed_base + args.first_seed - 1 + i, specs, args.trees) for s in settings
+            for i in range(seeds)]
     results = {s.name: {"n_rows": s.n_rows, "S": s.sigma, "seeds": [], "scores": {},
                         "seconds": {}} for s in settings}
     t0 = time.perf_counter()
@@ -375,12 +407,16 @@ def main(argv=None) -> int:
             print(f"[{done}/{len(jobs)} {time.perf_counter() - t0:6.0f}s] {name} seed={seed} "
                   f"({wall:.0f}s): {shown}", flush=True)
     order_by_seed(results)
+    if args.baseline:
+        results = with_baseline(results, merge_baselines(
+            [json.loads(path.read_text())["settings"] for path in args.baseline]))
     meta = {"command": "python tests/benchmarks/bench_rankings_drift_regression.py " + " ".join(
                 sys.argv[1:] if argv is None else argv),
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
             "seeds": seeds, "quick": args.quick, "methods": specs,
-            "default_rankers": default_rankers}
+            "default_rankers": default_rankers,
+            "baseline": [str(path) for path in args.baseline] or None}
     write_report(results, meta, args.out)
     print(args.out.read_text())
     return 0

@@ -183,3 +183,68 @@ def test_bike_sharing_error_and_top_five():
     forest.learn_many(X, Y)
     top = np.argsort(-forest.importances()["symbolic"], kind="stable")[:5]
     assert {names[i] for i in top} <= {"hr", "hum", "workingday", "temp", "atemp", "weekday", "weathersit"}
+
+
+def _switching_stream(n: int = 20_000, seed: int = 0):
+    """Targets driven by features 0 and 3 for the first half, by 2 and 3 after it."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 6))
+    a = np.where(np.arange(n)[:, None] < n // 2, [3, 0, 0, 1, 0, 0], [0, 0, 3, 1, 0, 0])
+    Y = np.column_stack([(X * a).sum(1), (X**2 * a).sum(1)]) + rng.normal(0, 0.05, (n, 2))
+    return X, Y
+
+
+def test_replacement_follows_an_abrupt_change_and_the_paper_forest_does_not():
+    X, Y = _switching_stream()
+    paper, watched = ISOUPSymRF(seed=1), ISOUPSymRF(drift_delta=0.001, seed=1)
+    for model in (paper, watched):
+        model.learn_many(X[:10_000], Y[:10_000])
+    # before the change no tree's error rose: both forests are the same forest
+    np.testing.assert_array_equal(paper.importances()["share"], watched.importances()["share"])
+    assert watched.n_drifts.sum() == 0
+    for model in (paper, watched):
+        model.learn_many(X[10_000:12_000], Y[10_000:12_000])
+    assert (watched.n_drifts >= 1).all() and paper.n_drifts.sum() == 0
+    # 2,000 rows after the change the watched forest ranks the new feature first; the
+    # paper's, whose trees only grew, still ranks the old one first
+    assert int(np.argmax(watched.importances()["share"])) == 2
+    assert int(np.argmax(paper.importances()["share"])) == 0
+
+
+def test_replaced_trees_restore_exactly_and_chunks_do_not_matter():
+    from schemas.codec import decode_state, encode_state
+
+    X, Y = _switching_stream(12_000)
+    whole = ISOUPSymRF(drift_delta=0.001, seed=3)
+    whole.learn_many(X, Y)
+    parts = ISOUPSymRF(drift_delta=0.001, seed=3)
+    for s in range(0, 11_000, 777):
+        parts.learn_many(X[s:min(s + 777, 11_000)], Y[s:min(s + 777, 11_000)])
+    parts = ISOUPSymRF.from_state(decode_state(encode_state(parts.to_state())))
+    parts.learn_many(X[11_000:], Y[11_000:])
+    assert whole.n_drifts.sum() > 0
+    np.testing.assert_array_equal(whole.n_drifts, parts.n_drifts)
+    np.testing.assert_array_equal(whole.predict_many(X[:50]), parts.predict_many(X[:50]))
+    np.testing.assert_array_equal(whole.importances()["symbolic"],
+                                  parts.importances()["symbolic"])
+
+
+def test_a_state_written_without_detectors_restores_and_goes_on():
+    X, Y = _switching_stream(3000)
+    model = ISOUPSymRF(seed=2)
+    model.learn_many(X[:2000], Y[:2000])
+    state = model.to_state()
+    old = {**state, "params": {k: v for k, v in state["params"].items() if k != "drift_delta"},
+           "arrays": {k: v for k, v in state["arrays"].items()
+                      if not k.startswith("d_") and k != "n_drifts"}}
+    restored = ISOUPSymRF.from_state(old)
+    assert restored.n_drifts.tolist() == [0] * 10
+    np.testing.assert_array_equal(restored.predict_many(X[2000:]), model.predict_many(X[2000:]))
+    restored.learn_many(X[2000:], Y[2000:])
+    model.learn_many(X[2000:], Y[2000:])
+    np.testing.assert_array_equal(restored.predict_many(X[:100]), model.predict_many(X[:100]))
+
+
+def test_drift_delta_is_checked():
+    with pytest.raises(ValueError, match="drift_delta"):
+        ISOUPSymRF(drift_delta=1.5)

@@ -401,6 +401,19 @@ def test_a_regression_stream_predicts_lists_and_watches_a_bounded_loss():
     assert _flatten(q.process(X2, Y2)) == _flatten(p.process(X2, Y2))
 
 
+def test_a_regression_stream_with_no_profile_publishes_both_default_rankings():
+    # the default rankers: block_mdi (follows drift) beside the paper's symbolic ranking
+    p = Pipeline("bikes", PipelineConfig(ranking_every=200), 3)
+    rng = np.random.default_rng(4)
+    X = rng.random((1200, 3))
+    Y = [[float(3 * a + b), float(a * a)] for a, b, _ in X]
+    res = p.process(X, Y)
+    methods = {r.method for r in res.rankings}
+    assert methods == {"block_mdi", "symrf"}
+    last = [r for r in res.rankings if r.method == "block_mdi"][-1]
+    assert last.features[0] == "x0" and last.features[-1] == "x2"  # x2 plays no part
+
+
 def test_regression_profile_refuses_class_labels():
     cfg = PipelineConfig(task="regression", predictor="fake_mean", rankers=[], profile="rp")
     p = Pipeline("r", cfg, 2)

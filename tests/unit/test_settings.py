@@ -44,7 +44,8 @@ def test_defaults():
     assert (s.topics.partitions, s.topics.replication_factor) == (4, 1)
     learners = s.learners
     assert (learners.task, learners.predictor, learners.rankers, learners.detectors) == (
-        "auto", ["adaptive_random_forest", "isoup_symrf"], ["block_forest", "isoup_symrf"],
+        "auto", ["adaptive_random_forest", "isoup_symrf"],
+        ["block_forest", "block_forest_regression", "isoup_symrf"],
         ["adwin"],
     )
     assert (learners.selector, learners.batch_size, s.profiles) == (None, 100, [])
@@ -297,7 +298,8 @@ def test_profiles_first_match_wins_and_inherit_the_default():
     sensor = profiles.for_stream("sensor-71")
     assert sensor.profile == "sensors" and sensor.predictor == ("forgetful_tree",)
     assert sensor.params["online_random_forest"] == {"n_trees": 3, "n_tests": 4}  # merged
-    assert sensor.rankers == ("block_forest", "isoup_symrf") and sensor.batch_size == 100
+    assert sensor.rankers == ("block_forest", "block_forest_regression", "isoup_symrf")
+    assert sensor.batch_size == 100
     web = profiles.for_stream("web-1")
     assert web.detectors == ("ddm",) and web.batch_size == 10 and web.predictor == ("adaptive_random_forest", "isoup_symrf")
     other = profiles.for_stream("web-12")
