@@ -16,13 +16,225 @@ import numpy as np
 from . import _cart
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import Classifier, ClassIndex, check_index, check_shapes, check_X
+from .base import Classifier, ClassIndex, Learner, check_index, check_shapes, check_X
 
 _SALT = 0xB10C
 _FIRST_ROWS = 16  # measurements held at first; the ring doubles up to max_blocks' worth
 
 
-class BlockForestRanker(Classifier):
+class BlockRanker(Learner):
+    """The ring of rows, the block measurements and Lepski's rule shared by the block-forest
+    rankers (not used directly; parameters as :class:`BlockForestRanker`).
+
+    A subclass says what a row's label is (:meth:`_encode_y`, :meth:`_check_block_y`,
+    ``state_arrays["block_y"]``) and grows a block's forest (:meth:`_block_importances`).
+    """
+
+    #: ``block_y`` holds class indices here; a subclass may hold other labels (targets)
+    state_arrays = {"block_x": ("<f8", 2), "block_y": ("<i8", 1), "ring": ("<i8", 1),
+                    "history": ("<f8", 2), "spread": ("<f8", 2), "n_blocks": ("<i8", 1),
+                    "rng": ("<u8", 1), "n_seen": ("<i8", 1)}
+
+    def __init__(self, block_size: int = 200, stride: int = 25, n_trees: int = 10,
+                 max_depth: int = 4, mtry: float = 1.0, max_blocks: int = 64,
+                 kappa: float = 1.5, noise: str = "trees", seed: int = 1):
+        if int(block_size) < 10:
+            raise ValueError("block_size must be >= 10")
+        if not 1 <= int(stride) <= int(block_size):
+            raise ValueError("stride must be in [1, block_size]")
+        if int(n_trees) < 1:
+            raise ValueError("n_trees must be >= 1")
+        if not 1 <= int(max_depth) <= 20:
+            raise ValueError("max_depth must be in [1, 20]")
+        if not 0.0 < float(mtry) <= 1.0:
+            raise ValueError("mtry must be in (0, 1]")
+        if int(max_blocks) < 1:
+            raise ValueError("max_blocks must be >= 1")
+        if not float(kappa) > 0.0:
+            raise ValueError("kappa must be > 0")
+        if noise not in ("trees", "differences"):
+            raise ValueError("noise must be 'trees' or 'differences'")
+        self.params = {"block_size": int(block_size), "stride": int(stride),
+                       "n_trees": int(n_trees),
+                       "max_depth": int(max_depth), "mtry": float(mtry),
+                       "max_blocks": int(max_blocks), "kappa": float(kappa), "noise": noise,
+                       "seed": int(seed)}
+        self._arrays: dict[str, np.ndarray] = {}
+        self._init_labels()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def n_features(self) -> int | None:
+        """Features of the stream, ``None`` before the first rows."""
+        return int(self._arrays["block_x"].shape[1]) if self._arrays else None
+
+    @property
+    def n_blocks(self) -> int:
+        """Completed blocks (block forests trained) so far."""
+        return int(self._arrays["n_blocks"][0]) if self._arrays else 0
+
+    @property
+    def window_blocks(self) -> np.ndarray:
+        """Per feature: how many recent blocks its importance averages now."""
+        return self._select()[1]
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the state arrays."""
+        return int(sum(a.nbytes for a in self._arrays.values()))
+
+    # ------------------------------------------------------------------ learning
+
+    def learn_many(self, X, y) -> None:
+        """Add labelled rows; every ``stride`` rows, once a block is full, train a forest on
+        the last ``block_size`` rows."""
+        X = check_X(X, self.n_features)
+        if X.shape[0] == 0:
+            return
+        if y is None:
+            raise ValueError(f"{type(self).__name__} needs labels: y must not be None")
+        codes = self._encode_y(X, y)
+        if not self._arrays:
+            self._allocate(X.shape[1], codes)
+        a, p = self._arrays, self.params
+        B, S = p["block_size"], p["stride"]
+        ring = a["ring"]  # [next slot, rows held, rows since the last measurement]
+        start = 0
+        while start < X.shape[0]:
+            # rows up to the next measurement, written without wrapping past the ring's end
+            due = S - ring[2] if ring[1] == B else B - ring[1]
+            take = min(due, X.shape[0] - start, B - ring[0])
+            a["block_x"][ring[0]:ring[0] + take] = X[start:start + take]
+            a["block_y"][ring[0]:ring[0] + take] = codes[start:start + take]
+            ring[0] = (ring[0] + take) % B
+            full = ring[1] == B
+            ring[1] = min(B, ring[1] + take)
+            ring[2] += take
+            start += take
+            if ring[1] == B and (not full or ring[2] >= S):
+                self._measure()
+        a["n_seen"][0] += X.shape[0]
+
+    def _allocate(self, n_features: int, rows_y: np.ndarray) -> None:
+        B = self.params["block_size"]
+        self._arrays = {"block_x": np.zeros((B, n_features)),
+                        "block_y": np.zeros((B, *rows_y.shape[1:]), rows_y.dtype),
+                        "ring": np.zeros(3, np.int64),
+                        "history": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
+                        "spread": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
+                        "n_blocks": np.zeros(1, np.int64),
+                        "rng": seed_states(self.params["seed"], 1, _SALT),
+                        "n_seen": np.zeros(1, np.int64)}
+
+    def _history_rows(self) -> int:
+        """Measurements kept: ``max_blocks`` blocks' worth of strides."""
+        p = self.params
+        return max(1, p["max_blocks"] * p["block_size"] // p["stride"])
+
+    def _measure(self) -> None:
+        """Train a forest on the last block of rows, keep its importances (a ring)."""
+        a = self._arrays
+        n, K, cap = int(a["n_blocks"][0]), a["history"].shape[0], self._history_rows()
+        if n >= K and K < cap:
+            # the ring starts small and doubles until it holds max_blocks' worth: a young
+            # stream keeps only what it measured; a ring that never wrapped keeps its order
+            for name in ("history", "spread"):
+                a[name] = grow_axis(a[name], min(2 * K, cap))
+        slot = n % a["history"].shape[0]
+        a["history"][slot], a["spread"][slot] = self._block_importances(a["block_x"],
+                                                                         a["block_y"])
+        a["ring"][2] = 0
+        a["n_blocks"][0] += 1
+
+    # ------------------------------------------------------------------ importances
+
+    def _recent(self, name: str = "history") -> np.ndarray:
+        """The kept measurements, newest first: shape ``(kept, F)``."""
+        a = self._arrays
+        n, K = self.n_blocks, a[name].shape[0]
+        kept = min(n, K)
+        slots = (n - 1 - np.arange(kept)) % K
+        return a[name][slots]
+
+    def _select(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per feature: the intersection-of-intervals mean and its window (in measurements)."""
+        H = self._recent()
+        F = self.n_features or 0
+        if H.shape[0] == 0:
+            return np.zeros(F), np.zeros(F, np.int64)
+        B, S = self.params["block_size"], self.params["stride"]
+        s = self._noise(H)
+        kappa = self.params["kappa"]
+        lo, hi = np.full(F, -np.inf), np.full(F, np.inf)
+        alive = np.ones(F, bool)
+        value, window = H[0].copy(), np.ones(F, np.int64)
+        k = 1
+        while k <= H.shape[0] and alive.any():
+            m = H[:k].mean(axis=0)
+            # k measurements cover B + (k - 1) S rows: the error of a forest on that many
+            half = kappa * s * np.sqrt(B / (B + (k - 1) * S))
+            lo, hi = np.maximum(lo, m - half), np.minimum(hi, m + half)
+            alive &= lo <= hi
+            value = np.where(alive, m, value)
+            window = np.where(alive, k, window)
+            k *= 2
+        return value, window
+
+    def _noise(self, H: np.ndarray) -> np.ndarray:
+        """Standard deviation of one measurement, per feature (see ``noise``)."""
+        if self.params["noise"] == "trees":
+            return np.sqrt(self._recent("spread").mean(axis=0))
+        B, S = self.params["block_size"], self.params["stride"]
+        lag = min(-(-B // S), H.shape[0] - 1)
+        if lag <= 0:
+            return np.zeros(H.shape[1])
+        return np.sqrt(0.5 * np.mean((H[lag:] - H[:-lag]) ** 2, axis=0))
+
+    def importances(self) -> dict:
+        """``{"mdi": array}``: per feature, its block importances' mean over the window
+        Lepski's rule chose (see the class doc). Empty before the first block completes."""
+        if self.n_blocks == 0:
+            return {}
+        return {"mdi": self._select()[0]}
+
+    # ------------------------------------------------------------------ state
+
+    def _check_state(self) -> None:
+        a, B = self._arrays, self.params["block_size"]
+        F = a["block_x"].shape[1]
+        K = a["history"].shape[0]
+        check_shapes(a, {"block_x": (B, F), "block_y": (B, *a["block_y"].shape[1:]),
+                         "ring": (3,), "history": (K, F),
+                         "spread": (K, F), "n_blocks": (1,), "rng": (1,), "n_seen": (1,)})
+        if not 1 <= K <= self._history_rows() or (K < self._history_rows()
+                                                  and a["n_blocks"][0] > K):
+            raise ValueError(f"{self.kind} state: {K} history rows for "
+                             f"{int(a['n_blocks'][0])} blocks")
+        check_index(a["ring"][:1], 0, B, "ring")
+        check_index(a["ring"][1:], 0, B + 1, "ring")
+        check_index(a["n_blocks"], 0, np.iinfo(np.int64).max, "n_blocks")
+        self._check_block_y(a["block_y"][:int(a["ring"][1])])
+
+    # ------------------------------------------------------------------ what subclasses say
+
+    def _init_labels(self) -> None:
+        """Whatever the labels need before the first row."""
+        return None
+
+    def _encode_y(self, X: np.ndarray, y) -> np.ndarray:
+        """What the block keeps of each row's label (one entry per row)."""
+        raise NotImplementedError
+
+    def _block_importances(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One block's forest importances and their variance over the trees."""
+        raise NotImplementedError
+
+    def _check_block_y(self, held: np.ndarray) -> None:
+        """Raise ``ValueError`` when a held label is invalid."""
+        raise NotImplementedError
+
+
+class BlockForestRanker(BlockRanker, Classifier):
     """Ranks features by block-forest importances averaged over a window chosen per feature.
 
     The noise ``s`` of one measurement is the spread of the feature's importance across the
@@ -132,124 +344,13 @@ class BlockForestRanker(Classifier):
     """
 
     kind = "block_forest"
-    state_arrays = {"block_x": ("<f8", 2), "block_y": ("<i8", 1), "ring": ("<i8", 1),
-                    "history": ("<f8", 2), "spread": ("<f8", 2), "n_blocks": ("<i8", 1),
-                    "rng": ("<u8", 1), "n_seen": ("<i8", 1)}
 
-    def __init__(self, block_size: int = 200, stride: int = 25, n_trees: int = 10,
-                 max_depth: int = 4, mtry: float = 1.0, max_blocks: int = 64,
-                 kappa: float = 1.5, noise: str = "trees", seed: int = 1):
-        if int(block_size) < 10:
-            raise ValueError("block_size must be >= 10")
-        if not 1 <= int(stride) <= int(block_size):
-            raise ValueError("stride must be in [1, block_size]")
-        if int(n_trees) < 1:
-            raise ValueError("n_trees must be >= 1")
-        if not 1 <= int(max_depth) <= 20:
-            raise ValueError("max_depth must be in [1, 20]")
-        if not 0.0 < float(mtry) <= 1.0:
-            raise ValueError("mtry must be in (0, 1]")
-        if int(max_blocks) < 1:
-            raise ValueError("max_blocks must be >= 1")
-        if not float(kappa) > 0.0:
-            raise ValueError("kappa must be > 0")
-        if noise not in ("trees", "differences"):
-            raise ValueError("noise must be 'trees' or 'differences'")
-        self.params = {"block_size": int(block_size), "stride": int(stride),
-                       "n_trees": int(n_trees),
-                       "max_depth": int(max_depth), "mtry": float(mtry),
-                       "max_blocks": int(max_blocks), "kappa": float(kappa), "noise": noise,
-                       "seed": int(seed)}
-        self._arrays: dict[str, np.ndarray] = {}
+    def _init_labels(self) -> None:
         self._classes = ClassIndex()
-
-    # ------------------------------------------------------------------ properties
-
-    @property
-    def n_features(self) -> int | None:
-        """Features of the stream, ``None`` before the first rows."""
-        return int(self._arrays["block_x"].shape[1]) if self._arrays else None
-
-    @property
-    def n_blocks(self) -> int:
-        """Completed blocks (block forests trained) so far."""
-        return int(self._arrays["n_blocks"][0]) if self._arrays else 0
-
-    @property
-    def window_blocks(self) -> np.ndarray:
-        """Per feature: how many recent blocks its importance averages now."""
-        return self._select()[1]
-
-    def memory_bytes(self) -> int:
-        """Bytes held by the state arrays."""
-        return int(sum(a.nbytes for a in self._arrays.values()))
-
-    # ------------------------------------------------------------------ learning
-
-    def learn_many(self, X, y) -> None:
-        """Add labelled rows; every ``stride`` rows, once a block is full, train a forest on
-        the last ``block_size`` rows."""
-        X = check_X(X, self.n_features)
-        if X.shape[0] == 0:
-            return
-        if y is None:
-            raise ValueError(f"{type(self).__name__} needs labels: y must not be None")
-        codes = self._encode_y(X, y)
-        if not self._arrays:
-            self._allocate(X.shape[1], codes)
-        a, p = self._arrays, self.params
-        B, S = p["block_size"], p["stride"]
-        ring = a["ring"]  # [next slot, rows held, rows since the last measurement]
-        start = 0
-        while start < X.shape[0]:
-            # rows up to the next measurement, written without wrapping past the ring's end
-            due = S - ring[2] if ring[1] == B else B - ring[1]
-            take = min(due, X.shape[0] - start, B - ring[0])
-            a["block_x"][ring[0]:ring[0] + take] = X[start:start + take]
-            a["block_y"][ring[0]:ring[0] + take] = codes[start:start + take]
-            ring[0] = (ring[0] + take) % B
-            full = ring[1] == B
-            ring[1] = min(B, ring[1] + take)
-            ring[2] += take
-            start += take
-            if ring[1] == B and (not full or ring[2] >= S):
-                self._measure()
-        a["n_seen"][0] += X.shape[0]
 
     def _encode_y(self, X: np.ndarray, y) -> np.ndarray:
         """What the block keeps of each row's label: its class index."""
         return self._classes.encode(y, n_rows=X.shape[0])
-
-    def _allocate(self, n_features: int, rows_y: np.ndarray) -> None:
-        B = self.params["block_size"]
-        self._arrays = {"block_x": np.zeros((B, n_features)),
-                        "block_y": np.zeros((B, *rows_y.shape[1:]), rows_y.dtype),
-                        "ring": np.zeros(3, np.int64),
-                        "history": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
-                        "spread": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
-                        "n_blocks": np.zeros(1, np.int64),
-                        "rng": seed_states(self.params["seed"], 1, _SALT),
-                        "n_seen": np.zeros(1, np.int64)}
-
-    def _history_rows(self) -> int:
-        """Measurements kept: ``max_blocks`` blocks' worth of strides."""
-        p = self.params
-        return max(1, p["max_blocks"] * p["block_size"] // p["stride"])
-
-    def _measure(self) -> None:
-        """Train a forest on the last block of rows, keep its importances (a ring)."""
-        a = self._arrays
-        n, K, cap = int(a["n_blocks"][0]), a["history"].shape[0], self._history_rows()
-        if n >= K and K < cap:
-            # the ring starts small and doubles until it holds max_blocks' worth: a young
-            # stream keeps only what it measured; a ring that never wrapped keeps its order
-            for name in ("history", "spread"):
-                a[name] = grow_axis(a[name], min(2 * K, cap))
-        slot = n % a["history"].shape[0]
-        a["history"][slot], a["spread"][slot] = self._block_importances(a["block_x"],
-                                                                         a["block_y"])
-        a["ring"][2] = 0
-        a["n_blocks"][0] += 1
 
     def _block_importances(self, X: np.ndarray,
                            codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -273,80 +374,11 @@ class BlockForestRanker(Classifier):
         return (_cart.mdi(feature, left, right, count, n_nodes, np.ones(T), d),
                 per_tree.var(axis=0) / T)
 
-    # ------------------------------------------------------------------ importances
-
-    def _recent(self, name: str = "history") -> np.ndarray:
-        """The kept measurements, newest first: shape ``(kept, F)``."""
-        a = self._arrays
-        n, K = self.n_blocks, a[name].shape[0]
-        kept = min(n, K)
-        slots = (n - 1 - np.arange(kept)) % K
-        return a[name][slots]
-
-    def _select(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per feature: the intersection-of-intervals mean and its window (in measurements)."""
-        H = self._recent()
-        F = self.n_features or 0
-        if H.shape[0] == 0:
-            return np.zeros(F), np.zeros(F, np.int64)
-        B, S = self.params["block_size"], self.params["stride"]
-        s = self._noise(H)
-        kappa = self.params["kappa"]
-        lo, hi = np.full(F, -np.inf), np.full(F, np.inf)
-        alive = np.ones(F, bool)
-        value, window = H[0].copy(), np.ones(F, np.int64)
-        k = 1
-        while k <= H.shape[0] and alive.any():
-            m = H[:k].mean(axis=0)
-            # k measurements cover B + (k - 1) S rows: the error of a forest on that many
-            half = kappa * s * np.sqrt(B / (B + (k - 1) * S))
-            lo, hi = np.maximum(lo, m - half), np.minimum(hi, m + half)
-            alive &= lo <= hi
-            value = np.where(alive, m, value)
-            window = np.where(alive, k, window)
-            k *= 2
-        return value, window
-
-    def _noise(self, H: np.ndarray) -> np.ndarray:
-        """Standard deviation of one measurement, per feature (see ``noise``)."""
-        if self.params["noise"] == "trees":
-            return np.sqrt(self._recent("spread").mean(axis=0))
-        B, S = self.params["block_size"], self.params["stride"]
-        lag = min(-(-B // S), H.shape[0] - 1)
-        if lag <= 0:
-            return np.zeros(H.shape[1])
-        return np.sqrt(0.5 * np.mean((H[lag:] - H[:-lag]) ** 2, axis=0))
-
-    def importances(self) -> dict:
-        """``{"mdi": array}``: per feature, its block importances' mean over the window
-        Lepski's rule chose (see the class doc). Empty before the first block completes."""
-        if self.n_blocks == 0:
-            return {}
-        return {"mdi": self._select()[0]}
-
-    # ------------------------------------------------------------------ state
-
     def _extra_state(self) -> dict:
         return {"classes": list(self._classes.classes)}
 
     def _load_extra_state(self, extra: dict) -> None:
         self._classes = ClassIndex(extra.get("classes", ()))
-
-    def _check_state(self) -> None:
-        a, B = self._arrays, self.params["block_size"]
-        F = a["block_x"].shape[1]
-        K = a["history"].shape[0]
-        check_shapes(a, {"block_x": (B, F), "block_y": (B, *a["block_y"].shape[1:]),
-                         "ring": (3,), "history": (K, F),
-                         "spread": (K, F), "n_blocks": (1,), "rng": (1,), "n_seen": (1,)})
-        if not 1 <= K <= self._history_rows() or (K < self._history_rows()
-                                                  and a["n_blocks"][0] > K):
-            raise ValueError(f"{self.kind} state: {K} history rows for "
-                             f"{int(a['n_blocks'][0])} blocks")
-        check_index(a["ring"][:1], 0, B, "ring")
-        check_index(a["ring"][1:], 0, B + 1, "ring")
-        check_index(a["n_blocks"], 0, np.iinfo(np.int64).max, "n_blocks")
-        self._check_block_y(a["block_y"][:int(a["ring"][1])])
 
     def _check_block_y(self, held: np.ndarray) -> None:
         """The labels held must be known classes."""

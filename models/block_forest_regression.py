@@ -13,10 +13,10 @@ import numpy as np
 
 from . import _cart_regression as cr
 from .base import check_targets
-from .block_forest import BlockForestRanker
+from .block_forest import BlockRanker
 
 
-class BlockForestRegressionRanker(BlockForestRanker):
+class BlockForestRegressionRanker(BlockRanker):
     """Ranks the features of a multi-target regression stream by block-forest importances
     averaged over a window chosen per feature (Lepski's rule).
 
@@ -70,17 +70,12 @@ class BlockForestRegressionRanker(BlockForestRanker):
     """
 
     kind = "block_forest_regression"
-    state_arrays = {**BlockForestRanker.state_arrays, "block_y": ("<f8", 2)}
+    state_arrays = {**BlockRanker.state_arrays, "block_y": ("<f8", 2)}
 
     @property
     def n_targets(self) -> int | None:
         """Targets of the stream, ``None`` before the first rows."""
         return int(self._arrays["block_y"].shape[1]) if self._arrays else None
-
-    @property
-    def classes(self) -> list:
-        """No classes: the rows carry targets."""
-        return []
 
     def _encode_y(self, X: np.ndarray, y) -> np.ndarray:
         return check_targets(X, y, self.n_targets)
@@ -99,12 +94,6 @@ class BlockForestRegressionRanker(BlockForestRanker):
         tree_totals = raw.sum(axis=1, keepdims=True)
         per_tree = np.divide(raw, tree_totals, out=np.zeros_like(raw), where=tree_totals > 0)
         return forest, per_tree.var(axis=0) / T
-
-    def _extra_state(self) -> dict:
-        return {}
-
-    def _load_extra_state(self, extra: dict) -> None:
-        return None
 
     def _check_block_y(self, held: np.ndarray) -> None:
         if not np.isfinite(held).all():
