@@ -53,6 +53,13 @@ def test_rows_hold_every_figure_of_a_stream():
     assert bikes["top"] == "hr, temp" and bikes["true"] == "" and bikes["alerts"] == "0"
 
 
+def test_a_stream_with_two_shown_rankings_shows_the_preferred_one():
+    b = board()
+    b.ranking({"stream": "bikes", "method": "block_mdi", "features": ["temp", "hr"], "n_seen": 20})
+    b.ranking({"stream": "bikes", "method": "symrf", "features": ["hum", "hr"], "n_seen": 30})
+    assert {r["stream"]: r for r in b.rows()}["bikes"]["top"] == "temp, hr"
+
+
 def test_the_table_has_one_row_per_stream_and_the_feed_the_latest_alerts():
     text = rendered(board().renderable())
     lines = text.splitlines()

@@ -38,7 +38,8 @@ from rich.text import Text
 
 from .produce import hyperplane, make_producer, produce_stream
 
-#: ranking methods the view shows: ORF's MDA (classification), iSOUP-SymRF's (regression)
+#: ranking methods the view shows, preferred first: the block forests' (both tasks, they follow
+#: drift), else iSOUP-SymRF's symbolic ranking (regression)
 SHOWN_RANKINGS = ("block_mdi", "symrf")
 #: seconds over which instances/s is measured
 RATE_WINDOW_S = 5.0
@@ -98,6 +99,7 @@ class Board:
         self.labelled = defaultdict(int)
         self.regression: set[str] = set()
         self.rank: dict = {}
+        self.rank_of: dict = {}  # stream -> index in SHOWN_RANKINGS of the method shown
         self.recent: deque = deque(maxlen=feed)  # the newest alerts, as decoded
         self.n_alerts = defaultdict(int)
         self.rate = defaultdict(deque)  # stream -> (time, done) samples of the last seconds
@@ -124,7 +126,11 @@ class Board:
         return alert_line(d)
 
     def ranking(self, d: dict) -> None:
-        if d["method"] in SHOWN_RANKINGS:
+        if d["method"] not in SHOWN_RANKINGS:
+            return
+        rank = SHOWN_RANKINGS.index(d["method"])
+        if rank <= self.rank_of.get(d["stream"], rank):  # a preferred method is never replaced
+            self.rank_of[d["stream"]] = rank
             self.rank[d["stream"]] = (d["features"][: self.top_k], d["n_seen"])
 
     def tick(self, now: float) -> None:
