@@ -26,32 +26,32 @@ from ._rng import next_u64, randint, shuffle
 
 
 @njit(inline="always")
-def _sse(s, q, v, n):
-    """Weighted sum of squared errors around the mean of node ``v``, summed over targets."""
+def _parent_score(s, v, n):
+    """``sum_j s_j**2 / n`` of node ``v``: its SSE is ``sum_j q_j`` minus this."""
     out = 0.0
-    if n <= 0.0:
-        return out
     for j in range(s.shape[1]):
-        out += q[v, j] - s[v, j] * s[v, j] / n
-    return max(out, 0.0)
+        out += s[v, j] * s[v, j] / n
+    return out
 
 
 @njit(inline="always")
-def _split_sse(s, q, ls, lq, v, n, nl):
-    """Summed SSE of node ``v``'s two children, the left one holding the prefix ``ls, lq, nl``
-    (written out: slices of the sums would allocate at every candidate)."""
-    left, right, nr = 0.0, 0.0, n - nl
+def _split_score(s, ls, v, n, nl):
+    """``sum_j l_j**2 / n_l + r_j**2 / n_r`` of a split of node ``v`` whose left child holds
+    the prefix ``ls, nl``: the children's SSE is the node's ``sum_j q_j`` minus this, so
+    maximising it minimises their SSE (the proxy scikit-learn maximises)."""
+    out, nr = 0.0, n - nl
     for j in range(s.shape[1]):
-        left += lq[v, j] - ls[v, j] * ls[v, j] / nl
+        out += ls[v, j] * ls[v, j] / nl
         if nr > 0.0:
             rs = s[v, j] - ls[v, j]
-            right += (q[v, j] - lq[v, j]) - rs * rs / nr
-    return max(left, 0.0) + max(right, 0.0)
+            out += rs * rs / nr
+    return out
 
 
 @njit
 def _level_totals(Y, w, row_node, n_open, s, q, n):
-    """Weighted sums of the targets, of their squares, and the weight of every open node."""
+    """Weighted sums of the targets and of their squares summed over targets, and the weight
+    of every open node."""
     s[:n_open] = 0.0
     q[:n_open] = 0.0
     n[:n_open] = 0.0
@@ -62,16 +62,15 @@ def _level_totals(Y, w, row_node, n_open, s, q, n):
         n[v] += w[i]
         for j in range(Y.shape[1]):
             s[v, j] += w[i] * Y[i, j]
-            q[v, j] += w[i] * Y[i, j] * Y[i, j]
+            q[v] += w[i] * Y[i, j] * Y[i, j]
 
 
 @njit
-def _scan_feature(X, Y, w, f, order_f, row_node, n_open, s, q, n, ls, lq, nl, last,
+def _scan_feature(X, Y, w, f, order_f, row_node, n_open, s, n, ls, nl, last,
                   best, best_f, best_t):
     """Score every split of feature ``f`` in every open node with one pass over the rows in
     increasing order of ``x_f``: a node's prefix sums are its left child's statistics."""
     ls[:n_open] = 0.0
-    lq[:n_open] = 0.0
     nl[:n_open] = 0.0
     for i in order_f:
         v = row_node[i]
@@ -79,16 +78,15 @@ def _scan_feature(X, Y, w, f, order_f, row_node, n_open, s, q, n, ls, lq, nl, la
             continue
         x = X[i, f]
         if nl[v] > 0.0 and x != last[v]:
-            child = _split_sse(s, q, ls, lq, v, n[v], nl[v])
-            if child < best[v]:
-                best[v] = child
+            score = _split_score(s, ls, v, n[v], nl[v])
+            if score > best[v]:
+                best[v] = score
                 best_f[v] = f
                 t = 0.5 * (last[v] + x)
                 best_t[v] = last[v] if t >= x else t  # the midpoint rounded onto x
         nl[v] += w[i]
         for j in range(Y.shape[1]):
             ls[v, j] += w[i] * Y[i, j]
-            lq[v, j] += w[i] * Y[i, j] * Y[i, j]
         last[v] = x
 
 
@@ -105,10 +103,18 @@ def tree_decreases(X, Y, w, orders, features, max_depth, out):
     rows, M = X.shape[0], Y.shape[1]
     width = 2 ** max_depth  # open nodes of the deepest level at most
     row_node = np.where(w > 0.0, 0, -1).astype(np.int64)
-    s, q, ls, lq = (np.zeros((width, M)), np.zeros((width, M)), np.zeros((width, M)),
-                    np.zeros((width, M)))
-    n, nl, last, best, best_t = (np.zeros(width), np.zeros(width), np.zeros(width),
-                                 np.zeros(width), np.zeros(width))
+    # the tree's own orders hold only its bootstrap's rows (about a third are not drawn)
+    drawn = np.empty((orders.shape[0], int((w > 0.0).sum())), np.int64)
+    for f in features:
+        k = 0
+        for i in orders[f]:
+            if w[i] > 0.0:
+                drawn[f, k] = i
+                k += 1
+    s, ls = np.zeros((width, M)), np.zeros((width, M))
+    q, n, nl, last, best, best_t, base = (np.zeros(width), np.zeros(width), np.zeros(width),
+                                          np.zeros(width), np.zeros(width), np.zeros(width),
+                                          np.zeros(width))
     best_f = np.zeros(width, np.int64)
     child_of = np.zeros(width, np.int64)
     n_open, root = 1, -1.0
@@ -119,17 +125,19 @@ def tree_decreases(X, Y, w, orders, features, max_depth, out):
         if root <= 0.0:
             return
         for v in range(n_open):
-            best[v] = _sse(s, q, v, n[v]) * (1.0 - 1e-12)  # a split must lower the SSE
+            base[v] = _parent_score(s, v, n[v]) if n[v] > 0.0 else 0.0
+            # a split must lower the node's SSE (q - base) by more than rounding
+            best[v] = base[v] + 1e-12 * q[v]
             best_f[v] = -1
         for f in features:
-            _scan_feature(X, Y, w, f, orders[f], row_node, n_open, s, q, n, ls, lq, nl,
-                          last, best, best_f, best_t)
+            _scan_feature(X, Y, w, f, drawn[f], row_node, n_open, s, n, ls, nl, last,
+                          best, best_f, best_t)
         n_next = 0
         for v in range(n_open):
             if best_f[v] < 0:
                 child_of[v] = -1
                 continue
-            out[best_f[v]] += (_sse(s, q, v, n[v]) - best[v]) / root
+            out[best_f[v]] += (best[v] - base[v]) / root  # the node's SSE less its children's
             child_of[v] = n_next
             n_next += 2
         if n_next == 0:
