@@ -102,18 +102,22 @@ def leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin, p_no
         p_mean[j] = node_ysum[t, node, j] / w if w > 0.0 else y_mean[j]
 
 
+@njit(_nrt=False, inline="always")
+def leaf_answer(t, node, j, leaf_mode, node_err, p_lin, p_mean):
+    """The leaf's answer for target ``j``: its model with the lower faded error (adaptive
+    leaves), or the model ``leaf_mode`` names."""
+    if leaf_mode == LEAF_MEAN:
+        return p_mean[j]
+    if leaf_mode == LEAF_PERCEPTRON or node_err[t, node, j, 0] < node_err[t, node, j, 1]:
+        return p_lin[j]
+    return p_mean[j]
+
+
 @njit(_nrt=False)
 def add_outputs(out, i, T, t, node, leaf_mode, node_err, p_lin, p_mean):
-    """``out[i, j] += answer / T`` for every target ``j``: the leaf's answer is its model with
-    the lower faded error (adaptive leaves), or the model ``leaf_mode`` names."""
+    """``out[i, j] += answer / T`` for every target ``j`` (:func:`leaf_answer`)."""
     for j in range(p_lin.shape[0]):
-        if leaf_mode == LEAF_MEAN:
-            v = p_mean[j]
-        elif leaf_mode == LEAF_PERCEPTRON or node_err[t, node, j, 0] < node_err[t, node, j, 1]:
-            v = p_lin[j]
-        else:
-            v = p_mean[j]
-        out[i, j] += v / T
+        out[i, j] += leaf_answer(t, node, j, leaf_mode, node_err, p_lin, p_mean) / T
 
 
 @njit
@@ -272,12 +276,7 @@ def tree_error(t, node, leaf_mode, node_err, p_lin, p_mean, y, y_scale):
     M = p_lin.shape[0]
     e = 0.0
     for j in range(M):
-        if leaf_mode == LEAF_MEAN:
-            v = p_mean[j]
-        elif leaf_mode == LEAF_PERCEPTRON or node_err[t, node, j, 0] < node_err[t, node, j, 1]:
-            v = p_lin[j]
-        else:
-            v = p_mean[j]
+        v = leaf_answer(t, node, j, leaf_mode, node_err, p_lin, p_mean)
         e += min(1.0, abs(v - y[j]) / (2.0 * y_scale[j]))
     return e / M
 
