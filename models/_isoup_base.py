@@ -14,7 +14,7 @@ from ._gaussian_base import check_weights
 from ._rng import seed_states
 from ._trees import grow_axis
 from .adwin import _INITIAL_ROWS as _ADWIN_ROWS
-from .adwin import _LAYOUT as _ADWIN_LAYOUT
+from .adwin import grow_tree_bank, new_tree_bank, tree_bank_args, tree_bank_layout, tree_bank_settings
 from .base import Learner, check_index, check_shapes, check_targets, check_X
 
 LEAF_MODES = {"adaptive": ik.LEAF_ADAPTIVE, "perceptron": ik.LEAF_PERCEPTRON,
@@ -34,27 +34,20 @@ _NODE = {
 #: observer arrays: name -> (dtype, trailing axes after (T, S, P))
 _SLOT = {"obs_n": (np.int64, ()), "obs_key": (np.float64, ("K",)),
          "obs_stats": (np.float64, ("K", "W2M"))}
-_ADWIN_MB = 5
-#: the per-tree drift detectors (forests that watch their trees): name -> (dtype, ndim)
-DETECTOR_ARRAYS = {**{"d_" + n: (np.dtype(d).str, 1 + len(tail(1, 1)))
-                      for n, (d, tail) in _ADWIN_LAYOUT.items()},
-                   "d_n_seen": ("<i8", 1), "n_drifts": ("<i8", 1)}
+#: the per-tree drift detectors of a forest that watches its trees, and its replacements
+DETECTOR_ARRAYS = {**tree_bank_layout("d_"), "n_drifts": ("<i8", 1)}
 
 
 def new_detectors(T: int, rows: int = _ADWIN_ROWS) -> dict[str, np.ndarray]:
     """Empty ADWIN windows for ``T`` trees (``rows`` bucket rows each) and no drifts yet."""
-    a = {"d_" + n: np.zeros((T, *tail(rows, _ADWIN_MB)), d) for n, (d, tail) in _ADWIN_LAYOUT.items()}
-    a["d_n_rows"][:] = 1
-    a.update(d_n_seen=np.zeros(1, np.int64), n_drifts=np.zeros(T, np.int64))
-    return a
+    return {**new_tree_bank(T, "d_", rows), "n_drifts": np.zeros(T, np.int64)}
 
 
 def detector_args(a: dict, delta: float | None) -> tuple:
-    """The kernel's detection arguments: whether to detect, the ADWIN settings (river's
-    defaults but ``delta``) and the detector arrays of ``a``."""
-    settings = np.array([0.002 if delta is None else float(delta), 32.0, _ADWIN_MB, 5.0, 10.0])
-    return (delta is not None, settings,
-            *(a["d_" + n] for n in _ADWIN_LAYOUT), a["d_n_seen"], a["n_drifts"])
+    """The kernel's detection arguments: whether to detect, the ADWIN settings (any delta
+    when off: the kernel reads none of it) and the detector arrays of ``a``."""
+    return (delta is not None, tree_bank_settings(0.002 if delta is None else delta),
+            *tree_bank_args(a, "d_"), a["n_drifts"])
 
 
 class ISOUPBase(Learner):
@@ -133,10 +126,8 @@ class ISOUPBase(Learner):
     def _grow(self) -> None:
         """Double whatever the kernel stopped for: a tree's nodes or a detector's rows."""
         a = self._arrays
-        if "n_drifts" in a and (a["d_n_rows"] >= a["d_bucket_total"].shape[1]).any():
-            rows = 2 * a["d_bucket_total"].shape[1]
-            for name in ("d_bucket_total", "d_bucket_variance", "d_bucket_count"):
-                a[name] = grow_axis(a[name], rows, axis=1)
+        if "n_drifts" in a:
+            grow_tree_bank(a, "d_")
         N, S = a["node_feature"].shape[1], a["slot_features"].shape[1]
         if (a["n_nodes"] + 2 <= N).all() and (a["n_slots"] + 1 <= S).all():
             return

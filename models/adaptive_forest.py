@@ -16,13 +16,18 @@ from . import _hoeffding as hs
 from . import _ht_kernels as hk
 from ._rng import seed_states
 from ._trees import grow_axis
-from .adwin import _INITIAL_ROWS as _ADWIN_ROWS
-from .adwin import _LAYOUT as _ADWIN_LAYOUT
+from .adwin import (
+    check_tree_bank,
+    grow_tree_bank,
+    new_tree_bank,
+    tree_bank_args,
+    tree_bank_layout,
+    tree_bank_settings,
+)
 from .base import ClassIndex, LearnerEvent, ProbabilityClassifier, check_index, check_X
 
 _LEAF = {"mc": hk.LEAF_MC, "nb": hk.LEAF_NB, "nba": hk.LEAF_NBA}
 _INITIAL_NODES = 16
-_ADWIN_MB = 5
 _SALT = 0xA4F
 _NODE_ARRAYS = {  # name -> (dtype, fill); leading axes (slot, node)
     "node_feature": (np.int64, -1), "node_threshold": (np.float64, 0.0),
@@ -38,12 +43,6 @@ _TREE_ARRAYS = {  # per tree (T,)
     # warnings and drifts of each tree in the last learn_many (what events() reports)
     "last_warnings": np.int64, "last_drifts": np.int64,
 }
-_DETECTOR_KEYS = tuple(_ADWIN_LAYOUT)
-
-
-def _detector_layout(prefix):
-    return {prefix + name: (np.dtype(dt).str, 1 + len(tail(1, 1)))
-            for name, (dt, tail) in _ADWIN_LAYOUT.items()} | {prefix + "n_seen": ("<i8", 1)}
 
 
 class AdaptiveRandomForest(ProbabilityClassifier):
@@ -164,7 +163,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         **{name: ("<f8", 4) for name in hs.GAUSSIAN_FILL},
         **{name: (np.dtype(dt).str, 1) for name, dt in _TREE_ARRAYS.items()},
         "rng": ("<u8", 1), "n_seen": ("<i8", 1), "n_features": ("<i8", 1),
-        **_detector_layout("w_"), **_detector_layout("d_"),
+        **tree_bank_layout("w_"), **tree_bank_layout("d_"),
     }
 
     # a slot's node cells past its node count hold the fills (reset_slot restores them)
@@ -207,8 +206,8 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                                      hs.DEGENERATE_SKIP,
                                      2**31 if max_depth is None else int(max_depth)], np.int64)
         # ADWIN: delta, clock, max_buckets, min_window_length, grace_period (river defaults)
-        self._w_settings = np.array([float(warning_delta), 32.0, _ADWIN_MB, 5.0, 10.0])
-        self._d_settings = np.array([float(drift_delta), 32.0, _ADWIN_MB, 5.0, 10.0])
+        self._w_settings = tree_bank_settings(warning_delta)
+        self._d_settings = tree_bank_settings(drift_delta)
         self._classes = ClassIndex()
         self._arrays: dict[str, np.ndarray] = {}
 
@@ -252,10 +251,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         a["n_seen"] = np.zeros(1, np.int64)
         a["n_features"] = np.array([F], np.int64)
         for prefix in ("w_", "d_"):
-            for name, (dt, tail) in _ADWIN_LAYOUT.items():
-                a[prefix + name] = np.zeros((T,) + tail(_ADWIN_ROWS, _ADWIN_MB), dt)
-            a[prefix + "n_rows"][:] = 1
-            a[prefix + "n_seen"] = np.zeros(1, np.int64)
+            a.update(new_tree_bank(T, prefix))
         self._arrays = a
         perm = np.zeros(F, np.int64)
         for t in range(T):  # the roots' subsets, from each tree's own generator
@@ -272,10 +268,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         if (a["n_nodes"][:, 0] + 2 > a["node_feature"].shape[1]).any():
             self._grow_nodes()
         for prefix in ("w_", "d_"):
-            rows = a[prefix + "bucket_total"].shape[1]
-            if (a[prefix + "n_rows"] >= rows).any():
-                for name in ("bucket_total", "bucket_variance", "bucket_count"):
-                    a[prefix + name] = grow_axis(a[prefix + name], 2 * rows, axis=1)
+            grow_tree_bank(a, prefix)
 
     def _grow_nodes(self) -> None:
         a = self._arrays
@@ -299,10 +292,6 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         return tuple(a[n] for n in _NODE_ARRAYS) + (
             a["node_counts"], a["g_w"], a["g_mean"], a["g_m2"], a["g_min"], a["g_max"],
             a["leaf_feat"], a["n_nodes"])
-
-    def _detector_args(self, prefix):
-        a = self._arrays
-        return tuple(a[prefix + n] for n in _DETECTOR_KEYS) + (a[prefix + "n_seen"],)
 
     # ------------------------------------------------------------------ learning
 
@@ -339,7 +328,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                 self._settings_i, self._w_settings, self._d_settings, a["rng"],
                 a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"], a["tree_seen"],
                 a["n_warnings"], a["n_drifts"], a["n_seen"], *self._node_args(),
-                *self._detector_args("w_"), *self._detector_args("d_"))
+                *tree_bank_args(a, "w_"), *tree_bank_args(a, "d_"))
             if done >= X.shape[0]:
                 break
             self._grow()
@@ -458,12 +447,6 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                   "leaf_feat": (S, N, m), "n_nodes": (S, 1),
                   **{n: (S, N, m, K) for n in hs.GAUSSIAN_FILL},
                   **{n: (T,) for n in _TREE_ARRAYS}, "rng": (T,), "n_seen": (1,)}
-        for prefix in ("w_", "d_"):
-            rows = a[prefix + "bucket_count"].shape[1] if a[prefix + "bucket_count"].ndim == 2 \
-                else -1
-            for name, (_, tail) in _ADWIN_LAYOUT.items():
-                shapes[prefix + name] = (T,) + tail(rows, _ADWIN_MB)
-            shapes[prefix + "n_seen"] = (1,)
         for name, shape in shapes.items():
             if a[name].shape != shape:
                 raise ValueError(f"{kind} state array {name!r} has shape {a[name].shape}, "
@@ -490,6 +473,4 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                     or (a["node_right"][s][internal] <= ids[internal]).any():
                 raise ValueError(f"{kind} state: a split node points to a missing child")
         for prefix in ("w_", "d_"):
-            check_index(a[prefix + "bucket_count"], 0, _ADWIN_MB + 2, prefix + "bucket_count")
-            check_index(a[prefix + "n_rows"], 1, a[prefix + "bucket_count"].shape[1] + 1,
-                        prefix + "n_rows")
+            check_tree_bank(a, prefix, T)

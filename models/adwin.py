@@ -56,7 +56,8 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .base import Learner, StateField, check_index
+from ._trees import grow_axis
+from .base import Learner, StateField, check_index, check_shapes
 
 _INITIAL_ROWS = 8  # windows of up to ~640 values; most per-tree detectors never grow past it
 
@@ -292,6 +293,53 @@ def reset_detector(d, bucket_total, bucket_variance, bucket_count, n_rows, total
     width[d] = 0.0
     tick[d] = 0
     drift[d] = False
+
+
+#: buckets per row of the detectors a forest keeps per tree (river's default)
+TREE_MAX_BUCKETS = 5
+
+
+def tree_bank_layout(prefix: str) -> dict[str, tuple[str, int]]:
+    """``state_arrays`` entries of one detector per tree, names prefixed with ``prefix``."""
+    return {prefix + name: (np.dtype(dt).str, 1 + len(tail(1, 1)))
+            for name, (dt, tail) in _LAYOUT.items()} | {prefix + "n_seen": ("<i8", 1)}
+
+
+def new_tree_bank(n: int, prefix: str, rows: int = _INITIAL_ROWS) -> dict[str, np.ndarray]:
+    """Empty windows for ``n`` detectors of ``rows`` bucket rows each."""
+    a = {prefix + name: np.zeros((n, *tail(rows, TREE_MAX_BUCKETS)), dt)
+         for name, (dt, tail) in _LAYOUT.items()}
+    a[prefix + "n_rows"][:] = 1
+    a[prefix + "n_seen"] = np.zeros(1, np.int64)
+    return a
+
+
+def tree_bank_args(a: dict, prefix: str) -> tuple:
+    """The bank's arrays in the order :func:`_update_pairs` takes them."""
+    return tuple(a[prefix + name] for name in _KERNEL_ARRAYS)
+
+
+def tree_bank_settings(delta: float) -> np.ndarray:
+    """Kernel settings: ``delta`` and river's clock, buckets, minimum window and grace period."""
+    return np.array([float(delta), 32.0, TREE_MAX_BUCKETS, 5.0, 10.0])
+
+
+def grow_tree_bank(a: dict, prefix: str) -> None:
+    """Double the bucket rows when some detector uses every row (a kernel stopped for it)."""
+    rows = a[prefix + "bucket_total"].shape[1]
+    if (a[prefix + "n_rows"] >= rows).any():
+        for name in ("bucket_total", "bucket_variance", "bucket_count"):
+            a[prefix + name] = grow_axis(a[prefix + name], 2 * rows, axis=1)
+
+
+def check_tree_bank(a: dict, prefix: str, n: int) -> None:
+    """``ValueError`` unless the bank holds ``n`` detectors of consistent shapes and ranges."""
+    count = a[prefix + "bucket_count"]
+    rows = count.shape[1] if count.ndim == 2 else -1
+    shapes = {prefix + name: (n, *tail(rows, TREE_MAX_BUCKETS)) for name, (_, tail) in _LAYOUT.items()}
+    check_shapes(a, shapes | {prefix + "n_seen": (1,)})
+    check_index(count, 0, TREE_MAX_BUCKETS + 2, prefix + "bucket_count")
+    check_index(a[prefix + "n_rows"], 1, rows + 1, prefix + "n_rows")
 
 
 def check_values(values, name: str = "values") -> np.ndarray:

@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
-from ._isoup_base import _ADWIN_MB, DETECTOR_ARRAYS, ISOUPBase, detector_args, new_detectors
-from .base import check_index, check_shapes
+from ._isoup_base import DETECTOR_ARRAYS, ISOUPBase, detector_args, new_detectors
+from .adwin import check_tree_bank
+from .base import check_shapes
 
 #: subspace sizes of the paper: 1 + ceil(sqrt N) or 1 + ceil(ln N) features per leaf
 SUBSPACES = {"sqrt": lambda n: 1 + math.ceil(math.sqrt(n)),
@@ -153,12 +154,5 @@ fading_factor, max_thresholds, max_depth
 
     def _check_state(self) -> None:
         super()._check_state()
-        a, T = self._arrays, self._n_models
-        rows, width = a["d_bucket_count"].shape[1], _ADWIN_MB + 1
-        check_shapes(a, {"d_bucket_total": (T, rows, width),
-                         "d_bucket_variance": (T, rows, width),
-                         "d_bucket_count": (T, rows), "n_drifts": (T,), "d_n_seen": (1,),
-                         **{n: (T,) for n in ("d_n_rows", "d_total", "d_variance", "d_width",
-                                              "d_tick", "d_drift", "d_n_detections")}})
-        check_index(a["d_bucket_count"], 0, _ADWIN_MB + 2, "d_bucket_count")
-        check_index(a["d_n_rows"], 1, rows + 1, "d_n_rows")
+        check_tree_bank(self._arrays, "d_", self._n_models)
+        check_shapes(self._arrays, {"n_drifts": (self._n_models,)})
