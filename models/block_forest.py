@@ -1,12 +1,14 @@
-"""Feature importances that follow drift at its own speed: block forests under Lepski's rule.
+"""Feature importances that follow drift at its own speed: block forests and a memory per feature.
 
 Every ``stride`` rows, a small random forest (the CART trees of :mod:`models._cart`) learns
 the latest ``block_size`` rows; its impurity importances (MDI, Breiman 2001) are one
-*measurement* of what matters now. A feature's importance is the mean of its measurements
-over the longest run of recent ones that agrees with every shorter run (Lepski's method,
-in the intersection-of-confidence-intervals form of Goldenshluger & Nemirovski 1997): each
-feature gets the memory its own drift allows. Multi-target regression streams get the same
-ranker with regression trees (:mod:`models.block_forest_regression`).
+*measurement* of what matters now. A feature's importance is a mean of its recent
+measurements over a memory chosen per feature, so each feature gets the memory its own drift
+allows. By default the memory is a mixture of windows weighted by how well each window
+predicted the feature's next independent measurement (exponential weights, Vovk 1990;
+Cesa-Bianchi & Lugosi 2006); Lepski's rule (in the intersection-of-confidence-intervals form
+of Goldenshluger & Nemirovski 1997) is the other choice. Multi-target regression streams get
+the same ranker with regression trees (:mod:`models.block_forest_regression`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ class BlockRanker(Learner):
     #: ``block_y`` holds class indices here; a subclass may hold other labels (targets)
     state_arrays = {"block_x": ("<f8", 2), "block_y": ("<i8", 1), "ring": ("<i8", 1),
                     "history": ("<f8", 2), "spread": ("<f8", 2), "n_blocks": ("<i8", 1),
-                    "rng": ("<u8", 1), "n_seen": ("<i8", 1)}
+                    "losses": ("<f8", 2), "rng": ("<u8", 1), "n_seen": ("<i8", 1)}
 
-    def __init__(self, block_size: int = 200, stride: int = 25, n_trees: int = 10,
+    def __init__(self, block_size: int = 100, stride: int = 10, n_trees: int = 10,
                  max_depth: int = 4, mtry: float = 1.0, max_blocks: int = 64,
-                 kappa: float = 1.5, noise: str = "trees", seed: int = 1):
+                 kappa: float = 1.5, noise: str = "trees", seed: int = 1,
+                 memory: str = "mixture", rate: float = 0.005, eta: float = 0.3):
         if int(block_size) < 10:
             raise ValueError("block_size must be >= 10")
         if not 1 <= int(stride) <= int(block_size):
@@ -54,11 +57,18 @@ class BlockRanker(Learner):
             raise ValueError("kappa must be > 0")
         if noise not in ("trees", "differences"):
             raise ValueError("noise must be 'trees' or 'differences'")
+        if memory not in ("mixture", "lepski"):
+            raise ValueError("memory must be 'mixture' or 'lepski'")
+        if not 0.0 < float(rate) <= 1.0:
+            raise ValueError("rate must be in (0, 1]")
+        if not float(eta) > 0.0:
+            raise ValueError("eta must be > 0")
         self.params = {"block_size": int(block_size), "stride": int(stride),
                        "n_trees": int(n_trees),
                        "max_depth": int(max_depth), "mtry": float(mtry),
                        "max_blocks": int(max_blocks), "kappa": float(kappa), "noise": noise,
-                       "seed": int(seed)}
+                       "seed": int(seed), "memory": memory, "rate": float(rate),
+                       "eta": float(eta)}
         self._arrays: dict[str, np.ndarray] = {}
         self._init_labels()
 
@@ -76,8 +86,13 @@ class BlockRanker(Learner):
 
     @property
     def window_blocks(self) -> np.ndarray:
-        """Per feature: how many recent blocks its importance averages now."""
-        return self._select()[1]
+        """Per feature: how many recent measurements its importance averages now (under
+        ``memory="mixture"``, the windows' lengths weighted as the mixture weighs them)."""
+        if self.params["memory"] == "lepski":
+            return self._select()[1]
+        R = self._recent()
+        counts = np.minimum(self._windows(), max(R.shape[0], 1))
+        return counts @ self._weights() if R.shape[0] else np.zeros(self.n_features or 0)
 
     def memory_bytes(self) -> int:
         """Bytes held by the state arrays."""
@@ -123,6 +138,7 @@ class BlockRanker(Learner):
                         "history": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
                         "spread": np.zeros((min(_FIRST_ROWS, self._history_rows()), n_features)),
                         "n_blocks": np.zeros(1, np.int64),
+                        "losses": np.zeros((len(self._windows()), n_features)),
                         "rng": seed_states(self.params["seed"], 1, _SALT),
                         "n_seen": np.zeros(1, np.int64)}
 
@@ -145,6 +161,51 @@ class BlockRanker(Learner):
                                                                          a["block_y"])
         a["ring"][2] = 0
         a["n_blocks"][0] += 1
+        if self.params["memory"] == "mixture":
+            self._score_windows()
+
+    # ------------------------------------------------------------------ the mixture
+
+    def _windows(self) -> np.ndarray:
+        """Candidate memories, in measurements: 1, 2, 4, ... up to half the kept ones (so a
+        window and the gap before the measurement it predicts fit in the ring)."""
+        top = max(1, self._history_rows() // 2)
+        return 2 ** np.arange(int(np.log2(top)) + 1)
+
+    def _gap(self) -> int:
+        """Measurements between two that share no rows: ``ceil(block_size / stride)``."""
+        return -(-self.params["block_size"] // self.params["stride"])
+
+    @staticmethod
+    def _window_means(R: np.ndarray, windows: np.ndarray) -> np.ndarray:
+        """Means of the newest ``w`` rows of ``R`` (all of them when fewer), per window."""
+        counts = np.minimum(windows, R.shape[0])
+        return np.cumsum(R, axis=0)[counts - 1] / counts[:, None]
+
+    def _score_windows(self) -> None:
+        """Fade every window's loss and add its squared error on the newest measurement,
+        predicted by the window that ended ``gap`` measurements earlier (whose trees saw
+        none of the newest block's rows, so the error is drift plus independent noise)."""
+        R, g = self._recent(), self._gap()
+        if R.shape[0] <= g:
+            return
+        err = (self._window_means(R[g:], self._windows()) - R[0]) ** 2
+        losses, rate = self._arrays["losses"], self.params["rate"]
+        losses *= 1.0 - rate
+        losses += rate * err
+
+    def _weights(self) -> np.ndarray:
+        """Each window's weight per feature: ``exp(-(L - L_min) / (eta L_min))``, normalized
+        (a loss ``eta`` above the best, relative to it, weighs ``1/e`` of the best's)."""
+        L = self._arrays["losses"]
+        best = L.min(axis=0)
+        w = np.exp(-(L - best) / (self.params["eta"] * best + 1e-12))
+        return w / w.sum(axis=0)
+
+    def _mixture(self) -> np.ndarray:
+        """Per feature: the windows' means weighted by :meth:`_weights`."""
+        means = self._window_means(self._recent(), self._windows())
+        return (self._weights() * means).sum(axis=0)
 
     # ------------------------------------------------------------------ importances
 
@@ -191,13 +252,30 @@ class BlockRanker(Learner):
         return np.sqrt(0.5 * np.mean((H[lag:] - H[:-lag]) ** 2, axis=0))
 
     def importances(self) -> dict:
-        """``{"mdi": array}``: per feature, its block importances' mean over the window
-        Lepski's rule chose (see the class doc). Empty before the first block completes."""
+        """``{"mdi": array}``: per feature, its block importances averaged over the memory
+        the ``memory`` rule chose (see the class doc). Empty before the first block
+        completes."""
         if self.n_blocks == 0:
             return {}
-        return {"mdi": self._select()[0]}
+        if self.params["memory"] == "lepski":
+            return {"mdi": self._select()[0]}
+        return {"mdi": self._mixture()}
 
     # ------------------------------------------------------------------ state
+
+    @classmethod
+    def from_state(cls, state: dict):
+        """Rebuild from :meth:`to_state`; a state written before the mixture existed has no
+        ``memory`` parameter and no losses: it continues under Lepski's rule, as written."""
+        params, arrays = state.get("params") or {}, state.get("arrays") or {}
+        if "memory" not in params:
+            params = {**params, "memory": "lepski"}
+            if arrays and "losses" not in arrays:
+                probe = cls(**params)
+                F = np.asarray(arrays["history"]).shape[1]
+                arrays = {**arrays, "losses": np.zeros((len(probe._windows()), F))}
+            state = {**state, "params": params, "arrays": arrays}
+        return super().from_state(state)
 
     def _check_state(self) -> None:
         a, B = self._arrays, self.params["block_size"]
@@ -205,7 +283,10 @@ class BlockRanker(Learner):
         K = a["history"].shape[0]
         check_shapes(a, {"block_x": (B, F), "block_y": (B, *a["block_y"].shape[1:]),
                          "ring": (3,), "history": (K, F),
-                         "spread": (K, F), "n_blocks": (1,), "rng": (1,), "n_seen": (1,)})
+                         "spread": (K, F), "n_blocks": (1,),
+                         "losses": (len(self._windows()), F), "rng": (1,), "n_seen": (1,)})
+        if not (np.isfinite(a["losses"]).all() and (a["losses"] >= 0.0).all()):
+            raise ValueError(f"{self.kind} state: window losses must be finite and >= 0")
         if not 1 <= K <= self._history_rows() or (K < self._history_rows()
                                                   and a["n_blocks"][0] > K):
             raise ValueError(f"{self.kind} state: {K} history rows for "
@@ -235,26 +316,36 @@ class BlockRanker(Learner):
 
 
 class BlockForestRanker(BlockRanker, Classifier):
-    """Ranks features by block-forest importances averaged over a window chosen per feature.
+    """Ranks features by block-forest importances averaged over a memory chosen per feature.
 
-    The noise ``s`` of one measurement is the spread of the feature's importance across the
-    forest's trees divided by ``sqrt(n_trees)`` (each tree learns its own bootstrap of the
-    block: the bootstrap's view of the block's sampling noise, which no drift inflates),
-    averaged over the kept measurements. For ``k = 1, 2, 4, ...`` recent measurements, covering
-    ``L = block_size + (k - 1) stride`` rows, the mean ``m_k`` has the interval
-    ``m_k +- kappa s sqrt(block_size / L)``; the feature's importance is ``m_k`` for the
-    largest ``k`` whose interval meets all the shorter ones. Under a fast drift the shorter
-    means move away from the longer ones and the window stays short; under a slow drift or
-    none it grows to ``max_blocks`` and averages the block forests' noise away.
+    *The mixture* (``memory="mixture"``, the default). The candidate memories are the newest
+    ``k = 1, 2, 4, ...`` measurements, up to half of those kept. Each candidate keeps, per
+    feature, a faded mean ``L_k`` (rate ``rate``) of its squared error in predicting the
+    newest measurement from the ``k`` measurements that ended ``g = ceil(block_size /
+    stride)`` measurements before it: those share no rows with the newest block, so the
+    error is the drift over the gap plus independent noise, and a memory that is too short
+    pays for its noise, one too long for the drift it averages in. A feature's importance
+    is the candidates' means weighted by ``exp(-(L_k - L_min) / (eta L_min))`` (exponential
+    weights: Vovk 1990; Cesa-Bianchi & Lugosi 2006, ch. 2), normalised. Under a fast drift
+    the short memories predict best and carry the weight; under a slow drift or none the
+    long ones do, and average the block forests' noise away.
+
+    *Lepski's rule* (``memory="lepski"``, the former default, kept for comparison and for
+    checkpoints written before the mixture). The noise ``s`` of one measurement is the
+    spread of the feature's importance across the forest's trees divided by
+    ``sqrt(n_trees)``, averaged over the kept measurements. For ``k = 1, 2, 4, ...`` recent
+    measurements, covering ``L = block_size + (k - 1) stride`` rows, the mean ``m_k`` has
+    the interval ``m_k +- kappa s sqrt(block_size / L)``; the feature's importance is ``m_k``
+    for the largest ``k`` whose interval meets all the shorter ones.
 
     Parameters
     ----------
-    block_size : int, default 200
+    block_size : int, default 100
         Rows each block forest learns (the latest ``block_size`` rows).
-    stride : int, default 25
+    stride : int, default 10
         Rows between two block forests: blocks overlap when it is below ``block_size``
-        (a measurement is at most ``stride`` rows old; the noise is then estimated from
-        measurements ``block_size / stride`` apart, which share no rows).
+        (a measurement is at most ``stride`` rows old; measurements ``block_size / stride``
+        apart share no rows).
     n_trees : int, default 10
         Trees per block forest (bagged CART trees).
     max_depth : int, default 4
@@ -264,59 +355,61 @@ class BlockForestRanker(BlockRanker, Classifier):
         at least one feature); 1: every tree sees every feature and the trees differ by
         their bootstraps.
     max_blocks : int, default 64
-        The longest memory, in blocks (a power of two is used fully).
+        Measurements kept: ``max_blocks`` blocks' worth (``max_blocks * block_size /
+        stride``; 640 by default, so the longest candidate memory is 256 measurements,
+        2,650 rows).
     kappa : float, default 1.5
-        Width of the intervals in standard errors: larger values keep longer windows.
+        Lepski's rule only: width of the intervals in standard errors.
     noise : {"trees", "differences"}, default "trees"
-        How the noise of one measurement is estimated: from the spread across the block
-        forest's trees, or from measurements that share no rows (``block_size / stride``
-        apart: half their mean squared difference, which counts drift as noise too).
+        Lepski's rule only: how the noise of one measurement is estimated, from the spread
+        across the block forest's trees, or from measurements that share no rows (half
+        their mean squared difference, which counts drift as noise too).
     seed : int, default 1
         Master seed: the learner is deterministic given the seed and the stream.
+    memory : {"mixture", "lepski"}, default "mixture"
+        How each feature's memory is chosen (above).
+    rate : float, default 0.005
+        The mixture's fading rate of the candidates' losses (about the last 200
+        measurements, 2,000 rows by default, weigh in).
+    eta : float, default 0.3
+        The mixture's temperature, relative to the best loss: a candidate whose loss is
+        ``eta`` times the best one's above it weighs ``1/e`` of the best one.
 
     Notes
     -----
-    The defaults were chosen on the rotating hyperplanes of
-    ``tests/benchmarks/bench_rankings_drift.py`` (17 settings, drift speeds 1e-4 to 1e-2 per
-    row; mean score on 2-3 streams per setting; the final table is in
+    Measured on the rotating hyperplanes of ``tests/benchmarks/bench_rankings_drift.py``
+    (17 settings, drift speeds 1e-4 to 1e-2 per row, clipped and unclipped walks, abrupt
+    switches; Cassidy & Deviney's correlation with the true weights; the final table is in
     ``tests/benchmarks/results/rankings_drift.md``):
 
-    * *Memory rule.* ADWIN itself on the block importances (``delta`` 0.002 to 0.05) cut too
-      late to follow a weight moving by 0.01 per row: its bound is for values spread over
-      ``[0, 1]`` and a block's MDI share moves by a few hundredths. Lepski's rule with the
-      noise estimated on that scale adapts.
-    * *Noise.* Estimated from measurements that share no rows, the drift between them counts
-      as noise and keeps windows too long under fast drift: with ``kappa`` 1 it scored 0.588
-      on average over the 17 settings (2 streams each), 0.071 below the best sliding window
-      on average and 0.179 at worst. From the trees' spread: 0.604 / -0.055 / -0.174 at
-      ``kappa`` 1, 0.610 / -0.049 / -0.119 at 1.5 (the default: the best mean and the
-      smallest worst gap), 0.602 / -0.058 / -0.134 at 2, 0.561 at 3; ``max_blocks`` 128
-      changed nothing. These are the benchmark's own first two streams per setting, so the
-      choice is tuned on them; over all ten, ``kappa`` 1.5 averages 0.606 and 2 averages
-      0.587. Either way the Online Random Forest's MDA/MDG (0.23 / 0.35) and MOA's ARF
-      importances (0.40) are far behind; a plain 300-row window scored 0.619.
-    * *Blocks.* Overlapping blocks (``stride`` 25) follow fast drift better than disjoint
-      ones (0.47 against 0.38 at T=0.01, K=2 clipped, blocks of 100). Blocks of 200 rows
-      beat blocks of 100 on 12 of 17 settings (by up to 0.11 on the slow ones) and lose on
-      the fastest clipped ones (0.39 against 0.50); 300 rows or trees of depth 8 lost more
-      there for no gain elsewhere. 10 trees of depth 4 on every feature scored within the
-      streams' spread of 30 trees of depth 6 on two thirds of them, at a third of the cost.
-    * *Candidates that lost.* Choosing one window for all features by the prequential loss
-      of window forests picked long windows whatever the drift (the loss is dominated by
-      the fixed weights), and Lepski's rule over nested window forests (100 to 3,200 rows)
-      compared importances whose bias changes with the window size.
-    * *Choosing the block size.* Blocks of 100, 200, 300 and 1,000 rows side by side
-      (``tests/benchmarks/experiment_block_resolution.py``, streams 1-4, results in
-      ``results/block_resolution.md``): the latest 1,000-row block alone beats this rule by
-      0.05-0.12 at the slowest settings and the latest 200-row block by 0.06 at the fastest
-      clipped ones, but choosing among them per stream, from the variogram of the 200-row
-      measurements (0.558 on average) or from each size's lag-one-block autocorrelation
-      (0.572), lost to this rule (0.597): the switches cost more than they gain.
-    * *Cost.* A 10-tree forest on 200 rows every 25 rows: in one in-process run of the
-      worker's pipeline on a 10-feature stream (2 shared vCPUs), the adaptive random forest
-      alone did 15,900 rows/s, with this ranker 8,000 rows/s (about 60 us per row for the
-      ranker), against 13,100 rows/s for the former default pipeline (forgetful forest and
-      the Online Random Forest's MDA/MDG). The state holds 200 rows and 512 measurements.
+    * *The default, 10 streams per setting:* above the best of six sliding-window random
+      forests (100, 300 and 1,000 rows; impurity and permutation importance, refitted at
+      every ask) at 10 of the 17 settings, by up to 0.024, and below it at 7 by 0.002-0.022
+      (the four slowest settings, where a 1,000-row window is best, and three fast ones);
+      above MOA's ARF importances everywhere. Lepski's rule on blocks of 200 rows every 25,
+      the former default, was below the best window at all 17 (by up to 0.13).
+    * *How it was chosen.* The measurements of each stream were recorded once and the memory
+      rules replayed on them (streams 1-3 of every setting, then all ten). With blocks of
+      100 rows every 10, the best fixed memory per setting, chosen in hindsight, is 0.009
+      below to 0.047 above the best window (all ten streams); Lepski's rule is 0.08 below
+      the best window on average (streams 1-3): its noise estimate, the spread over one
+      block's trees, misses the blocks' own sampling noise, which the error in predicting
+      an independent measurement contains. Picking the single best candidate instead of
+      mixing was 0.04-0.05 below the best window on average where the mixture was 0.01
+      above; a sharper mixture (``eta`` 0.02 to 0.1) kept long memories under fast drift;
+      ``rate`` 0.003-0.03 changed little;
+      candidates up to 512 measurements, a prior favouring long memories, or a target
+      averaging the newest 5-10 measurements each moved the balance between the slowest
+      and the fastest settings without lifting both. Blocks of 200 rows every 25 under the
+      mixture averaged 0.05 less; 20 trees per block gained 0.001 on average at twice the
+      cost; trees with a random third of the features at each tree, or scikit-learn's trees
+      (a third of the features per split, full depth) as measurements, lost.
+    * *Cost.* A 10-tree forest of depth 4 on 100 rows every 10 rows (100 tree-rows per row,
+      against 80 for the former 200 every 25; growing the forest is 90% of the time). The
+      worker's default pipeline in process (``tests/benchmarks/bench_ranker_cost.py``,
+      ``results/ranker_cost.md``): 5,200 rows/s on a 10-feature hyperplane and 8,000 on
+      Electricity, against 7,000 and 9,800 with the former ranker and 18,300-19,900 and
+      19,300 with no ranker. The state holds 100 rows and up to 640 measurements.
 
     References
     ----------

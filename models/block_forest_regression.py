@@ -4,7 +4,8 @@ The block-forest ranker of :mod:`models.block_forest` with CART regression trees
 (:mod:`models._cart_regression`) in place of classification trees: every ``stride`` rows a
 small forest learns the latest ``block_size`` rows and targets, its impurity importances are
 one measurement, and each feature's importance is the mean of its measurements over the
-longest run that Lepski's rule accepts.
+memory the block-forest ranker's rule chooses for it (by default a mixture of windows
+weighted by how well each predicted the feature's next independent measurement).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from .block_forest import BlockRanker
 
 class BlockForestRegressionRanker(BlockRanker):
     """Ranks the features of a multi-target regression stream by block-forest importances
-    averaged over a window chosen per feature (Lepski's rule).
+    averaged over a memory chosen per feature.
 
     Everything but the block forests is :class:`~models.block_forest.BlockForestRanker`: the
     same parameters, defaults, memory rule and noise estimate. A block forest here is
@@ -30,7 +31,8 @@ class BlockForestRegressionRanker(BlockRanker):
 
     Parameters
     ----------
-    block_size, stride, n_trees, max_depth, mtry, max_blocks, kappa, noise, seed
+    block_size, stride, n_trees, max_depth, mtry, max_blocks, kappa, noise, seed, memory, \
+    rate, eta
         As :class:`~models.block_forest.BlockForestRanker`.
 
     Notes
@@ -40,14 +42,16 @@ class BlockForestRegressionRanker(BlockRanker):
     grow, so it cannot see a feature lose its importance; on the rotating-weight regression
     streams of ``tests/benchmarks/bench_rankings_drift_regression.py`` (17 settings, 10
     streams each) it scores 0.057 on average (Cassidy & Deviney's correlation with the true
-    weights; -0.22 to +0.27 per setting), this ranker 0.670 (0.47 to 0.78), a forest refitted
-    on the last 300 rows at every ask 0.702, and the best of the 100-, 300- and 1,000-row
-    windows is 0.00 to 0.14 above it per setting, as on classification streams
-    (``tests/benchmarks/results/rankings_drift_regression.md``). The defaults are the
-    classification ranker's, not tuned here. Cost, as the classification ranker's: the
-    worker's default regression pipeline on Bike Sharing (12 features, 3 targets) ran
-    16,200-16,600 rows/s in process without this ranker and 7,900 with it (about 65 us per
-    row).
+    weights; -0.22 to +0.27 per setting), this ranker 0.726 (0.56 to 0.83), a forest
+    refitted on the last 300 rows at every ask 0.702. This ranker is at least the best of
+    the 100-, 300- and 1,000-row windows at 8 settings (by up to 0.024) and below it at 9,
+    by 0.004-0.05 (the most at the two fastest clipped walks, where a 100-row window wins;
+    ``tests/benchmarks/results/rankings_drift_regression.md``). The defaults are the
+    classification ranker's, not tuned here; under Lepski's rule on blocks of 200 rows (the
+    former default) it scored 0.670. Cost: the worker's default regression pipeline on
+    Bike Sharing (12 features, 3 targets) runs 5,840-5,900 rows/s in process, 7,580-7,840
+    with the former ranker and 15,260-15,750 without a ranker
+    (``tests/benchmarks/bench_ranker_cost.py``, ``results/ranker_cost.md``).
 
     References
     ----------

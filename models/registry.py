@@ -467,7 +467,8 @@ register(LearnerSpec(
     name="block_forest", cls=BlockForestRanker,
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({RANKER}),
     summary="importances that follow drift at its own speed: a random forest per block of rows, "
-            "each feature's block importances averaged over the window Lepski's rule allows",
+            "each feature's block importances averaged over a mixture of memories weighted by "
+            "how well each predicted its next independent measurement",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
 ))
@@ -476,8 +477,7 @@ register(LearnerSpec(
     name="block_forest_regression", cls=BlockForestRegressionRanker,
     tasks=frozenset({REGRESSION}), roles=frozenset({RANKER}),
     summary="block_forest for multi-target regression streams: CART regression trees per block "
-            "of rows, each feature's block importances averaged over the window Lepski's rule "
-            "allows",
+            "of rows, each feature's block importances averaged over a mixture of memories",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
 ))

@@ -1,4 +1,5 @@
-"""The block-forest ranker: memory per feature set by Lepski's rule, exact state, determinism."""
+"""The block-forest ranker: memory per feature (the window mixture, Lepski's rule), exact state,
+determinism."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ def _switching(n: int, switch: int, seed: int = 0):
     return X, y
 
 
-def test_stationary_stream_uses_the_longest_memory():
+def test_lepski_keeps_the_longest_memory_on_a_stationary_stream():
     X, y = _switching(2000, 10**9)
-    ranker = BlockForestRanker(block_size=50, stride=50, max_blocks=16, seed=3)
+    ranker = BlockForestRanker(block_size=50, stride=50, max_blocks=16, seed=3, memory="lepski")
     ranker.learn_many(X, y)
     assert ranker.n_blocks == 40
     # every feature's block importances agree over the 16 kept blocks
@@ -27,9 +28,9 @@ def test_stationary_stream_uses_the_longest_memory():
     assert int(np.argmax(imp)) == 0 and imp[0] > 0.5
 
 
-def test_an_abrupt_switch_shortens_the_memory_of_the_switched_features():
+def test_lepski_shortens_the_memory_of_the_switched_features_after_an_abrupt_switch():
     X, y = _switching(3000, 2000)
-    ranker = BlockForestRanker(block_size=50, stride=50, max_blocks=32, seed=3)
+    ranker = BlockForestRanker(block_size=50, stride=50, max_blocks=32, seed=3, memory="lepski")
     ranker.learn_many(X[:2000], y[:2000])
     assert ranker.window_blocks[0] == 32
     ranker.learn_many(X[2000:2200], y[2000:2200])  # four blocks of the new concept
@@ -39,9 +40,11 @@ def test_an_abrupt_switch_shortens_the_memory_of_the_switched_features():
     assert int(np.argmax(imp)) == 2
 
 
-def test_state_round_trip_mid_block_continues_identically():
+@pytest.mark.parametrize("memory", ["mixture", "lepski"])
+def test_state_round_trip_mid_block_continues_identically(memory):
     X, y = _switching(1500, 700, seed=5)
-    a = BlockForestRanker(block_size=40, stride=15, n_trees=8, max_blocks=8, seed=11)
+    a = BlockForestRanker(block_size=40, stride=15, n_trees=8, max_blocks=8, seed=11,
+                          memory=memory)
     a.learn_many(X[:630], y[:630])  # 15 blocks and 30 rows of the next
     b = BlockForestRanker.from_state(a.to_state())
     for learner in (a, b):
@@ -49,6 +52,68 @@ def test_state_round_trip_mid_block_continues_identically():
     np.testing.assert_array_equal(a.importances()["mdi"], b.importances()["mdi"])
     np.testing.assert_array_equal(a.window_blocks, b.window_blocks)
     assert a.n_seen == b.n_seen == 1500
+
+
+def test_mixture_weighs_long_windows_on_a_stationary_stream_and_short_ones_after_a_switch():
+    X, y = _switching(6000, 4000)
+    ranker = BlockForestRanker(seed=3)  # the defaults: blocks of 100 every 10 rows
+    ranker.learn_many(X[:4000], y[:4000])
+    before = ranker.window_blocks
+    assert before.min() > 32  # more than 32 measurements, i.e. about 400 rows and more
+    assert int(np.argmax(ranker.importances()["mdi"])) == 0
+    ranker.learn_many(X[4000:4400], y[4000:4400])
+    after = ranker.window_blocks
+    # the switched features' memory shrinks to a few blocks; feature 2 leads within 400 rows
+    assert after[0] < before[0] / 4 and after[2] < before[2] / 4
+    assert int(np.argmax(ranker.importances()["mdi"])) == 2
+
+
+def test_mixture_losses_are_the_faded_squared_errors_of_each_window_by_hand():
+    X, y = _switching(170, 10**9, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
+    ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, seed=2)
+    ranker.learn_many(X, y)
+    windows, gap = ranker._windows(), ranker._gap()
+    assert gap == 2 and list(windows) == [1, 2, 4, 8]  # 16 measurements kept, windows up to 8
+    H = ranker._recent()[::-1]  # oldest first: measurement m was taken after 20 + 10 m rows
+    assert H.shape[0] == ranker.n_blocks == 16
+    expected = np.zeros((4, 4))
+    for m in range(gap, H.shape[0]):
+        for i, w in enumerate(windows):
+            prior = H[max(0, m - gap - w + 1):m - gap + 1]
+            expected[i] = 0.75 * expected[i] + 0.25 * (prior.mean(axis=0) - H[m]) ** 2
+    np.testing.assert_allclose(ranker._arrays["losses"], expected, rtol=1e-12)
+    L = expected
+    w = np.exp(-(L - L.min(0)) / (0.3 * L.min(0) + 1e-12))
+    w /= w.sum(0)
+    means = np.stack([H[-k:].mean(axis=0) for k in windows])
+    np.testing.assert_allclose(ranker.importances()["mdi"], (w * means).sum(axis=0), rtol=1e-12)
+
+
+def test_a_state_written_before_the_mixture_continues_under_lepskis_rule():
+    X, y = _switching(1200, 600, seed=6)
+    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, memory="lepski")
+    old.learn_many(X[:700], y[:700])
+    state = old.to_state()
+    # what a checkpoint of the earlier version held: no memory, rate, eta nor losses
+    state["params"] = {k: v for k, v in state["params"].items()
+                       if k not in ("memory", "rate", "eta")}
+    del state["arrays"]["losses"]
+    restored = BlockForestRanker.from_state(state)
+    assert restored.params["memory"] == "lepski"
+    for learner in (old, restored):
+        learner.learn_many(X[700:], y[700:])
+    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
+
+
+def test_corrupt_window_losses_are_refused():
+    X, y = _switching(300, 10**9)
+    ranker = BlockForestRanker(block_size=20, stride=10, seed=1)
+    ranker.learn_many(X, y)
+    for bad in (np.nan, -1.0):
+        state = ranker.to_state()
+        state["arrays"]["losses"][0, 0] = bad
+        with pytest.raises(ValueError, match="losses"):
+            BlockForestRanker.from_state(state)
 
 
 def test_same_seed_same_importances_and_chunking_does_not_matter():
@@ -70,6 +135,7 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
     ranker.learn_many(np.zeros((5, 3)), [0, 1, 0, 1, 0])
     assert ranker.importances() == {}
     for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"kappa": 0.0}, {"mtry": 0.0},
-                {"max_blocks": 0}, {"noise": "spread"}):
+                {"max_blocks": 0}, {"noise": "spread"}, {"memory": "ici"}, {"rate": 0.0},
+                {"rate": 1.5}, {"eta": 0.0}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)
