@@ -25,8 +25,9 @@ _FIRST_ROWS = 16  # measurements held at first; the ring doubles up to max_block
 
 
 class BlockRanker(Learner):
-    """The ring of rows, the block measurements and Lepski's rule shared by the block-forest
-    rankers (not used directly; parameters as :class:`BlockForestRanker`).
+    """The ring of rows, the block measurements and the memory rules (the window mixture,
+    Lepski's rule) shared by the block-forest rankers (not used directly; parameters as
+    :class:`BlockForestRanker`).
 
     A subclass says what a row's label is (:meth:`_encode_y`, :meth:`_check_block_y`,
     ``state_arrays["block_y"]``) and grows a block's forest (:meth:`_block_importances`).
@@ -418,6 +419,10 @@ class BlockForestRanker(BlockRanker, Classifier):
     .. [2] A. Goldenshluger, A. Nemirovski, "On spatially adaptive estimation of
        nonparametric regression", Mathematical Methods of Statistics 6(2), 1997.
     .. [3] L. Breiman, "Random forests", Machine Learning 45(1), 2001.
+    .. [4] V. Vovk, "Aggregating strategies", Proceedings of the 3rd Annual Workshop on
+       Computational Learning Theory (COLT), 1990.
+    .. [5] N. Cesa-Bianchi, G. Lugosi, "Prediction, Learning, and Games", Cambridge University
+       Press, 2006.
 
     Examples
     --------
