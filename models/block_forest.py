@@ -403,8 +403,10 @@ class BlockForestRanker(BlockRanker, Classifier):
       averaging the newest 5-10 measurements each moved the balance between the slowest
       and the fastest settings without lifting both. Blocks of 200 rows every 25 under the
       mixture averaged 0.05 less; 20 trees per block gained 0.001 on average at twice the
-      cost; trees with a random third of the features at each tree, or scikit-learn's trees
-      (a third of the features per split, full depth) as measurements, lost.
+      cost, 5 trees lost 0.007 (up to 0.018 per setting); trees of depth 3, a fifth cheaper,
+      lost 0.003 on average and up to 0.007 per setting; trees with a random third
+      of the features at each tree, or scikit-learn's trees (a third of the features per
+      split, full depth) as measurements, lost.
     * *Cost.* A 10-tree forest of depth 4 on 100 rows every 10 rows (100 tree-rows per row,
       against 80 for the former 200 every 25; growing the forest is 90% of the time). The
       worker's default pipeline in process (``tests/benchmarks/bench_ranker_cost.py``,
