@@ -4,8 +4,11 @@ For each stream, rows/s of :class:`worker.pipeline.engine.Pipeline` (the stages 
 runs, no Kafka) fed in chunks of 500 rows, for three configurations:
 
 * ``default``: what a stream with no profile gets (``PipelineConfig()``);
-* ``former ranker``: the default with the block-forest ranker of the previous release
-  (blocks of 200 rows every 25, ``memory="lepski"``);
+* ``former ranker``: the default with the block-forest ranker of the previous release (the
+  window mixture weighed by squared errors alone: ``rate`` 0.005, ``eta`` 0.3,
+  ``corr_eta`` 0);
+* ``Lepski ranker``: the default with the release before that (blocks of 200 rows every 25,
+  ``memory="lepski"``);
 * ``no ranker``: the default with ``rankers=[]``.
 
 Streams: a 10-feature rotating hyperplane (30,000 rows), Electricity and Bike Sharing (three
@@ -37,7 +40,8 @@ from worker.pipeline.config import PipelineConfig  # noqa: E402
 from worker.pipeline.engine import Pipeline  # noqa: E402
 
 RESULTS = ROOT / "tests" / "benchmarks" / "results" / "ranker_cost.md"
-FORMER = {"block_size": 200, "stride": 25, "memory": "lepski"}
+FORMER = {"rate": 0.005, "eta": 0.3, "corr_eta": 0.0}
+LEPSKI = {"block_size": 200, "stride": 25, "memory": "lepski"}
 CHUNK = 500
 MAX_ROWS = 30_000
 
@@ -72,15 +76,17 @@ def main(argv=None) -> None:
              f"Command: `python tests/benchmarks/bench_ranker_cost.py --repeats {args.repeats}`  ",
              f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
              "In-process rows/s of the worker's default pipeline (slowest-fastest of the "
-             "repeats, after a warm-up), with the default ranker, the former one (blocks of 200 "
-             "rows every 25, Lepski's rule) and none.", "",
-             "| stream | rows | default | former ranker | no ranker | default / no ranker |",
-             "|---|---|---|---|---|---|"]
+             "repeats, after a warm-up), with the default ranker, the former one (the window "
+             "mixture weighed by squared errors alone), the one before (blocks of 200 rows "
+             "every 25, Lepski's rule) and none.", "",
+             "| stream | rows | default | former ranker | Lepski ranker | no ranker "
+             "| default / no ranker |",
+             "|---|---|---|---|---|---|---|"]
     for name, X, labels, ranker in streams():
         X = np.ascontiguousarray(X, dtype=np.float64)
         n = min(len(labels), MAX_ROWS)
         configs = {"default": {}, "former": {"params": {ranker: FORMER}},
-                   "none": {"rankers": []}}
+                   "lepski": {"params": {ranker: LEPSKI}}, "none": {"rankers": []}}
         for config in configs.values():
             rows_per_second(X, labels, config, 2_000)
         runs = {k: [rows_per_second(X, labels, c, n) for _ in range(args.repeats)]

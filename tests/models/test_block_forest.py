@@ -68,25 +68,85 @@ def test_mixture_weighs_long_windows_on_a_stationary_stream_and_short_ones_after
     assert int(np.argmax(ranker.importances()["mdi"])) == 2
 
 
-def test_mixture_losses_are_the_faded_squared_errors_of_each_window_by_hand():
-    X, y = _switching(170, 10**9, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
-    ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, seed=2)
+def _noisy(n: int, seed: int = 0):
+    """Two features matter, with label noise: block importances vary from block to block."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 4))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0.75).astype(int)
+    return X, y
+
+
+def _faded(values, rate: float) -> np.ndarray:
+    """``f = (1 - rate) f + rate v`` over ``values``, from zero."""
+    out = np.zeros_like(values[0])
+    for v in values:
+        out = (1 - rate) * out + rate * v
+    return out
+
+
+@pytest.mark.parametrize("corr_eta", [0.3, 0.0])
+def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by_hand(corr_eta):
+    X, y = _noisy(170, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
+    ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, eta=0.4,
+                               corr_eta=corr_eta, seed=2)
     ranker.learn_many(X, y)
     windows, gap = ranker._windows(), ranker._gap()
     assert gap == 2 and list(windows) == [1, 2, 4, 8]  # 16 measurements kept, windows up to 8
     H = ranker._recent()[::-1]  # oldest first: measurement m was taken after 20 + 10 m rows
     assert H.shape[0] == ranker.n_blocks == 16
-    expected = np.zeros((4, 4))
-    for m in range(gap, H.shape[0]):
-        for i, w in enumerate(windows):
-            prior = H[max(0, m - gap - w + 1):m - gap + 1]
-            expected[i] = 0.75 * expected[i] + 0.25 * (prior.mean(axis=0) - H[m]) ** 2
-    np.testing.assert_allclose(ranker._arrays["losses"], expected, rtol=1e-12)
-    L = expected
-    w = np.exp(-(L - L.min(0)) / (0.3 * L.min(0) + 1e-12))
+    # each window's prediction of measurement m: its mean of those ending gap earlier
+    preds = np.array([[H[max(0, m - gap - w + 1):m - gap + 1].mean(axis=0) for w in windows]
+                      for m in range(gap, 16)])
+    targets = H[gap:][:, None, :]
+    L = _faded((preds - targets) ** 2, 0.25)
+    np.testing.assert_allclose(ranker._arrays["losses"], L, rtol=1e-12)
+    mass = _faded(np.ones(len(preds)), 0.25)  # the weight the moments have gathered
+
+    def mean(v):
+        return _faded(v, 0.25) / mass
+
+    cov = mean(preds * targets) - mean(preds) * mean(targets)
+    rho = cov / np.sqrt((mean(preds ** 2) - mean(preds) ** 2)
+                        * (mean(targets ** 2) - mean(targets) ** 2))
+    np.testing.assert_allclose(ranker._correlations(), rho, rtol=1e-9, atol=1e-12)
+    assert np.ptp(L, axis=0).min() > 0 and np.ptp(rho, axis=0).min() > 0  # windows differ
+    logw = -(L - L.min(0)) / (0.4 * L.min(0) + 1e-12)
+    if corr_eta:
+        logw += (rho - rho.max(0)) / corr_eta
+    w = np.exp(logw - logw.max(0))
     w /= w.sum(0)
     means = np.stack([H[-k:].mean(axis=0) for k in windows])
     np.testing.assert_allclose(ranker.importances()["mdi"], (w * means).sum(axis=0), rtol=1e-12)
+
+
+def test_the_correlations_move_the_weight_to_the_windows_that_co_move_with_the_truth():
+    X, y = _noisy(600, seed=3)
+    without = BlockForestRanker(block_size=20, stride=10, max_blocks=8, corr_eta=0.0, seed=2)
+    with_corr = BlockForestRanker(block_size=20, stride=10, max_blocks=8, corr_eta=0.05, seed=2)
+    for ranker in (without, with_corr):
+        ranker.learn_many(X, y)
+    # same measurements and losses; only the correlation factor differs
+    np.testing.assert_array_equal(without._arrays["losses"], with_corr._arrays["losses"])
+    rho = with_corr._correlations()
+    best = rho.argmax(axis=0)
+    F = np.arange(rho.shape[1])
+    assert (with_corr._weights()[best, F] > without._weights()[best, F]).all()
+
+
+def test_a_state_written_before_the_correlations_continues_without_them():
+    X, y = _noisy(1200, seed=6)
+    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, rate=0.005,
+                            eta=0.3, corr_eta=0.0)
+    old.learn_many(X[:700], y[:700])
+    state = old.to_state()
+    # what a checkpoint of the earlier version held: no corr_eta and no moments
+    del state["params"]["corr_eta"]
+    del state["arrays"]["pred_moments"], state["arrays"]["target_moments"]
+    restored = BlockForestRanker.from_state(state)
+    assert restored.params["corr_eta"] == 0.0 and restored.params["rate"] == 0.005
+    for learner in (old, restored):
+        learner.learn_many(X[700:], y[700:])
+    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
 
 
 def test_a_state_written_before_the_mixture_continues_under_lepskis_rule():
@@ -114,6 +174,12 @@ def test_corrupt_window_losses_are_refused():
         state["arrays"]["losses"][0, 0] = bad
         with pytest.raises(ValueError, match="losses"):
             BlockForestRanker.from_state(state)
+    for name, index, bad in (("pred_moments", (1, 0, 0), -1.0), ("pred_moments", (0, 0, 0), np.inf),
+                             ("target_moments", (0, 0), 1.5), ("target_moments", (2, 1), -0.1)):
+        state = ranker.to_state()
+        state["arrays"][name][index] = bad
+        with pytest.raises(ValueError, match="moments"):
+            BlockForestRanker.from_state(state)
 
 
 def test_same_seed_same_importances_and_chunking_does_not_matter():
@@ -136,6 +202,6 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
     assert ranker.importances() == {}
     for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"kappa": 0.0}, {"mtry": 0.0},
                 {"max_blocks": 0}, {"noise": "spread"}, {"memory": "ici"}, {"rate": 0.0},
-                {"rate": 1.5}, {"eta": 0.0}):
+                {"rate": 1.5}, {"eta": 0.0}, {"corr_eta": -0.1}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)

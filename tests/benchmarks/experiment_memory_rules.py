@@ -1,0 +1,394 @@
+"""Experiment: which memory rule over the block measurements follows drift at every speed?
+
+Run: ``python tests/benchmarks/experiment_memory_rules.py [--seeds 10] [--jobs 2]
+[--cache DIR]`` (recording the 170 streams takes about 10 minutes of two cores the first
+time; the replays then take about a minute each run).
+
+The default ranking (:class:`models.block_forest.BlockForestRanker`, ``memory="mixture"``)
+averages each feature's block measurements over a mixture of windows. Weighed by the
+windows' squared errors alone (the former default), it trailed the best sliding-window
+forest on the streams of ``bench_rankings_drift.py`` at the four slowest settings (a
+1,000-row window wins there) and, by less, at the fastest clipped walks. This script asks
+which rule over the same kind of measurements closes both ends (the correlation factor of
+the current default came out of it):
+
+1. *Record.* For every stream, the measurements a ranker would take, kept on disk
+   (``--cache``): ``s100``, the default block forest's (10 trees of depth 4 on the last
+   100 rows, every 10 rows); ``b1000``, the same forest on the last 1,000 rows every 100;
+   ``h5`` and ``h10``, two forests of 5 or 10 trees on the even and on the odd rows of each
+   100-row block. The halves share no rows, so one half's measurement is an independent,
+   unlagged target for the other's windows.
+2. *Replay.* Each rule turns the measurements into an importance series at the benchmark's
+   asks, scored with the benchmark's score (Cassidy & Deviney's mean correlation with the
+   true weights), and compared with the committed sliding-window columns
+   (``results/rankings_drift_windows*.json``) on the same streams.
+
+The rules:
+
+* ``mixture``: exponential weights on each window's faded squared error (``rate`` 0.005
+  unless said) in predicting a measurement ``g`` = 10 measurements ahead, with ``eta`` 0.3
+  (the former default) and variants;
+* ``fixed:W``: a plain mean of the newest ``W`` measurements; ``oracle`` is the best fixed
+  ``W`` per setting, chosen in hindsight (no rule can count on it);
+* ``x gap-corr``: the mixture's weights times ``exp((rho_k - rho_max) / eta2)``, with
+  ``rho_k`` the faded correlation (rate 0.001) between window ``k``'s mean and the
+  measurement ``g`` ahead: a criterion with the score's form (correlation, blind to scale).
+  With the errors faded at 0.001 too and ``eta`` 0.25, it is the current default;
+* ``x split-corr``: the same with ``rho_k`` the correlation between window ``k``'s mean of
+  one half's measurements and the other half's newest measurement (or the mean of its
+  newest ``target``), averaged over both halves: no gap and no shared rows, so drift and
+  noise are both seen unlagged. ``split-corr alone`` drops the squared-error weights
+  (``Fisher z``: the weights act on ``atanh(rho)``, whose noise does not depend on
+  ``rho``; ``rho^7``: weights proportional to a power of the correlation, a temperature
+  relative to the best one). The half forests cost 50% (5 trees each) or 100% (10 each)
+  more tree-rows than the default's forest, whose measurements are still the ones averaged.
+
+The faded correlations divide the faded moments by the weight gathered so far; without
+that, a young stream's moments shrink toward zero and the correlations of every window
+inflate.
+
+It is a measurement, not a learner. The window columns are those of the committed runs
+(seeds 1-10 of every setting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.signal import lfilter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from models.block_forest import BlockForestRanker
+from tests.benchmarks import bench_rankings_drift as bench
+from tests.benchmarks.common import tracking_score
+
+RESULTS = Path(__file__).resolve().parent / "results"
+OUT = RESULTS / "memory_rules.md"
+WINDOW_RUNS = ("rankings_drift_windows.json", "rankings_drift_windows_s3-4.json",
+               "rankings_drift_windows_s5-10.json")
+CANDIDATES = 2 ** np.arange(9)  # the default's windows: 1 ... 256 measurements
+GAP = 10  # measurements between two 100-row blocks that share no rows (stride 10)
+SLOWEST = ("T=0.0001",)
+FASTEST_CLIPPED = ("T=0.01,clipped",)
+
+
+# ------------------------------------------------------------------------------ recording
+
+def _forest(block: int, stride: int, trees: int, seed: int, X, y) -> BlockForestRanker:
+    """A block forest that has seen both classes (so its block trees have two classes)."""
+    forest = BlockForestRanker(block_size=block, stride=stride, n_trees=trees, seed=seed)
+    forest.learn_many(X[:2], [0, 1])
+    return forest
+
+
+def record(setting, seed: int, cache: Path) -> bool:
+    """Measurements of one stream (see the module docstring), cached as ``.npz``; whether
+    they had to be recorded (``False``: found in the cache)."""
+    out = cache / f"{setting.name}_{seed}.npz"
+    if out.exists():
+        return False
+    X, y, W = setting.stream(seed)
+    codes = y.astype(np.int64)
+    times = bench.ask_times(len(y))
+    data = {"times": times, "truth": W[times - 1]}
+    for key, (block, stride) in {"s100": (100, 10), "b1000": (1000, 100)}.items():
+        forest = _forest(block, stride, 10, seed, X, y)
+        ends = np.arange(block, len(y) + 1, stride)
+        data[f"{key}_M"] = np.array([forest._block_importances(X[t - block:t],
+                                                               codes[t - block:t])[0]
+                                     for t in ends])
+        data[f"{key}_t"] = ends
+    for trees in (5, 10):
+        forest = _forest(100, 10, trees, seed + 77, X, y)
+        ends = np.arange(100, len(y) + 1, 10)
+        for half, parity in (("A", 0), ("B", 1)):
+            rows = [np.arange(t - 100 + (t - 100 + parity) % 2, t, 2) for t in ends]
+            data[f"h{trees}{half}_M"] = np.array([forest._block_importances(X[r], codes[r])[0]
+                                                  for r in rows])
+        data[f"h{trees}_t"] = ends
+    np.savez(out, **data)
+    return True
+
+
+def _record_job(args):
+    setting, seed, cache = args
+    return record(setting, seed, cache)
+
+
+# -------------------------------------------------------------------------------- replay
+
+def prefix(M: np.ndarray) -> np.ndarray:
+    """Prefix sums with a zero row first: ``C[j + 1] - C[a]`` is ``M[a:j + 1].sum(0)``."""
+    return np.vstack([np.zeros((1, M.shape[1])), np.cumsum(M, axis=0)])
+
+
+def window_means(C: np.ndarray, j: np.ndarray, windows: np.ndarray) -> np.ndarray:
+    """Means of the ``w`` measurements ending at each ``j`` (fewer at the start):
+    shape ``(len(j), len(windows), F)``."""
+    a = np.maximum(j[:, None] - windows[None, :] + 1, 0)
+    return (C[j + 1][:, None, :] - C[a]) / (j[:, None] - a + 1)[..., None]
+
+
+def faded(x: np.ndarray, rate: float) -> np.ndarray:
+    """``f_j = (1 - rate) f_{j-1} + rate x_j`` along the first axis."""
+    return lfilter([rate], [1.0, -(1.0 - rate)], x, axis=0)
+
+
+def faded_corr(P: np.ndarray, T: np.ndarray, rate: float) -> np.ndarray:
+    """Faded Pearson correlation of every window's series ``P`` (n, K, F) with ``T`` (n, F)."""
+    T = np.broadcast_to(T[:, None, :], P.shape)
+    # faded means, divided by the weight they have gathered so far (a young stream's
+    # moments would otherwise be shrunk toward zero and its correlations inflated)
+    mass = faded(np.ones(P.shape[0]), rate)[:, None, None]
+
+    def mean(x):
+        return faded(x, rate) / mass
+
+    mp_, mt = mean(P), mean(T)
+    cov = mean(P * T) - mp_ * mt
+    var = (mean(P * P) - mp_ ** 2) * (mean(T * T) - mt ** 2)
+    return np.nan_to_num(cov / np.sqrt(np.maximum(var, 1e-30)))
+
+
+def mse_log_weights(M, windows, eta: float, rate: float = 0.005) -> np.ndarray:
+    """The default mixture's log-weights after each measurement: ``-(L_k - L_min) /
+    (eta L_min)`` with ``L_k`` the faded squared error of window ``k`` ``GAP`` ahead."""
+    n = M.shape[0]
+    err = np.zeros((n, len(windows), M.shape[1]))
+    j = np.arange(GAP, n)
+    err[GAP:] = (window_means(prefix(M), j - GAP, windows) - M[j][:, None, :]) ** 2
+    L = faded(err, rate)
+    best = L.min(axis=1, keepdims=True)
+    return -(L - best) / (eta * best + 1e-12)
+
+
+def gap_corr(M, windows, rate: float = 0.001) -> np.ndarray:
+    """Correlation of each window's mean with the measurement ``GAP`` ahead."""
+    n = M.shape[0]
+    rho = np.zeros((n, len(windows), M.shape[1]))
+    j = np.arange(GAP, n)
+    rho[GAP:] = faded_corr(window_means(prefix(M), j - GAP, windows), M[GAP:], rate)
+    return rho
+
+
+def split_corr(A, B, windows, rate: float = 0.001, target: int = 1) -> np.ndarray:
+    """Correlation of each window's mean of one half with the mean of the other half's
+    newest ``target`` measurements, averaged over the two halves."""
+    j = np.arange(A.shape[0])
+    t = np.array([target])
+    TA, TB = window_means(prefix(A), j, t)[:, 0], window_means(prefix(B), j, t)[:, 0]
+    return 0.5 * (faded_corr(window_means(prefix(A), j, windows), TB, rate)
+                  + faded_corr(window_means(prefix(B), j, windows), TA, rate))
+
+
+def series(d: dict, logw: np.ndarray | None, windows=CANDIDATES, key: str = "s100"):
+    """Importances at the asks: windows' means weighted by ``exp(logw)`` (``None``: one
+    window only)."""
+    M, ends = d[f"{key}_M"], d[f"{key}_t"]
+    idx = np.searchsorted(ends, d["times"], side="right") - 1
+    out = np.zeros((len(idx), M.shape[1]))
+    ok = idx >= 0
+    means = window_means(prefix(M), idx[ok], windows)
+    if logw is None:
+        out[ok] = means[:, 0]
+        return out
+    lw = logw[idx[ok]]
+    w = np.exp(lw - lw.max(axis=1, keepdims=True))
+    out[ok] = (w / w.sum(axis=1, keepdims=True) * means).sum(axis=1)
+    return out
+
+
+def corr_log_weights(rho: np.ndarray, eta2: float | None, power: float | None) -> np.ndarray:
+    """``(rho_k - rho_max) / eta2``, or with ``power`` ``p``: ``p log(rho_k / rho_max)``
+    (weights proportional to ``rho_k^p``: a temperature relative to the best correlation)."""
+    if power:
+        pos = np.maximum(rho, 1e-6)
+        return power * np.log(pos / pos.max(axis=1, keepdims=True))
+    return (rho - rho.max(axis=1, keepdims=True)) / eta2
+
+
+def mixture(eta=0.3, windows=CANDIDATES, gap_eta=None, split=None, split_eta=None, shift=0,
+            fisher=False, corr_rate=0.001, target=1, power=None, rate=0.005):
+    """A rule: the default mixture (``eta`` None: none), optionally times a correlation
+    criterion (``fisher``: on Fisher's ``z = atanh(rho)``, whose noise does not depend on
+    ``rho``)."""
+    def rule(d):
+        M = d["s100_M"]
+        logw = mse_log_weights(M, windows, eta, rate) if eta else 0.0
+        if gap_eta:
+            rho = gap_corr(M, windows, corr_rate)
+            logw = logw + corr_log_weights(rho, gap_eta, power)
+        if split:
+            rho = split_corr(d[f"{split}A_M"], d[f"{split}B_M"], windows, corr_rate, target)
+            if shift:  # a half's window of 2w has the noise of the whole's window of w
+                rho = np.concatenate([rho[:, shift:], np.repeat(rho[:, -1:], shift, 1)], 1)
+            if fisher:
+                rho = np.arctanh(np.clip(rho, -0.999, 0.999))
+            logw = logw + corr_log_weights(rho, split_eta, power)
+        return series(d, logw, windows)
+    return rule
+
+
+def fixed(w: int, key: str = "s100"):
+    """A rule: the mean of the newest ``w`` measurements of ``key``."""
+    return lambda d: series(d, None, np.array([w]), key)
+
+
+FIXED = (1, 2, 4, 8, 16, 23, 32, 45, 64, 91, 128, 181, 256)
+FORMER = "mixture by errors alone (former default: rate 0.005, eta 0.3)"
+FINE = np.unique(np.round(2 ** np.arange(0, 8.01, 0.5)).astype(int))
+RULES = {
+    "mixture x gap-corr, rate 0.001, eta 0.25 (default)": (
+        mixture(eta=0.25, rate=0.001, gap_eta=0.3), "none"),
+    FORMER: (mixture(), "none"),
+    "mixture, eta 0.5": (mixture(eta=0.5), "none"),
+    "mixture, eta 0.2, windows every sqrt(2)": (mixture(eta=0.2, windows=FINE), "none"),
+    "mixture, eta 0.5, windows every sqrt(2)": (mixture(eta=0.5, windows=FINE), "none"),
+    "mixture x gap-corr (eta2 0.3)": (mixture(gap_eta=0.3), "none"),
+    "mixture x gap-corr (eta2 0.1)": (mixture(gap_eta=0.1), "none"),
+    "split-corr h5 alone (Fisher z, 0.3)": (mixture(eta=None, split="h5", split_eta=0.3,
+                                                    fisher=True), "+50%"),
+    "split-corr h5 alone, weights rho^7": (mixture(eta=None, split="h5", power=7), "+50%"),
+    "split-corr h5 alone, target 10 measurements (0.1)": (
+        mixture(eta=None, split="h5", split_eta=0.1, target=10), "+50%"),
+    "mixture x split-corr h5 (eta2 0.1)": (mixture(split="h5", split_eta=0.1), "+50%"),
+    "mixture (eta 0.2) x split-corr h5 (eta2 0.1)": (mixture(eta=0.2, split="h5",
+                                                             split_eta=0.1), "+50%"),
+    "mixture (eta 1) x split-corr h5 (eta2 0.1)": (mixture(eta=1.0, split="h5",
+                                                           split_eta=0.1), "+50%"),
+    "mixture x split-corr h10 (eta2 0.1)": (mixture(split="h10", split_eta=0.1), "+100%"),
+    "s100 fixed 91 (1,000 rows)": (fixed(91), "none"),
+    "b1000 fixed 1 (one 1,000-row forest)": (fixed(1, "b1000"), "none"),
+    "b1000 fixed 4 (1,300 rows)": (fixed(4, "b1000"), "none"),
+}
+
+
+# -------------------------------------------------------------------------------- report
+
+def window_scores() -> dict:
+    """Committed per-stream scores of the sliding windows: ``{setting: {column: {seed: x}}}``."""
+    runs = [json.loads((RESULTS / f).read_text())["settings"] for f in WINDOW_RUNS]
+    merged = bench.merge_baselines(runs)
+    return {name: {c: dict(zip(e["seeds"], v)) for c, v in e["scores"].items()
+                   if c.startswith("win")} for name, e in merged.items()}
+
+
+def best_window(windows: dict, seeds: list[int]) -> tuple[str, float]:
+    """The window column with the highest mean over ``seeds``."""
+    return max(((c, float(np.mean([v[s] for s in seeds]))) for c, v in windows.items()),
+               key=lambda cv: cv[1])
+
+
+def mean_score(rule, data: list[dict]) -> float:
+    """A rule's score averaged over recorded streams."""
+    return float(np.mean([tracking_score(rule(d), d["truth"]) for d in data]))
+
+
+def score_rules(settings, seeds_of, cache: Path) -> dict:
+    """``{rule: {setting: mean score}}``, ``oracle`` included."""
+    out: dict = {name: {} for name in [*RULES, "oracle (best fixed window in hindsight)"]}
+    for s in settings:
+        data = [dict(np.load(cache / f"{s.name}_{seed}.npz")) for seed in seeds_of(s)]
+        for name, (rule, _) in RULES.items():
+            out[name][s.name] = mean_score(rule, data)
+        out["oracle (best fixed window in hindsight)"][s.name] = max(
+            mean_score(fixed(w), data) for w in FIXED)
+    return out
+
+
+def summary(scores: dict, best: dict, ref: str = "best window") -> list[str]:
+    """One row per rule: its gaps to the reference (the best window, by default)."""
+    lines = [f"| rule | extra tree-rows | mean gap | smallest gap | settings >= {ref} "
+             "| slowest four (min) | fastest clipped (min) |", "|---|---|---|---|---|---|---|"]
+    for name, per in scores.items():
+        gaps = {s: per[s] - best[s][1] for s in per}
+        slow = min(g for s, g in gaps.items() if any(t in s for t in SLOWEST))
+        fast = min(g for s, g in gaps.items() if any(t in s for t in FASTEST_CLIPPED))
+        cost = RULES[name][1] if name in RULES else "-"
+        g = np.array(list(gaps.values()))
+        lines.append(f"| {name} | {cost} | {g.mean():+.4f} | {g.min():+.3f} | "
+                     f"{int((g >= 0).sum())}/{len(g)} | {slow:+.3f} | {fast:+.3f} |")
+    return lines
+
+
+def per_setting(scores: dict, best: dict, names: list[str],
+                ref: str = "best window") -> list[str]:
+    """Per setting: the reference and a few rules' means."""
+    lines = [f"| setting | {ref} | " + " | ".join(names) + " |",
+             "|---|---|" + "---|" * len(names)]
+    for s, (col, val) in best.items():
+        cells = [f"{scores[n][s]:.3f} ({scores[n][s] - val:+.3f})" for n in names]
+        lines.append(f"| {s} | {col} {val:.3f} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=10, help="streams per setting")
+    ap.add_argument("--first-seed", type=int, default=1,
+                    help="first stream of every setting (streams beyond the tenth have no "
+                         "window columns: the rules are then compared with the former "
+                         "default)")
+    ap.add_argument("--jobs", type=int, default=2, help="recording processes")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/streamforest-memory-rules"),
+                    help="where the recorded measurements are kept")
+    ap.add_argument("--out", type=Path, default=OUT, help="report path")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    settings = bench.all_settings()
+
+    def seeds_of(s):
+        return [s.seed_base + args.first_seed - 1 + i for i in range(args.seeds)]
+
+    t0 = time.perf_counter()
+    jobs = [(s, seed, args.cache) for s in settings for seed in seeds_of(s)]
+    recorded = 0
+    with mp.get_context("spawn").Pool(args.jobs) as pool:
+        for i, new in enumerate(pool.imap_unordered(_record_job, jobs), 1):
+            recorded += new
+            print(f"\rstreams ready: {i}/{len(jobs)}", end="", flush=True)
+    record_s = time.perf_counter() - t0
+    windows = window_scores()
+    scores = score_rules(settings, seeds_of, args.cache)
+    if all(set(seeds_of(s)) <= set(v) for s in settings for v in windows[s.name].values()):
+        ref = "best window"
+        best = {s.name: best_window(windows[s.name], seeds_of(s)) for s in settings}
+        against = ("Gaps are a rule's mean score minus the best sliding window's (committed "
+                   "columns, same streams).")
+    else:
+        ref = "former default"
+        best = {s.name: ("", scores[FORMER][s.name]) for s in settings}
+        against = ("These streams have no window columns: gaps are a rule's mean score minus "
+                   "the former default's (the mixture by squared errors alone).")
+    shown = ["mixture x gap-corr, rate 0.001, eta 0.25 (default)", FORMER,
+             "oracle (best fixed window in hindsight)",
+             "split-corr h5 alone (Fisher z, 0.3)", "mixture x split-corr h5 (eta2 0.1)"]
+    lines = ["# Memory rules replayed on recorded block measurements", "",
+             f"Command: `python tests/benchmarks/experiment_memory_rules.py --seeds "
+             f"{args.seeds} --first-seed {args.first_seed}`; {args.seeds} streams per "
+             f"setting, from the stream {args.first_seed}. Measurements: {recorded} of "
+             f"{len(jobs)} streams recorded in this run ({record_s:.0f} s), the rest read "
+             "from the cache an earlier run of this script wrote (170 streams take about "
+             f"330 s of two cores); replay {time.perf_counter() - t0 - record_s:.0f} s. "
+             f"{against} See the script's docstring for the rules.", "",
+             *summary(scores, best, ref), "",
+             f"Per setting (gap to the {ref} in brackets):", "",
+             *per_setting(scores, best, shown, ref), ""]
+    args.out.write_text("\n".join(lines))
+    print("\n" + "\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
