@@ -300,8 +300,10 @@ class BlockRanker(Learner):
 
     @classmethod
     def from_state(cls, state: dict):
-        """Rebuild from :meth:`to_state`; a state written before the mixture existed has no
-        ``memory`` parameter and no losses: it continues under Lepski's rule, as written."""
+        """Rebuild from :meth:`to_state`. A state written before the mixture existed has no
+        ``memory`` parameter and no losses: it continues under Lepski's rule, as written. One
+        written before the correlations has no ``corr_eta`` and no moments: it continues
+        with the squared errors alone (``corr_eta`` 0) and its own ``rate`` and ``eta``."""
         params, arrays = state.get("params") or {}, state.get("arrays") or {}
         if "memory" not in params:
             params = {**params, "memory": "lepski", "rate": 0.005, "eta": 0.3}
