@@ -329,6 +329,18 @@ def per_setting(scores: dict, best: dict, names: list[str],
     return lines
 
 
+def measured(recorded: int, total: int, seconds: float) -> str:
+    """Where this run's measurements came from, for the report's header."""
+    if recorded == total:
+        return f"Measurements: all {total} streams recorded in this run ({seconds:.0f} s)"
+    cached = "read from the cache an earlier run of this script wrote (170 streams take about " \
+        "330 s of two cores)"
+    if recorded == 0:
+        return f"Measurements: all {total} streams {cached}"
+    return (f"Measurements: {recorded} of {total} streams recorded in this run "
+            f"({seconds:.0f} s), the rest {cached}")
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10, help="streams per setting")
@@ -377,10 +389,8 @@ def main(argv=None) -> int:
     lines = ["# Memory rules replayed on recorded block measurements", "",
              f"Command: `python tests/benchmarks/experiment_memory_rules.py --seeds "
              f"{args.seeds} --first-seed {args.first_seed}`; {args.seeds} streams per "
-             f"setting, from the stream {args.first_seed}. Measurements: {recorded} of "
-             f"{len(jobs)} streams recorded in this run ({record_s:.0f} s), the rest read "
-             "from the cache an earlier run of this script wrote (170 streams take about "
-             f"330 s of two cores); replay {time.perf_counter() - t0 - record_s:.0f} s. "
+             f"setting, from the stream {args.first_seed}. {measured(recorded, len(jobs), record_s)}"
+             f"; replay {time.perf_counter() - t0 - record_s:.0f} s. "
              f"{against} See the script's docstring for the rules.", "",
              *summary(scores, best, ref), "",
              f"Per setting (gap to the {ref} in brackets):", "",
