@@ -32,7 +32,7 @@ class BlockForestRegressionRanker(BlockRanker):
     Parameters
     ----------
     block_size, stride, n_trees, max_depth, mtry, max_blocks, kappa, noise, seed, memory, \
-    rate, eta, corr_eta
+    rate, weights, paired_eta, long_prior, eta, corr_eta
         As :class:`~models.block_forest.BlockForestRanker`.
 
     Notes
@@ -42,17 +42,19 @@ class BlockForestRegressionRanker(BlockRanker):
     grow, so it cannot see a feature lose its importance; on the rotating-weight regression
     streams of ``tests/benchmarks/bench_rankings_drift_regression.py`` (17 settings, 10
     streams each) it scores 0.057 on average (Cassidy & Deviney's correlation with the true
-    weights; -0.22 to +0.27 per setting), this ranker 0.731 (0.58 to 0.83), a forest
+    weights; -0.22 to +0.27 per setting), this ranker 0.732 (0.57 to 0.84), a forest
     refitted on the last 300 rows at every ask 0.702. This ranker is at least the best of
-    the 100-, 300- and 1,000-row windows at 7 settings (by up to 0.028) and below it at 10,
-    by 0.002-0.030 (the most at the two fastest clipped walks, where a 100-row window wins,
-    and at the four slowest; ``tests/benchmarks/results/rankings_drift_regression.md``).
-    The defaults are the classification ranker's, not tuned here; with the mixture weighed
-    by squared errors alone (the former default) it scored 0.726, under Lepski's rule on
-    blocks of 200 rows (the one before) 0.670. Cost: the worker's default regression pipeline on
-    Bike Sharing (12 features, 3 targets) runs 6,350-7,270 rows/s in process, 6,140-7,510
-    weighed by squared errors alone, 8,120-10,580 under Lepski's rule and 20,580-27,100
-    without a ranker, in one run (``tests/benchmarks/bench_ranker_cost.py``,
+    the 100-, 300- and 1,000-row windows at 7 settings (by up to 0.025) and below it at 10,
+    by 0.001-0.035 (the most at the two fastest clipped walks, where a 100-row window wins,
+    and at the slowest ones; ``tests/benchmarks/results/rankings_drift_regression.md``).
+    The defaults are the classification ranker's, not tuned here. The former defaults
+    scored: weights relative to the best loss times the correlations 0.731 (the paired
+    weights gained 0.001-0.008 at the four slowest settings and lost 0.005 at the
+    fastest clipped walk with five drifting weights); squared errors alone 0.726; Lepski's
+    rule on blocks of 200 rows 0.670. Cost: the worker's default regression pipeline on
+    Bike Sharing (12 features, 3 targets) runs 6,450-9,310 rows/s in process, 7,690-9,230
+    with the former weights, 9,350-13,350 under Lepski's rule and 29,860-35,080 without a
+    ranker, in one run (``tests/benchmarks/bench_ranker_cost.py``,
     ``results/ranker_cost.md``).
 
     References

@@ -6,11 +6,11 @@ time; the replays then take about a minute each run).
 
 The default ranking (:class:`models.block_forest.BlockForestRanker`, ``memory="mixture"``)
 averages each feature's block measurements over a mixture of windows. Weighed by the
-windows' squared errors alone (the former default), it trailed the best sliding-window
-forest on the streams of ``bench_rankings_drift.py`` at the four slowest settings (a
-1,000-row window wins there) and, by less, at the fastest clipped walks. This script asks
-which rule over the same kind of measurements closes both ends (the correlation factor of
-the current default came out of it):
+windows' squared errors alone (the default two releases ago), it trailed the best
+sliding-window forest on the streams of ``bench_rankings_drift.py`` at the four slowest
+settings (a 1,000-row window wins there) and, by less, at the fastest clipped walks. This
+script asks which rule over the same kind of measurements closes both ends (the correlation
+factor of the former default and the paired weights of the current one came out of it):
 
 1. *Record.* For every stream, the measurements a ranker would take, kept on disk
    (``--cache``): ``s100``, the default block forest's (10 trees of depth 4 on the last
@@ -25,15 +25,24 @@ the current default came out of it):
 
 The rules:
 
-* ``mixture``: exponential weights on each window's faded squared error (``rate`` 0.005
-  unless said) in predicting a measurement ``g`` = 10 measurements ahead, with ``eta`` 0.3
-  (the former default) and variants;
+* ``paired``: the current default. ``z_k``, how many standard errors window ``k``'s faded
+  loss lies above the best window's, from the faded products of the windows' squared errors
+  and the faded mean's effective number of measurements; weights ``exp(-max(z_k /
+  paired_eta, (L_k - L_b) / (eta L_b)) + long_prior log(k) / log(k_max))``, and variants
+  (``z`` alone; other temperatures, priors, windows and rates; the standard deviation of the
+  difference instead of its standard error);
+* ``mixture``: exponential weights on each window's faded squared error relative to the
+  best one (``rate`` 0.005 unless said) in predicting a measurement ``g`` = 10 measurements
+  ahead, with ``eta`` 0.3 (the default two releases ago) and variants; ``scale above the
+  noise`` divides by the best loss minus half the one-measurement window's (an estimate of
+  the target's noise) instead of the best loss;
 * ``fixed:W``: a plain mean of the newest ``W`` measurements; ``oracle`` is the best fixed
   ``W`` per setting, chosen in hindsight (no rule can count on it);
 * ``x gap-corr``: the mixture's weights times ``exp((rho_k - rho_max) / eta2)``, with
   ``rho_k`` the faded correlation (rate 0.001) between window ``k``'s mean and the
   measurement ``g`` ahead: a criterion with the score's form (correlation, blind to scale).
-  With the errors faded at 0.001 too and ``eta`` 0.25, it is the current default;
+  With the errors faded at 0.001 too and ``eta`` 0.25, it is the former default;
+  ``gap-corr ratio alone`` weighs by ``(rho_k / rho_max)^3`` instead of the losses;
 * ``x split-corr``: the same with ``rho_k`` the correlation between window ``k``'s mean of
   one half's measurements and the other half's newest measurement (or the mean of its
   newest ``target``), averaged over both halves: no gap and no shared rows, so drift and
@@ -160,13 +169,70 @@ def faded_corr(P: np.ndarray, T: np.ndarray, rate: float) -> np.ndarray:
 def mse_log_weights(M, windows, eta: float, rate: float = 0.005) -> np.ndarray:
     """The default mixture's log-weights after each measurement: ``-(L_k - L_min) /
     (eta L_min)`` with ``L_k`` the faded squared error of window ``k`` ``GAP`` ahead."""
+    L = faded(window_errors(M, windows)[0], rate)
+    best = L.min(axis=1, keepdims=True)
+    return -(L - best) / (eta * best + 1e-12)
+
+
+def window_errors(M, windows) -> tuple[np.ndarray, np.ndarray]:
+    """Every window's squared error on the measurement ``GAP`` ahead, ``(n, K, F)``, and
+    which measurements have one (the first ``GAP`` have none)."""
     n = M.shape[0]
     err = np.zeros((n, len(windows), M.shape[1]))
     j = np.arange(GAP, n)
     err[GAP:] = (window_means(prefix(M), j - GAP, windows) - M[j][:, None, :]) ** 2
-    L = faded(err, rate)
-    best = L.min(axis=1, keepdims=True)
-    return -(L - best) / (eta * best + 1e-12)
+    return err, np.arange(n) >= GAP
+
+
+def paired_z(M, windows, rate: float = 0.001, n_eff: bool = True) -> np.ndarray:
+    """The default's paired scores after each measurement: ``z_k = (L_k - L_b) / se`` with
+    ``se^2 = Var(e_k^2 - e_b^2) / n_eff`` from the faded products of the windows' squared
+    errors (``n_eff`` False: the standard deviation of the difference, not its error)."""
+    err, scored = window_errors(M, windows)
+    mass = faded(scored.astype(float), rate)
+    squares = faded(scored.astype(float), 1 - (1 - rate) ** 2) * rate / (2 - rate)
+    safe = np.maximum(mass, 1e-300)
+    m1 = faded(err, rate) / safe[:, None, None]
+    m2 = faded(err[:, :, None, :] * err[:, None, :, :], rate) / safe[:, None, None, None]
+    n, K, F = err.shape
+    b = m1.argmin(axis=1)
+    rows, cols = np.arange(n)[:, None], np.arange(F)[None, :]
+    own = np.einsum("nkkf->nkf", m2)
+    cross = np.take_along_axis(m2, b[:, None, None, :].repeat(K, 1), 2)[:, :, 0, :]
+    diff = m1 - m1[rows, b, cols][:, None, :]
+    var = np.maximum(own - 2 * cross + own[rows, b, cols][:, None, :] - diff ** 2, 0.0)
+    if n_eff:
+        var = var * (squares / safe ** 2)[:, None, None]
+    return np.where(diff > 0, diff / np.maximum(np.sqrt(var), 1e-300), 0.0)
+
+
+def paired(paired_eta=3.0, eta=0.5, long_prior=0.25, windows=CANDIDATES, rate=0.001,
+           gap_eta=None, n_eff=True):
+    """A rule: the default's paired weights, ``exp(-max(z_k / paired_eta, (L_k - L_b) /
+    (eta L_b)) + long_prior log(k) / log(k_max))`` (``eta`` None: ``z`` alone), optionally
+    times the gap correlations."""
+    def rule(d):
+        M = d["s100_M"]
+        logw = -paired_z(M, windows, rate, n_eff) / paired_eta
+        if eta:
+            logw = np.minimum(logw, mse_log_weights(M, windows, eta, rate))
+        logw = logw + long_prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
+        if gap_eta:
+            logw = logw + corr_log_weights(gap_corr(M, windows, rate), gap_eta, None)
+        return series(d, logw, windows)
+    return rule
+
+
+def above_noise(eta=1.0, rate=0.001):
+    """A rule: the relative weights with the scale ``L_b - L_1 / 2``, the best loss above
+    the noise of one measurement as the window of one sees it (``L_1 = 2 s^2 +`` drift)."""
+    def rule(d):
+        M = d["s100_M"]
+        L = faded(window_errors(M, CANDIDATES)[0], rate)
+        best = L.min(axis=1, keepdims=True)
+        scale = np.maximum(best - 0.5 * L[:, :1], 0.02 * best)
+        return series(d, -(L - best) / (eta * scale + 1e-12))
+    return rule
 
 
 def gap_corr(M, windows, rate: float = 0.001) -> np.ndarray:
@@ -242,12 +308,27 @@ def fixed(w: int, key: str = "s100"):
 
 
 FIXED = (1, 2, 4, 8, 16, 23, 32, 45, 64, 91, 128, 181, 256)
-FORMER = "mixture by errors alone (former default: rate 0.005, eta 0.3)"
+DEFAULT = "paired weights: paired_eta 3, eta 0.5, long_prior 0.25 (default)"
+FORMER = "relative weights x gap-corr, rate 0.001, eta 0.25 (former default)"
 FINE = np.unique(np.round(2 ** np.arange(0, 8.01, 0.5)).astype(int))
 RULES = {
-    "mixture x gap-corr, rate 0.001, eta 0.25 (default)": (
-        mixture(eta=0.25, rate=0.001, gap_eta=0.3), "none"),
-    FORMER: (mixture(), "none"),
+    DEFAULT: (paired(), "none"),
+    FORMER: (mixture(eta=0.25, rate=0.001, gap_eta=0.3), "none"),
+    "paired, z alone (no relative term)": (paired(eta=None), "none"),
+    "paired, long_prior 0": (paired(long_prior=0.0), "none"),
+    "paired, long_prior 0.5": (paired(long_prior=0.5), "none"),
+    "paired, paired_eta 2": (paired(paired_eta=2.0), "none"),
+    "paired, paired_eta 4": (paired(paired_eta=4.0), "none"),
+    "paired, windows every sqrt(2)": (paired(windows=FINE), "none"),
+    "paired, rate 0.002": (paired(rate=0.002), "none"),
+    "paired x gap-corr (eta2 0.3)": (paired(gap_eta=0.3), "none"),
+    "paired, sd of the difference, not its error (paired_eta 0.1)": (
+        paired(paired_eta=0.1, eta=None, long_prior=0.0, n_eff=False), "none"),
+    "relative weights, scale above the noise L_b - L_1 / 2 (eta 1)": (above_noise(), "none"),
+    "gap-corr ratio alone, weights rho^3": (mixture(eta=None, rate=0.001, gap_eta=1, power=3),
+                                            "none"),
+    "mixture by errors alone (rate 0.005, eta 0.3; the default before the former)": (
+        mixture(), "none"),
     "mixture, eta 0.5": (mixture(eta=0.5), "none"),
     "mixture, eta 0.2, windows every sqrt(2)": (mixture(eta=0.2, windows=FINE), "none"),
     "mixture, eta 0.5, windows every sqrt(2)": (mixture(eta=0.5, windows=FINE), "none"),
@@ -383,9 +464,8 @@ def main(argv=None) -> int:
         best = {s.name: ("", scores[FORMER][s.name]) for s in settings}
         against = ("These streams have no window columns: gaps are a rule's mean score minus "
                    "the former default's (the mixture by squared errors alone).")
-    shown = ["mixture x gap-corr, rate 0.001, eta 0.25 (default)", FORMER,
-             "oracle (best fixed window in hindsight)",
-             "split-corr h5 alone (Fisher z, 0.3)", "mixture x split-corr h5 (eta2 0.1)"]
+    shown = [DEFAULT, FORMER, "paired, z alone (no relative term)",
+             "oracle (best fixed window in hindsight)", "split-corr h5 alone (Fisher z, 0.3)"]
     lines = ["# Memory rules replayed on recorded block measurements", "",
              f"Command: `python tests/benchmarks/experiment_memory_rules.py --seeds "
              f"{args.seeds} --first-seed {args.first_seed}`; {args.seeds} streams per "

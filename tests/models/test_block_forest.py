@@ -84,10 +84,13 @@ def _faded(values, rate: float) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("corr_eta", [0.3, 0.0])
-def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by_hand(corr_eta):
+@pytest.mark.parametrize("weights,corr_eta", [("paired", 0.0), ("paired", 0.3),
+                                              ("relative", 0.3), ("relative", 0.0)])
+def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by_hand(
+        weights, corr_eta):
     X, y = _noisy(170, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
     ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, eta=0.4,
+                               weights=weights, paired_eta=1.5, long_prior=0.5,
                                corr_eta=corr_eta, seed=2)
     ranker.learn_many(X, y)
     windows, gap = ranker._windows(), ranker._gap()
@@ -111,6 +114,23 @@ def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by
     np.testing.assert_allclose(ranker._correlations(), rho, rtol=1e-9, atol=1e-12)
     assert np.ptp(L, axis=0).min() > 0 and np.ptp(rho, axis=0).min() > 0  # windows differ
     logw = -(L - L.min(0)) / (0.4 * L.min(0) + 1e-12)
+    if weights == "paired":
+        errors = ((preds - targets) ** 2)
+        m1 = L / mass  # faded means of the squared errors and of their products
+        m2 = _faded(errors[:, :, None] * errors[:, None, :], 0.25) / mass
+        parts = 0.25 * 0.75 ** np.arange(len(preds))  # each error's weight in the faded mean
+        n_eff = parts.sum() ** 2 / (parts ** 2).sum()
+        z = np.zeros_like(L)
+        for f in range(L.shape[1]):
+            b = int(np.argmin(m1[:, f]))
+            for k in range(len(windows)):
+                d = m1[k, f] - m1[b, f]
+                var = m2[k, k, f] - 2 * m2[k, b, f] + m2[b, b, f] - d * d
+                z[k, f] = d / np.sqrt(var / n_eff) if d > 0 else 0.0
+        np.testing.assert_allclose(ranker._paired_scores(), z, rtol=1e-9)
+        assert z.max(axis=0).min() > 0  # every feature has a window worse than its best
+        # the larger of the two penalties, and a prior toward the longer windows
+        logw = np.minimum(logw, -z / 1.5) + 0.5 * (np.log(windows) / np.log(8))[:, None]
     if corr_eta:
         logw += (rho - rho.max(0)) / corr_eta
     w = np.exp(logw - logw.max(0))
@@ -133,20 +153,48 @@ def test_the_correlations_move_the_weight_to_the_windows_that_co_move_with_the_t
     assert (with_corr._weights()[best, F] > without._weights()[best, F]).all()
 
 
+def _without_paired_weights(state: dict) -> dict:
+    """What a checkpoint written before the paired weights held: none of their parameters
+    and no products of the windows' errors."""
+    for name in ("weights", "paired_eta", "long_prior"):
+        del state["params"][name]
+    del state["arrays"]["loss_cross"]
+    return state
+
+
 def test_a_state_written_before_the_correlations_continues_without_them():
     X, y = _noisy(1200, seed=6)
     old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, rate=0.005,
-                            eta=0.3, corr_eta=0.0)
+                            weights="relative", eta=0.3, corr_eta=0.0)
     old.learn_many(X[:700], y[:700])
-    state = old.to_state()
-    # what a checkpoint of the earlier version held: no corr_eta and no moments
+    state = _without_paired_weights(old.to_state())
+    # ... and before that: no corr_eta and no moments
     del state["params"]["corr_eta"]
     del state["arrays"]["pred_moments"], state["arrays"]["target_moments"]
     restored = BlockForestRanker.from_state(state)
     assert restored.params["corr_eta"] == 0.0 and restored.params["rate"] == 0.005
+    assert restored.params["weights"] == "relative"
     for learner in (old, restored):
         learner.learn_many(X[700:], y[700:])
     np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
+
+
+def test_a_state_written_before_the_paired_weights_continues_with_the_relative_ones():
+    X, y = _noisy(1200, seed=4)
+    # the default of that version: weights relative to the best loss, times the correlations
+    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, rate=0.001,
+                            weights="relative", eta=0.25, corr_eta=0.3)
+    old.learn_many(X[:700], y[:700])
+    restored = BlockForestRanker.from_state(_without_paired_weights(old.to_state()))
+    assert restored.params["weights"] == "relative" and restored.params["corr_eta"] == 0.3
+    assert restored.params["eta"] == 0.25
+    for learner in (old, restored):
+        learner.learn_many(X[700:], y[700:])
+    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
+    # the same checkpoint read as the paired rule would publish something else
+    paired = BlockForestRanker.from_state({**old.to_state(), "params": {
+        **old.params, "weights": "paired"}})
+    assert not np.array_equal(paired.importances()["mdi"], old.importances()["mdi"])
 
 
 def test_a_state_written_before_the_mixture_continues_under_lepskis_rule():
@@ -173,6 +221,11 @@ def test_corrupt_window_losses_are_refused():
         state = ranker.to_state()
         state["arrays"]["losses"][0, 0] = bad
         with pytest.raises(ValueError, match="losses"):
+            BlockForestRanker.from_state(state)
+    for bad in (np.inf, -1.0):
+        state = ranker.to_state()
+        state["arrays"]["loss_cross"][1, 0, 0] = bad
+        with pytest.raises(ValueError, match="products"):
             BlockForestRanker.from_state(state)
     for name, index, bad in (("pred_moments", (1, 0, 0), -1.0), ("pred_moments", (0, 0, 0), np.inf),
                              ("target_moments", (0, 0), 1.5), ("target_moments", (2, 1), -0.1)):
@@ -202,6 +255,7 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
     assert ranker.importances() == {}
     for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"kappa": 0.0}, {"mtry": 0.0},
                 {"max_blocks": 0}, {"noise": "spread"}, {"memory": "ici"}, {"rate": 0.0},
-                {"rate": 1.5}, {"eta": 0.0}, {"corr_eta": -0.1}):
+                {"rate": 1.5}, {"eta": 0.0}, {"corr_eta": -0.1}, {"weights": "best"},
+                {"paired_eta": 0.0}, {"long_prior": -0.5}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)
