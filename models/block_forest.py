@@ -457,8 +457,9 @@ class BlockForestRanker(BlockRanker, Classifier):
       grows (a long stream under slow drift) and stays soft while it is thin;
     * ``(L_k - L_b) / (eta L_b)``, the loss relative to the best: after an abrupt change the
       long candidates' errors jump, and their variance with them, so their ``z`` grows
-      slowly while their relative loss is large at once (``tests/models``: the switched
-      features' memory falls from 62 measurements to 6 within 300 rows; 36 by ``z`` alone);
+      slowly while their relative loss is large at once (on the switching stream of
+      ``tests/models/test_block_forest.py``, the switched features' memory falls from 62
+      measurements to 6 within 300 rows; to 36 by ``z`` alone);
     * ``long_prior``: where the candidates cannot be told apart, the longer ones, which
       average more noise away, are preferred (up to ``long_prior`` in log-weight).
 
@@ -467,7 +468,7 @@ class BlockForestRanker(BlockRanker, Classifier):
     predictions and the measurements they predicted (``corr_eta`` > 0; it applies to the
     paired weights too): the default before, with ``eta`` 0.25 and ``corr_eta`` 0.3.
 
-    *Lepski's rule* (``memory="lepski"``, the former default, kept for comparison and for
+    *Lepski's rule* (``memory="lepski"``, an earlier default, kept for comparison and for
     checkpoints written before the mixture). The noise ``s`` of one measurement is the
     spread of the feature's importance across the forest's trees divided by
     ``sqrt(n_trees)``, averaged over the kept measurements. For ``k = 1, 2, 4, ...`` recent
