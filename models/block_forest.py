@@ -364,21 +364,24 @@ class BlockRanker(Learner):
         weights relative to the best loss (``weights="relative"``), its own ``rate``, ``eta``
         and ``corr_eta`` (0 when it has none: it was written before the correlations)."""
         params, arrays = state.get("params") or {}, state.get("arrays") or {}
+        lacked: list[str] = []  # arrays the writing version did not have: they start at zero
         if "memory" not in params:
             params = {**params, "memory": "lepski", "rate": 0.005, "eta": 0.3}
+            lacked.append("losses")
         if "corr_eta" not in params:
             # written before the correlation criterion: it continues without it
             params = {**params, "corr_eta": 0.0}
+            lacked += ["pred_moments", "target_moments"]
         if "weights" not in params:
             # written before the paired weights: it continues with the relative ones
             params = {**params, "weights": "relative"}
-        if arrays and "history" in arrays:
+            lacked.append("loss_cross")
+        if lacked and "history" in arrays:
             K = len(cls(**params)._windows())
             F = np.asarray(arrays["history"]).shape[1]
-            empty = {"losses": (K, F), "loss_cross": (K, K, F), "pred_moments": (3, K, F),
-                     "target_moments": (3, F)}
-            arrays = {**{k: np.zeros(v) for k, v in empty.items() if k not in arrays},
-                      **arrays}
+            shapes = {"losses": (K, F), "loss_cross": (K, K, F), "pred_moments": (3, K, F),
+                      "target_moments": (3, F)}
+            arrays = {**{k: np.zeros(shapes[k]) for k in lacked if k not in arrays}, **arrays}
         return super().from_state({**state, "params": params, "arrays": arrays})
 
     def _check_state(self) -> None:

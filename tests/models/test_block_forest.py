@@ -235,6 +235,18 @@ def test_corrupt_window_losses_are_refused():
             BlockForestRanker.from_state(state)
 
 
+def test_a_state_of_this_version_missing_an_array_is_refused():
+    X, y = _noisy(400, seed=1)
+    ranker = BlockForestRanker(block_size=20, stride=10, seed=1)
+    ranker.learn_many(X, y)
+    for name in ("loss_cross", "losses", "pred_moments"):
+        state = ranker.to_state()
+        del state["arrays"][name]
+        # only a state written before an array existed starts it at zero
+        with pytest.raises(ValueError, match=f"missing \\['{name}'\\]"):
+            BlockForestRanker.from_state(state)
+
+
 def test_same_seed_same_importances_and_chunking_does_not_matter():
     X, y = _switching(1200, 600, seed=2)
     y = np.where(np.random.default_rng(9).random(1200) < 0.2, 1 - y, y)  # noise: trees differ
