@@ -221,10 +221,11 @@ class BlockRanker(Learner):
             a[name] += rate * new
 
     def _weights(self) -> np.ndarray:
-        """Each window's weight per feature, normalized: ``exp(-z_k / paired_eta + long_prior
-        log(w_k) / log(w_max))`` under ``weights="paired"`` (:meth:`_paired_scores`), or
-        ``exp(-(L_k - L_min) / (eta L_min))`` under ``"relative"``; times ``exp((rho_k -
-        rho_max) / corr_eta)`` when ``corr_eta`` > 0 (:meth:`_correlations`)."""
+        """Each window's weight per feature, normalized: ``exp(-max(z_k / paired_eta, (L_k -
+        L_min) / (eta L_min)) + long_prior log(w_k) / log(w_max))`` under
+        ``weights="paired"`` (:meth:`_paired_scores`), ``exp(-(L_k - L_min) / (eta L_min))``
+        under ``"relative"``; either times ``exp((rho_k - rho_max) / corr_eta)`` when
+        ``corr_eta`` > 0 (:meth:`_correlations`)."""
         p, L = self.params, self._arrays["losses"]
         best = L.min(axis=0)
         logw = -(L - best) / (p["eta"] * best + 1e-12)
