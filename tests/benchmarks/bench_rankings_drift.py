@@ -55,7 +55,9 @@ Methods (columns):
 
 Summary per setting: mean ± sd over streams of every column; the best sliding window (the
 window column with the highest mean); the default's score is its best column, MOA's its
-best; ``default - best window``, ``default - MOA``, and whether the default is at least both.
+best; ``default - best window`` and ``default - MOA``, each with the standard error of its
+per-stream differences (every column scores the same streams, so their difficulty cancels),
+and whether the default's mean is at least both.
 
 Run (``--jobs`` processes over streams; ``--quick``: 3 seeds, streams cut to a fifth, at
 least 1,000 rows, switches every 400)::
@@ -358,6 +360,14 @@ def best(columns: dict[str, list[float]], prefix: str) -> tuple[str | None, floa
     return c, means[c]
 
 
+def paired_gap(ours: list[float], theirs: list[float]) -> str:
+    """Mean difference of two columns scored on the same streams, with the standard error
+    of the per-stream differences: the streams are shared, so their difficulty cancels."""
+    d = np.asarray(ours) - np.asarray(theirs)
+    se = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else float("nan")
+    return f"{d.mean():+.3f} ± {se:.3f}"
+
+
 def summary_row(name: str, columns: dict[str, list[float]]) -> tuple[list[str], list[str]]:
     """Header and cells of one setting's row."""
     order = sorted(columns, key=lambda c: (not c.startswith("default:"), c.startswith("moa:"),
@@ -370,10 +380,11 @@ def summary_row(name: str, columns: dict[str, list[float]]) -> tuple[list[str], 
     dcol, dval = best(columns, "default:")
     wcol, wval = best(columns, "win")
     mcol, mval = best(columns, "moa:")
-    head += ["best window", "default - best window", "default - MOA", "default ≥ both"]
+    head += ["best window", "default - best window ± se", "default - MOA ± se",
+             "default ≥ both"]
     cells.append(f"{wcol} {wval:.3f}" if wcol else "-")
-    cells.append(f"{dval - wval:+.3f}" if dcol and wcol else "-")
-    cells.append(f"{dval - mval:+.3f}" if dcol and mcol else "-")
+    cells.append(paired_gap(columns[dcol], columns[wcol]) if dcol and wcol else "-")
+    cells.append(paired_gap(columns[dcol], columns[mcol]) if dcol and mcol else "-")
     meets = dcol and wcol and mcol and dval >= wval and dval >= mval
     cells.append(("yes" if meets else "no") if dcol and wcol and mcol else "-")
     return head, cells

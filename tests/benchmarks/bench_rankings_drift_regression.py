@@ -44,7 +44,8 @@ Methods (columns):
 
 Summary per setting: mean ± sd over streams of every column; the best sliding window (the
 window column of highest mean); the default's score is its best column;
-``default - best window``.
+``default - best window``, with the standard error of its per-stream differences (the
+columns score the same streams).
 
 Run (``--jobs`` processes over streams; ``--quick``: 3 seeds, streams cut to a fifth, at
 least 1,000 rows, switches every 400)::
@@ -90,6 +91,7 @@ from tests.benchmarks.bench_rankings_drift import (
     chunks,
     merge_baselines,
     named_ranker,
+    paired_gap,
     score_columns,
     select,
     with_baseline,
@@ -274,9 +276,9 @@ def summary_row(name: str, columns: dict[str, list[float]]) -> tuple[list[str], 
         cells.append(f"{v.mean():.3f} ± {v.std(ddof=1) if v.size > 1 else 0.0:.3f}")
     dcol, dval = best(columns, "default:")
     wcol, wval = best(columns, "win")
-    head += ["best window", "default - best window"]
+    head += ["best window", "default - best window ± se"]
     cells.append(f"{wcol} {wval:.3f}" if wcol else "-")
-    cells.append(f"{dval - wval:+.3f}" if dcol and wcol else "-")
+    cells.append(paired_gap(columns[dcol], columns[wcol]) if dcol and wcol else "-")
     return head, cells
 
 

@@ -463,7 +463,7 @@ def main(argv=None) -> int:
         ref = "former default"
         best = {s.name: ("", scores[FORMER][s.name]) for s in settings}
         against = ("These streams have no window columns: gaps are a rule's mean score minus "
-                   "the former default's (the mixture by squared errors alone).")
+                   f"the former default's ({FORMER}).")
     shown = [DEFAULT, FORMER, "paired, z alone (no relative term)",
              "oracle (best fixed window in hindsight)", "split-corr h5 alone (Fisher z, 0.3)"]
     lines = ["# Memory rules replayed on recorded block measurements", "",
