@@ -541,11 +541,14 @@ class BlockForestRanker(BlockRanker, Classifier):
       every ask) at 16 of the 17 settings, by up to 0.026; below it at one, the slowest
       unclipped walk with two drifting weights, by 0.003 (0.736 against 0.739; the
       per-stream differences have a standard error of 0.006); above MOA's ARF importances
-      everywhere; mean 0.661. The defaults before: weights relative to the best loss times
-      the correlations (``weights="relative"``, ``eta`` 0.25, ``corr_eta`` 0.3) were below
-      the best window at the four slowest settings, by 0.002-0.010 (mean 0.657); by
-      squared errors alone (``rate`` 0.005, ``eta`` 0.3) at 7 settings (0.653); Lepski's
-      rule on blocks of 200 rows every 25 at all 17 (by up to 0.13).
+      everywhere; mean 0.661. On 20 streams per setting (``results/rankings_drift_s1-20.md``)
+      the same: at least the best window at 16 settings, by up to 0.030, and 0.004 below it
+      at the same one (standard error 0.004); mean 0.663. The defaults before: weights
+      relative to the best loss times the correlations (``weights="relative"``, ``eta``
+      0.25, ``corr_eta`` 0.3) were below the best window at the four slowest settings, by
+      0.002-0.010 (mean 0.657); by squared errors alone (``rate`` 0.005, ``eta`` 0.3) at 7
+      settings (0.653); Lepski's rule on blocks of 200 rows every 25 at all 17 (by up to
+      0.13).
     * *Why paired weights* (``tests/benchmarks/experiment_memory_rules.py`` replays memory
       rules on recorded block measurements, ``results/memory_rules.md``). Every candidate's
       loss holds the noise of the measurement it predicts, so at the slowest settings the

@@ -57,7 +57,7 @@ that, a young stream's moments shrink toward zero and the correlations of every 
 inflate.
 
 It is a measurement, not a learner. The window columns are those of the committed runs
-(seeds 1-10 of every setting).
+(seeds 1-20 of every setting; ``--seeds 20`` replays them all).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ from tests.benchmarks.common import tracking_score
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "memory_rules.md"
 WINDOW_RUNS = ("rankings_drift_windows.json", "rankings_drift_windows_s3-4.json",
-               "rankings_drift_windows_s5-10.json")
+               "rankings_drift_windows_s5-10.json", "rankings_drift_windows_s11-20.json")
 CANDIDATES = 2 ** np.arange(9)  # the default's windows: 1 ... 256 measurements
 GAP = 10  # measurements between two 100-row blocks that share no rows (stride 10)
 SLOWEST = ("T=0.0001",)
