@@ -6,7 +6,8 @@ the latest ``block_size`` rows; its impurity importances (MDI, Breiman 2001) are
 measurements over a memory chosen per feature, so each feature gets the memory its own drift
 allows. By default the memory is a mixture of windows weighted by how much worse each window
 predicted the feature's next independent measurement than the best one, in standard errors
-of their paired difference (exponential weights, Vovk 1990; Cesa-Bianchi & Lugosi 2006);
+of their paired difference, half of that evidence pooled over the stream's features
+(exponential weights, Vovk 1990; Cesa-Bianchi & Lugosi 2006);
 Lepski's rule (in the intersection-of-confidence-intervals form
 of Goldenshluger & Nemirovski 1997) is the other choice. Multi-target regression streams get
 the same ranker with regression trees (:mod:`models.block_forest_regression`).
@@ -46,7 +47,7 @@ class BlockRanker(Learner):
                  kappa: float = 1.5, noise: str = "trees", seed: int = 1,
                  memory: str = "mixture", rate: float = 0.001, weights: str = "paired",
                  paired_eta: float = 3.0, long_prior: float = 0.25, eta: float = 0.5,
-                 corr_eta: float = 0.0):
+                 corr_eta: float = 0.0, pool: float = 0.5):
         if int(block_size) < 10:
             raise ValueError("block_size must be >= 10")
         if not 1 <= int(stride) <= int(block_size):
@@ -77,6 +78,8 @@ class BlockRanker(Learner):
             raise ValueError("eta must be > 0")
         if not float(corr_eta) >= 0.0:
             raise ValueError("corr_eta must be >= 0 (0: no correlation criterion)")
+        if not 0.0 <= float(pool) <= 1.0:
+            raise ValueError("pool must be in [0, 1] (0: every feature on its own evidence)")
         self.params = {"block_size": int(block_size), "stride": int(stride),
                        "n_trees": int(n_trees),
                        "max_depth": int(max_depth), "mtry": float(mtry),
@@ -84,7 +87,7 @@ class BlockRanker(Learner):
                        "seed": int(seed), "memory": memory, "rate": float(rate),
                        "weights": weights, "paired_eta": float(paired_eta),
                        "long_prior": float(long_prior), "eta": float(eta),
-                       "corr_eta": float(corr_eta)}
+                       "corr_eta": float(corr_eta), "pool": float(pool)}
         self._arrays: dict[str, np.ndarray] = {}
         self._init_labels()
 
@@ -221,18 +224,25 @@ class BlockRanker(Learner):
             a[name] += rate * new
 
     def _weights(self) -> np.ndarray:
-        """Each window's weight per feature, normalized: ``exp(-max(z_k / paired_eta, (L_k -
-        L_min) / (eta L_min)) + long_prior log(w_k) / log(w_max))`` under
-        ``weights="paired"`` (:meth:`_paired_scores`), ``exp(-(L_k - L_min) / (eta L_min))``
-        under ``"relative"``; either times ``exp((rho_k - rho_max) / corr_eta)`` when
-        ``corr_eta`` > 0 (:meth:`_correlations`)."""
+        """Each window's weight per feature, normalized: ``exp(-P_k + long_prior log(w_k) /
+        log(w_max))`` with the penalty ``P_k = max(z_k / paired_eta, (L_k - L_min) / (eta
+        L_min))`` under ``weights="paired"`` (:meth:`_paired_scores`), ``exp(-P_k)`` with
+        ``P_k = (L_k - L_min) / (eta L_min)`` under ``"relative"``; the penalties are first
+        shrunk toward their mean over the features, ``(1 - pool) P_k + pool mean_f P_k``;
+        either times ``exp((rho_k - rho_max) / corr_eta)`` when ``corr_eta`` > 0
+        (:meth:`_correlations`)."""
         p, L = self.params, self._arrays["losses"]
         best = L.min(axis=0)
         logw = -(L - best) / (p["eta"] * best + 1e-12)
         if p["weights"] == "paired":
+            logw = np.minimum(logw, -self._paired_scores() / p["paired_eta"])
+        if p["pool"] > 0.0:
+            # the stream's features usually drift at one speed: each feature's evidence is
+            # shrunk toward the features' mean (the young stream's thin evidence most of all)
+            logw = (1.0 - p["pool"]) * logw + p["pool"] * logw.mean(axis=1, keepdims=True)
+        if p["weights"] == "paired":
             windows = self._windows()
             top = np.log(windows[-1]) if windows[-1] > 1 else 1.0
-            logw = np.minimum(logw, -self._paired_scores() / p["paired_eta"])
             logw = logw + p["long_prior"] * (np.log(windows) / top)[:, None]
         if p["corr_eta"] > 0.0:
             rho = self._correlations()
@@ -377,6 +387,9 @@ class BlockRanker(Learner):
             # written before the paired weights: it continues with the relative ones
             params = {**params, "weights": "relative"}
             lacked.append("loss_cross")
+        if "pool" not in params:
+            # written before the pooled evidence: each feature keeps its own
+            params = {**params, "pool": 0.0}
         if lacked and "history" in arrays:
             K = len(cls(**params)._windows())
             F = np.asarray(arrays["history"]).shape[1]
@@ -455,7 +468,8 @@ class BlockForestRanker(BlockRanker, Classifier):
     L_b`` (``b`` the best candidate) and from its standard error, estimated from the faded
     products of the candidates' squared errors and the faded mean's effective number of
     measurements. A candidate ``z_k = (L_k - L_b) / se`` standard errors worse weighs
-    ``exp(-max(z_k / paired_eta, (L_k - L_b) / (eta L_b)) + long_prior log(k) / log(k_max))``:
+    ``exp(-max(z_k / paired_eta, (L_k - L_b) / (eta L_b)) + long_prior log(k) / log(k_max))``,
+    the penalty pooled over the stream's features (``pool``):
 
     * ``z_k / paired_eta``: the evidence against the candidate. It sharpens as the evidence
       grows (a long stream under slow drift) and stays soft while it is thin;
@@ -463,9 +477,19 @@ class BlockForestRanker(BlockRanker, Classifier):
       long candidates' errors jump, and their variance with them, so their ``z`` grows
       slowly while their relative loss is large at once (on the switching stream of
       ``tests/models/test_block_forest.py``, the switched features' memory falls from 62
-      measurements to 6 within 300 rows; to 36 by ``z`` alone);
+      measurements to 11 within 300 rows; to 47 by ``z`` alone; 6 and 36 with each
+      feature on its own evidence, ``pool`` 0);
     * ``long_prior``: where the candidates cannot be told apart, the longer ones, which
-      average more noise away, are preferred (up to ``long_prior`` in log-weight).
+      average more noise away, are preferred (up to ``long_prior`` in log-weight);
+    * ``pool``: the features of one stream usually drift at one speed, so half of each
+      feature's penalty (``pool`` 0.5) is the mean of the penalties over the stream's
+      features. Evidence per feature is thinnest on a young stream, where the mixture gave
+      the short candidates about a third of the weight on slowly drifting features (the
+      noise that cost the slowest settings most of their gap to the best window); the
+      pooled evidence settles sooner. The price: after an abrupt change of some features
+      only, theirs follow about 100 rows later (on that switching stream, 11 measurements
+      after 300 rows instead of 6) and the untouched ones' memories shorten for a while
+      (64 measurements instead of 126).
 
     ``weights="relative"`` keeps the relative term alone, optionally times ``exp((rho_k -
     rho_max) / corr_eta)`` with ``rho_k`` the faded correlation between the candidate's
@@ -528,6 +552,11 @@ class BlockForestRanker(BlockRanker, Classifier):
         The temperature of the correlations: a candidate whose correlation is ``corr_eta``
         below the best one's weighs ``1/e`` as much, on top of its losses' factor; 0 leaves
         the correlations out.
+    pool : float, default 0.5
+        The share of each feature's penalty (the exponent of its weights, before the prior
+        and the correlations) taken from the mean over the stream's features: 0, every
+        feature on its own evidence (the default before); 1, one memory for the whole
+        stream (both weights).
 
     Notes
     -----
@@ -538,17 +567,40 @@ class BlockForestRanker(BlockRanker, Classifier):
 
     * *The default, 10 streams per setting:* at least the best of six sliding-window random
       forests (100, 300 and 1,000 rows; impurity and permutation importance, refitted at
-      every ask) at 16 of the 17 settings, by up to 0.026; below it at one, the slowest
-      unclipped walk with two drifting weights, by 0.003 (0.736 against 0.739; the
+      every ask) at 16 of the 17 settings, by up to 0.030; below it at one, the slowest
+      unclipped walk with two drifting weights, by 0.002 (0.736 against 0.739; the
       per-stream differences have a standard error of 0.006); above MOA's ARF importances
-      everywhere; mean 0.661. On 20 streams per setting (``results/rankings_drift_s1-20.md``)
-      the same: at least the best window at 16 settings, by up to 0.030, and 0.004 below it
-      at the same one (standard error 0.004); mean 0.663. The defaults before: weights
-      relative to the best loss times the correlations (``weights="relative"``, ``eta``
-      0.25, ``corr_eta`` 0.3) were below the best window at the four slowest settings, by
-      0.002-0.010 (mean 0.657); by squared errors alone (``rate`` 0.005, ``eta`` 0.3) at 7
-      settings (0.653); Lepski's rule on blocks of 200 rows every 25 at all 17 (by up to
-      0.13).
+      everywhere; mean 0.663. On 20 streams per setting (``results/rankings_drift_s1-20.md``):
+      at least the best window at 16 settings, by up to 0.035, and 0.0004 below it at the
+      same one (0.7693 against 0.7697, standard error 0.004); mean 0.665; on streams 11-20
+      alone at least level at all 17. The defaults before: the paired weights with each
+      feature on its own evidence (``pool`` 0) had the same miss, by 0.003 on 10 streams and
+      0.004 on 20 (means 0.661 and 0.663); weights relative to the best loss times the
+      correlations (``weights="relative"``, ``eta`` 0.25, ``corr_eta`` 0.3) were below the
+      best window at the four slowest settings, by 0.002-0.010 (mean 0.657); by squared
+      errors alone (``rate`` 0.005, ``eta`` 0.3) at 7 settings (0.653); Lepski's rule on
+      blocks of 200 rows every 25 at all 17 (by up to 0.13).
+    * *Why pooled evidence* (replayed, ``results/memory_rules.md`` on streams 1-10 and
+      ``results/memory_rules_s11-20.md`` on streams 11-20). At the slowest unclipped walk,
+      the unpooled mixture gave the candidates of 1-16 measurements a third of the weight on
+      the drifting features over the first eighth of a stream, and 8% later; keeping them
+      out of the first quarter alone would have lifted that setting from 0.765 to 0.778 on
+      streams 1-20, while dropping the 256-measurement candidate lowered it: its gap was
+      noise on a young stream, not lag. Pooling half the penalty moved the replayed mean gap
+      to the best window from +0.015 to +0.017 (streams 1-10) and from +0.011 to +0.014
+      (11-20), and the smallest from -0.002 and -0.007 to -0.001 on both; the fastest
+      clipped walks keep +0.005 and +0.013. A quarter: smallest -0.002 and -0.004; 0.8 and 1
+      (one memory per stream): at least level at only 12-14 settings, down to -0.014. Also
+      tried, each trading the slowest settings against the fastest clipped ones (slowest
+      and fastest clipped, streams 1-10): a stronger prior toward long candidates while the
+      evidence is young (``young_prior`` 1: +0.004 and -0.026); a prior uniform in the log of
+      the rows a candidate covers (the shortest candidates overlap: +0.004 and -0.030);
+      errors on the mean of the next 4 or 16 measurements (sharper evidence: +0.000 and
+      -0.008, +0.001 and -0.056); a penalty growing with ``z^2`` for large ``z`` (-0.003 and
+      -0.022); ``long_prior`` 0.4 or ``eta`` 0.35 with the pooling (level at the slowest
+      settings, but below the best window at 2-3 others on each half; measured on 20 streams,
+      ``long_prior`` 0.4 was 0.001 above the best window at the slowest setting and 0.002
+      below it at the clipped walk of 0.003 with two drifting weights).
     * *Why paired weights* (``tests/benchmarks/experiment_memory_rules.py`` replays memory
       rules on recorded block measurements, ``results/memory_rules.md``). Every candidate's
       loss holds the noise of the measurement it predicts, so at the slowest settings the
@@ -588,12 +640,12 @@ class BlockForestRanker(BlockRanker, Classifier):
       a better measurement.
     * *Cost.* A 10-tree forest of depth 4 on 100 rows every 10 rows (100 tree-rows per row,
       against 80 for 200 every 25 under Lepski's rule; growing the forest is about 90% of
-      the time; the paired weights add a windows x windows x features array of products).
-      The worker's default pipeline in process (``tests/benchmarks/bench_ranker_cost.py``,
-      ``results/ranker_cost.md``, one run): 6,200-7,300 rows/s on a 10-feature hyperplane
-      and 11,500-12,600 on Electricity; 6,400-7,400 and 9,500-11,600 with the former
-      weights; 8,400-10,100 and 15,900-17,600 under Lepski's rule; 28,400-32,300 and
-      25,200-37,800 with no ranker. The state holds 100 rows, up to 640 measurements and,
+      the time; the paired weights add a windows x windows x features array of products,
+      the pooling one mean over the features per ask). The worker's default pipeline in
+      process (``tests/benchmarks/bench_ranker_cost.py``, ``results/ranker_cost.md``, one
+      run): 6,700-7,400 rows/s on a 10-feature hyperplane and 8,900-9,900 on Electricity;
+      6,400-7,300 and 8,900-12,100 unpooled; 8,400-9,200 and 11,600-13,300 under Lepski's
+      rule; 20,500-21,700 and 25,400-28,600 with no ranker. The state holds 100 rows, up to 640 measurements and,
       per feature, a loss and three moments per window and a product per pair of windows
       (9 windows: 81).
 

@@ -32,7 +32,7 @@ class BlockForestRegressionRanker(BlockRanker):
     Parameters
     ----------
     block_size, stride, n_trees, max_depth, mtry, max_blocks, kappa, noise, seed, memory, \
-    rate, weights, paired_eta, long_prior, eta, corr_eta
+    rate, weights, paired_eta, long_prior, eta, corr_eta, pool
         As :class:`~models.block_forest.BlockForestRanker`.
 
     Notes
@@ -42,19 +42,22 @@ class BlockForestRegressionRanker(BlockRanker):
     grow, so it cannot see a feature lose its importance; on the rotating-weight regression
     streams of ``tests/benchmarks/bench_rankings_drift_regression.py`` (17 settings, 10
     streams each) it scores 0.057 on average (Cassidy & Deviney's correlation with the true
-    weights; -0.22 to +0.27 per setting), this ranker 0.732 (0.57 to 0.84), a forest
+    weights; -0.22 to +0.27 per setting), this ranker 0.733 (0.57 to 0.84), a forest
     refitted on the last 300 rows at every ask 0.702. This ranker is at least the best of
-    the 100-, 300- and 1,000-row windows at 7 settings (by up to 0.025) and below it at 10,
-    by 0.001-0.035 (the most at the two fastest clipped walks, where a 100-row window wins,
+    the 100-, 300- and 1,000-row windows at 10 settings (by up to 0.021) and below it at 7,
+    by 0.004-0.039 (the most at the two fastest clipped walks, where a 100-row window wins,
     and at the slowest ones; ``tests/benchmarks/results/rankings_drift_regression.md``).
     The defaults are the classification ranker's, not tuned here. The former defaults
-    scored: weights relative to the best loss times the correlations 0.731 (the paired
+    scored: the paired weights with each feature on its own evidence (``pool`` 0) 0.732,
+    at least the best window at 7 settings (pooling gained 0.004-0.005 at the four slowest
+    settings and lost up to 0.012, at the fastest clipped walk with two drifting weights); weights
+    relative to the best loss times the correlations 0.731 (the paired
     weights gained 0.001-0.008 at the four slowest settings and lost 0.005 at the
     fastest clipped walk with five drifting weights); squared errors alone 0.726; Lepski's
     rule on blocks of 200 rows 0.670. Cost: the worker's default regression pipeline on
-    Bike Sharing (12 features, 3 targets) runs 6,450-9,310 rows/s in process, 7,690-9,230
-    with the former weights, 9,350-13,350 under Lepski's rule and 29,860-35,080 without a
-    ranker, in one run (``tests/benchmarks/bench_ranker_cost.py``,
+    Bike Sharing (12 features, 3 targets) runs 6,130-7,170 rows/s in process, 7,150-8,560
+    unpooled, 8,750-11,580 under Lepski's rule and 17,190-31,670 without a ranker (the
+    machine's load varied within the run), in one run (``tests/benchmarks/bench_ranker_cost.py``,
     ``results/ranker_cost.md``).
 
     References

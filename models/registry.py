@@ -469,7 +469,8 @@ register(LearnerSpec(
     summary="importances that follow drift at its own speed: a random forest per block of rows, "
             "each feature's block importances averaged over a mixture of memories weighted by "
             "how much worse than the best each predicted its next independent measurement, in "
-            "standard errors of the paired difference",
+            "standard errors of the paired difference, half of that evidence pooled over the "
+            "stream's features",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
 ))

@@ -5,8 +5,7 @@ runs, no Kafka) fed in chunks of 500 rows, for three configurations:
 
 * ``default``: what a stream with no profile gets (``PipelineConfig()``);
 * ``former ranker``: the default with the block-forest ranker of the previous release (the
-  window mixture weighed by losses relative to the best one and by correlations:
-  ``weights="relative"``, ``eta`` 0.25, ``corr_eta`` 0.3);
+  window mixture with paired weights, each feature on its own evidence: ``pool`` 0);
 * ``Lepski ranker``: the default with an earlier release's (blocks of 200 rows every 25,
   ``memory="lepski"``);
 * ``no ranker``: the default with ``rankers=[]``.
@@ -40,7 +39,7 @@ from worker.pipeline.config import PipelineConfig  # noqa: E402
 from worker.pipeline.engine import Pipeline  # noqa: E402
 
 RESULTS = ROOT / "tests" / "benchmarks" / "results" / "ranker_cost.md"
-FORMER = {"weights": "relative", "eta": 0.25, "corr_eta": 0.3}
+FORMER = {"pool": 0.0}
 LEPSKI = {"block_size": 200, "stride": 25, "memory": "lepski"}
 CHUNK = 500
 MAX_ROWS = 30_000
@@ -77,9 +76,9 @@ def main(argv=None) -> None:
              f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
              "In-process rows/s of the worker's default pipeline (slowest-fastest of the "
              "repeats, after a warm-up), with the default ranker (the window mixture with "
-             "paired weights), the former one (weights relative to the best loss, times the "
-             "correlations), an earlier one (blocks of 200 rows every 25, Lepski's rule) and "
-             "none.", "",
+             "paired weights, half pooled over the features), the former one (the same, each "
+             "feature on its own evidence), an earlier one (blocks of 200 rows every 25, "
+             "Lepski's rule) and none.", "",
              "| stream | rows | default | former ranker | Lepski ranker | no ranker "
              "| default / no ranker |",
              "|---|---|---|---|---|---|---|"]

@@ -10,7 +10,8 @@ windows' squared errors alone (the default two releases ago), it trailed the bes
 sliding-window forest on the streams of ``bench_rankings_drift.py`` at the four slowest
 settings (a 1,000-row window wins there) and, by less, at the fastest clipped walks. This
 script asks which rule over the same kind of measurements closes both ends (the correlation
-factor of the former default and the paired weights of the current one came out of it):
+factor of the former default, and the paired weights and their pooling over the features of
+the current one, came out of it):
 
 1. *Record.* For every stream, the measurements a ranker would take, kept on disk
    (``--cache``): ``s100``, the default block forest's (10 trees of depth 4 on the last
@@ -27,10 +28,12 @@ The rules:
 
 * ``paired``: the current default. ``z_k``, how many standard errors window ``k``'s faded
   loss lies above the best window's, from the faded products of the windows' squared errors
-  and the faded mean's effective number of measurements; weights ``exp(-max(z_k /
-  paired_eta, (L_k - L_b) / (eta L_b)) + long_prior log(k) / log(k_max))``, and variants
-  (``z`` alone; other temperatures, priors, windows and rates; the standard deviation of the
-  difference instead of its standard error);
+  and the faded mean's effective number of measurements; the penalty ``max(z_k /
+  paired_eta, (L_k - L_b) / (eta L_b))``, half of it pooled (``pool`` 0.5: each feature's
+  penalty shrunk halfway toward the mean over the stream's features), weights
+  ``exp(-penalty + long_prior log(k) / log(k_max))``, and variants (no pooling, the
+  default before; other pools; ``z`` alone; other temperatures, priors, windows and rates;
+  the standard deviation of the difference instead of its standard error);
 * ``mixture``: exponential weights on each window's faded squared error relative to the
   best one (``rate`` 0.005 unless said) in predicting a measurement ``g`` = 10 measurements
   ahead, with ``eta`` 0.3 (the default two releases ago) and variants; ``scale above the
@@ -166,29 +169,34 @@ def faded_corr(P: np.ndarray, T: np.ndarray, rate: float) -> np.ndarray:
     return np.nan_to_num(cov / np.sqrt(np.maximum(var, 1e-30)))
 
 
-def mse_log_weights(M, windows, eta: float, rate: float = 0.005) -> np.ndarray:
+def mse_log_weights(M, windows, eta: float, rate: float = 0.005,
+                    horizon: int = 1) -> np.ndarray:
     """The default mixture's log-weights after each measurement: ``-(L_k - L_min) /
     (eta L_min)`` with ``L_k`` the faded squared error of window ``k`` ``GAP`` ahead."""
-    L = faded(window_errors(M, windows)[0], rate)
+    L = faded(window_errors(M, windows, horizon)[0], rate)
     best = L.min(axis=1, keepdims=True)
     return -(L - best) / (eta * best + 1e-12)
 
 
-def window_errors(M, windows) -> tuple[np.ndarray, np.ndarray]:
-    """Every window's squared error on the measurement ``GAP`` ahead, ``(n, K, F)``, and
-    which measurements have one (the first ``GAP`` have none)."""
-    n = M.shape[0]
+def window_errors(M, windows, horizon: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Every window's squared error on the measurement ``GAP`` ahead (``horizon`` h > 1: on
+    the mean of the next h measurements from there), ``(n, K, F)``, and which measurements
+    have one (the first ``GAP + h - 1`` have none)."""
+    n, first = M.shape[0], GAP + horizon - 1
+    C = prefix(M)
     err = np.zeros((n, len(windows), M.shape[1]))
-    j = np.arange(GAP, n)
-    err[GAP:] = (window_means(prefix(M), j - GAP, windows) - M[j][:, None, :]) ** 2
-    return err, np.arange(n) >= GAP
+    j = np.arange(first, n)
+    target = (C[j + 1] - C[j + 1 - horizon]) / horizon
+    err[first:] = (window_means(C, j - horizon + 1 - GAP, windows) - target[:, None, :]) ** 2
+    return err, np.arange(n) >= first
 
 
-def paired_z(M, windows, rate: float = 0.001, n_eff: bool = True) -> np.ndarray:
+def paired_z(M, windows, rate: float = 0.001, n_eff: bool = True,
+             horizon: int = 1) -> np.ndarray:
     """The default's paired scores after each measurement: ``z_k = (L_k - L_b) / se`` with
     ``se^2 = Var(e_k^2 - e_b^2) / n_eff`` from the faded products of the windows' squared
     errors (``n_eff`` False: the standard deviation of the difference, not its error)."""
-    err, scored = window_errors(M, windows)
+    err, scored = window_errors(M, windows, horizon)
     mass = faded(scored.astype(float), rate)
     squares = faded(scored.astype(float), 1 - (1 - rate) ** 2) * rate / (2 - rate)
     safe = np.maximum(mass, 1e-300)
@@ -207,16 +215,32 @@ def paired_z(M, windows, rate: float = 0.001, n_eff: bool = True) -> np.ndarray:
 
 
 def paired(paired_eta=3.0, eta=0.5, long_prior=0.25, windows=CANDIDATES, rate=0.001,
-           gap_eta=None, n_eff=True):
+           gap_eta=None, n_eff=True, pool=0.5, horizon=1, young_prior=0.0, row_prior=0.0,
+           z_square=None):
     """A rule: the default's paired weights, ``exp(-max(z_k / paired_eta, (L_k - L_b) /
-    (eta L_b)) + long_prior log(k) / log(k_max))`` (``eta`` None: ``z`` alone), optionally
-    times the gap correlations."""
+    (eta L_b)) + long_prior log(k) / log(k_max))`` (``eta`` None: ``z`` alone), each
+    feature's penalty shrunk toward the features' mean by ``pool``, optionally times the gap
+    correlations. Variants: errors on the mean of the next ``horizon`` measurements; a
+    prior ``young_prior`` stronger toward the long candidates, fading with the scored
+    measurements as the losses do; ``row_prior`` times the log of each candidate's share of
+    the log of the rows the candidates cover (the shortest ones overlap); the evidence
+    penalty plus ``(z / z_square)^2 / 2``."""
     def rule(d):
         M = d["s100_M"]
-        logw = -paired_z(M, windows, rate, n_eff) / paired_eta
+        z = paired_z(M, windows, rate, n_eff, horizon)
+        logw = -z / paired_eta - ((z / z_square) ** 2 / 2 if z_square else 0.0)
         if eta:
-            logw = np.minimum(logw, mse_log_weights(M, windows, eta, rate))
-        logw = logw + long_prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
+            logw = np.minimum(logw, mse_log_weights(M, windows, eta, rate, horizon))
+        logw = (1.0 - pool) * logw + pool * logw.mean(axis=2, keepdims=True)
+        scored = np.cumsum(window_errors(M, windows[:1])[1])
+        prior = (long_prior + young_prior * (1.0 - rate) ** scored)[:, None, None]
+        logw = logw + prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
+        if row_prior:
+            logr = np.log(100 + (windows - 1) * 10.0)  # rows: blocks of 100 every 10
+            edges = np.concatenate([[1.5 * logr[0] - 0.5 * logr[1]], (logr[1:] + logr[:-1]) / 2,
+                                    [1.5 * logr[-1] - 0.5 * logr[-2]]])
+            span = np.diff(edges)
+            logw = logw + row_prior * np.log(span / span.max())[None, :, None]
         if gap_eta:
             logw = logw + corr_log_weights(gap_corr(M, windows, rate), gap_eta, None)
         return series(d, logw, windows)
@@ -308,12 +332,25 @@ def fixed(w: int, key: str = "s100"):
 
 
 FIXED = (1, 2, 4, 8, 16, 23, 32, 45, 64, 91, 128, 181, 256)
-DEFAULT = "paired weights: paired_eta 3, eta 0.5, long_prior 0.25 (default)"
+DEFAULT = "paired weights: paired_eta 3, eta 0.5, long_prior 0.25, pool 0.5 (default)"
+UNPOOLED = "paired weights, each feature on its own evidence (pool 0; the default before)"
 FORMER = "relative weights x gap-corr, rate 0.001, eta 0.25 (former default)"
 FINE = np.unique(np.round(2 ** np.arange(0, 8.01, 0.5)).astype(int))
 RULES = {
     DEFAULT: (paired(), "none"),
+    UNPOOLED: (paired(pool=0.0), "none"),
     FORMER: (mixture(eta=0.25, rate=0.001, gap_eta=0.3), "none"),
+    "paired, pool 0.25": (paired(pool=0.25), "none"),
+    "paired, pool 0.8": (paired(pool=0.8), "none"),
+    "paired, pool 1 (one memory per stream)": (paired(pool=1.0), "none"),
+    "paired, pool 0.5, long_prior 0.4": (paired(long_prior=0.4), "none"),
+    "paired, pool 0.5, eta 0.35": (paired(eta=0.35), "none"),
+    "paired, errors on the mean of the next 4 measurements": (paired(horizon=4), "none"),
+    "paired, errors on the mean of the next 16 measurements": (paired(horizon=16), "none"),
+    "paired, young_prior 1 (fading)": (paired(young_prior=1.0), "none"),
+    "paired, young_prior 4 (fading)": (paired(young_prior=4.0), "none"),
+    "paired, row_prior 0.5": (paired(row_prior=0.5), "none"),
+    "paired, penalty + (z / 4)^2 / 2": (paired(z_square=4.0), "none"),
     "paired, z alone (no relative term)": (paired(eta=None), "none"),
     "paired, long_prior 0": (paired(long_prior=0.0), "none"),
     "paired, long_prior 0.5": (paired(long_prior=0.5), "none"),
@@ -464,7 +501,7 @@ def main(argv=None) -> int:
         best = {s.name: ("", scores[FORMER][s.name]) for s in settings}
         against = ("These streams have no window columns: gaps are a rule's mean score minus "
                    f"the former default's ({FORMER}).")
-    shown = [DEFAULT, FORMER, "paired, z alone (no relative term)",
+    shown = [DEFAULT, UNPOOLED, FORMER,
              "oracle (best fixed window in hindsight)", "split-corr h5 alone (Fisher z, 0.3)"]
     lines = ["# Memory rules replayed on recorded block measurements", "",
              f"Command: `python tests/benchmarks/experiment_memory_rules.py --seeds "

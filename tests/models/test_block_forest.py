@@ -84,14 +84,15 @@ def _faded(values, rate: float) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("weights,corr_eta", [("paired", 0.0), ("paired", 0.3),
-                                              ("relative", 0.3), ("relative", 0.0)])
+@pytest.mark.parametrize("weights,corr_eta,pool", [("paired", 0.0, 0.5), ("paired", 0.3, 0.0),
+                                                   ("relative", 0.3, 0.0),
+                                                   ("relative", 0.0, 0.5)])
 def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by_hand(
-        weights, corr_eta):
+        weights, corr_eta, pool):
     X, y = _noisy(170, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
     ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, eta=0.4,
                                weights=weights, paired_eta=1.5, long_prior=0.5,
-                               corr_eta=corr_eta, seed=2)
+                               corr_eta=corr_eta, pool=pool, seed=2)
     ranker.learn_many(X, y)
     windows, gap = ranker._windows(), ranker._gap()
     assert gap == 2 and list(windows) == [1, 2, 4, 8]  # 16 measurements kept, windows up to 8
@@ -129,8 +130,11 @@ def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by
                 z[k, f] = d / np.sqrt(var / n_eff) if d > 0 else 0.0
         np.testing.assert_allclose(ranker._paired_scores(), z, rtol=1e-9)
         assert z.max(axis=0).min() > 0  # every feature has a window worse than its best
-        # the larger of the two penalties, and a prior toward the longer windows
-        logw = np.minimum(logw, -z / 1.5) + 0.5 * (np.log(windows) / np.log(8))[:, None]
+        logw = np.minimum(logw, -z / 1.5)  # the larger of the two penalties
+    # each feature's penalties shrunk toward their mean over the features
+    logw = (1 - pool) * logw + pool * logw.mean(axis=1, keepdims=True)
+    if weights == "paired":  # a prior toward the longer windows
+        logw = logw + 0.5 * (np.log(windows) / np.log(8))[:, None]
     if corr_eta:
         logw += (rho - rho.max(0)) / corr_eta
     w = np.exp(logw - logw.max(0))
@@ -155,17 +159,46 @@ def test_the_correlations_move_the_weight_to_the_windows_that_co_move_with_the_t
 
 def _without_paired_weights(state: dict) -> dict:
     """What a checkpoint written before the paired weights held: none of their parameters
-    and no products of the windows' errors."""
-    for name in ("weights", "paired_eta", "long_prior"):
+    (nor the later ``pool``) and no products of the windows' errors."""
+    for name in ("weights", "paired_eta", "long_prior", "pool"):
         del state["params"][name]
     del state["arrays"]["loss_cross"]
     return state
 
 
+def test_pooled_evidence_shrinks_each_features_penalties_toward_the_streams():
+    X, y = _noisy(900, seed=5)
+    rankers = {pool: BlockForestRanker(block_size=20, stride=10, max_blocks=8, pool=pool,
+                                       seed=3) for pool in (0.0, 0.5, 1.0)}
+    for ranker in rankers.values():
+        ranker.learn_many(X, y)
+    # the pool changes the weights only: same measurements and losses
+    np.testing.assert_array_equal(rankers[0.0]._arrays["losses"], rankers[1.0]._arrays["losses"])
+    w = {pool: r._weights() for pool, r in rankers.items()}
+    assert np.ptp(w[0.0], axis=1).max() > 0.05  # on its own evidence, each feature differs
+    # wholly pooled, every feature gets the stream's weights; half pooled, in between
+    np.testing.assert_allclose(w[1.0], np.repeat(w[1.0][:, :1], w[1.0].shape[1], 1), rtol=1e-12)
+    spread = {pool: np.abs(w[pool] - w[1.0]).sum() for pool in (0.0, 0.5)}
+    assert 0 < spread[0.5] < spread[0.0]
+
+
+def test_a_state_written_before_the_pooled_evidence_continues_without_it():
+    X, y = _noisy(1200, seed=9)
+    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, pool=0.0)
+    old.learn_many(X[:700], y[:700])
+    state = old.to_state()
+    del state["params"]["pool"]
+    restored = BlockForestRanker.from_state(state)
+    assert restored.params["pool"] == 0.0 and restored.params["weights"] == "paired"
+    for learner in (old, restored):
+        learner.learn_many(X[700:], y[700:])
+    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
+
+
 def test_a_state_written_before_the_correlations_continues_without_them():
     X, y = _noisy(1200, seed=6)
     old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, rate=0.005,
-                            weights="relative", eta=0.3, corr_eta=0.0)
+                            weights="relative", eta=0.3, corr_eta=0.0, pool=0.0)
     old.learn_many(X[:700], y[:700])
     state = _without_paired_weights(old.to_state())
     # ... and before that: no corr_eta and no moments
@@ -183,7 +216,7 @@ def test_a_state_written_before_the_paired_weights_continues_with_the_relative_o
     X, y = _noisy(1200, seed=4)
     # the default of that version: weights relative to the best loss, times the correlations
     old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, rate=0.001,
-                            weights="relative", eta=0.25, corr_eta=0.3)
+                            weights="relative", eta=0.25, corr_eta=0.3, pool=0.0)
     old.learn_many(X[:700], y[:700])
     restored = BlockForestRanker.from_state(_without_paired_weights(old.to_state()))
     assert restored.params["weights"] == "relative" and restored.params["corr_eta"] == 0.3
@@ -268,6 +301,6 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
     for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"kappa": 0.0}, {"mtry": 0.0},
                 {"max_blocks": 0}, {"noise": "spread"}, {"memory": "ici"}, {"rate": 0.0},
                 {"rate": 1.5}, {"eta": 0.0}, {"corr_eta": -0.1}, {"weights": "best"},
-                {"paired_eta": 0.0}, {"long_prior": -0.5}):
+                {"paired_eta": 0.0}, {"long_prior": -0.5}, {"pool": -0.1}, {"pool": 1.5}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)

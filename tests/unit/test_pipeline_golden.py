@@ -33,6 +33,11 @@ The mixture's weights became paired: each window's loss above the best one's in 
 errors of their paired difference (issue 15). The ``default`` rankings changed (27 in place
 of 29), and the ``default`` messages; nothing else did. The former weights, pinned as
 ``former_weights``, still give the former digest bit for bit.
+
+The paired weights pool half of each feature's evidence with the stream's (``pool`` 0.5,
+issue 15): the ``default`` rankings changed (25 in place of 27), and the ``default``
+messages; nothing else did. Each feature on its own evidence, pinned as ``unpooled``, still
+gives the former digest bit for bit.
 """
 
 from __future__ import annotations
@@ -49,9 +54,11 @@ from worker.pipeline import Pipeline, PipelineConfig
 ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
 ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
 CONFIGS = {
-    "default": (dict(), "6b8b1ec856f781106294931f5fc24695e066a2d064c5fe5a37836f2634624031", 4, 27),
+    "default": (dict(), "6d83af0b247a79c1108cd2855b75a59311f101a3490a35b53682a4433bd23548", 4, 25),
+    "unpooled": (dict(params={"block_forest": {"pool": 0.0}}),
+                 "6b8b1ec856f781106294931f5fc24695e066a2d064c5fe5a37836f2634624031", 4, 27),
     "former_weights": (dict(params={"block_forest": {"weights": "relative", "eta": 0.25,
-                                                     "corr_eta": 0.3}}),
+                                                     "corr_eta": 0.3, "pool": 0.0}}),
                        "3f58cea1b90e9d4c1f55147da656a5fef625fba3aa206b4717377b397f11a875", 4, 29),
     "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
@@ -110,7 +117,7 @@ def test_outputs_equal_those_of_the_pipeline_before_the_registry(name):
 
 WIRE = {
     "default": (dict(ranking_every=400),
-                "c915e9087311c9ebaf633a0c8a61ef58f027bb9247f6150474c96a72b5b4dbd7"),
+                "64492d76890cb2e3b597ac45215a4dafcf289c93383b199225d99cf70f671345"),
     "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
