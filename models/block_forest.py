@@ -228,7 +228,8 @@ class BlockRanker(Learner):
         log(w_max))`` with the penalty ``P_k = max(z_k / paired_eta, (L_k - L_min) / (eta
         L_min))`` under ``weights="paired"`` (:meth:`_paired_scores`), ``exp(-P_k)`` with
         ``P_k = (L_k - L_min) / (eta L_min)`` under ``"relative"``; the penalties are first
-        shrunk toward their mean over the features, ``(1 - pool) P_k + pool mean_f P_k``;
+        shrunk toward their mean over the features, ``(1 - pool) P_k + pool mean_f P_k``
+        (the features whose measurements ever moved: a constant one has no evidence);
         either times ``exp((rho_k - rho_max) / corr_eta)`` when ``corr_eta`` > 0
         (:meth:`_correlations`)."""
         p, L = self.params, self._arrays["losses"]
@@ -236,10 +237,13 @@ class BlockRanker(Learner):
         logw = -(L - best) / (p["eta"] * best + 1e-12)
         if p["weights"] == "paired":
             logw = np.minimum(logw, -self._paired_scores() / p["paired_eta"])
-        if p["pool"] > 0.0:
-            # the stream's features usually drift at one speed: each feature's evidence is
-            # shrunk toward the features' mean (the young stream's thin evidence most of all)
-            logw = (1.0 - p["pool"]) * logw + p["pool"] * logw.mean(axis=1, keepdims=True)
+        # the stream's features usually drift at one speed: each feature's evidence is
+        # shrunk toward the features' mean (the young stream's thin evidence most of all);
+        # a feature no block ever split on has no evidence and stays out of the mean
+        seen = L.max(axis=0) > 0.0
+        if p["pool"] > 0.0 and seen.any():
+            shared = logw[:, seen].mean(axis=1, keepdims=True)
+            logw = (1.0 - p["pool"]) * logw + p["pool"] * shared
         if p["weights"] == "paired":
             windows = self._windows()
             top = np.log(windows[-1]) if windows[-1] > 1 else 1.0
@@ -554,7 +558,8 @@ class BlockForestRanker(BlockRanker, Classifier):
         the correlations out.
     pool : float, default 0.5
         The share of each feature's penalty (the exponent of its weights, before the prior
-        and the correlations) taken from the mean over the stream's features: 0, every
+        and the correlations) taken from the mean over the stream's features (those whose
+        measurements ever moved: a feature no block splits on has no evidence): 0, every
         feature on its own evidence (the default before); 1, one memory for the whole
         stream (both weights).
 

@@ -182,6 +182,20 @@ def test_pooled_evidence_shrinks_each_features_penalties_toward_the_streams():
     assert 0 < spread[0.5] < spread[0.0]
 
 
+def test_a_feature_no_block_splits_on_stays_out_of_the_pooled_evidence():
+    X, y = _noisy(900, seed=6)
+    X[:, 3] = 0.5  # a stuck sensor: no tree splits on it, its measurements are all 0
+    alone, pooled = (BlockForestRanker(block_size=20, stride=10, max_blocks=8, pool=pool,
+                                       seed=3) for pool in (0.0, 0.5))
+    for ranker in (alone, pooled):
+        ranker.learn_many(X, y)
+    assert not alone._arrays["losses"][:, 3].any() and alone._arrays["losses"][:, :3].all()
+    # exp(-P + prior) up to a factor per feature: pooling half of P over features 0-2 only
+    logw = np.log(alone._weights())
+    expected = np.exp(0.5 * logw + 0.5 * logw[:, :3].mean(axis=1, keepdims=True))
+    np.testing.assert_allclose(pooled._weights(), expected / expected.sum(axis=0), rtol=1e-9)
+
+
 def test_a_state_written_before_the_pooled_evidence_continues_without_it():
     X, y = _noisy(1200, seed=9)
     old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, pool=0.0)
