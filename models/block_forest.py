@@ -650,9 +650,9 @@ class BlockForestRanker(BlockRanker, Classifier):
       process (``tests/benchmarks/bench_ranker_cost.py``, ``results/ranker_cost.md``, one
       run): 6,700-7,400 rows/s on a 10-feature hyperplane and 8,900-9,900 on Electricity;
       6,400-7,300 and 8,900-12,100 unpooled; 8,400-9,200 and 11,600-13,300 under Lepski's
-      rule; 20,500-21,700 and 25,400-28,600 with no ranker. The state holds 100 rows, up to 640 measurements and,
-      per feature, a loss and three moments per window and a product per pair of windows
-      (9 windows: 81).
+      rule; 20,500-21,700 and 25,400-28,600 with no ranker. The state holds 100 rows, up
+      to 640 measurements and, per feature, a loss and three moments per window and a
+      product per pair of windows (9 windows: 81).
 
     References
     ----------

@@ -50,15 +50,15 @@ class BlockForestRegressionRanker(BlockRanker):
     The defaults are the classification ranker's, not tuned here. The former defaults
     scored: the paired weights with each feature on its own evidence (``pool`` 0) 0.732,
     at least the best window at 7 settings (pooling gained 0.004-0.005 at the four slowest
-    settings and lost up to 0.012, at the fastest clipped walk with two drifting weights); weights
-    relative to the best loss times the correlations 0.731 (the paired
+    settings and lost up to 0.012, at the fastest clipped walk with two drifting weights);
+    weights relative to the best loss times the correlations 0.731 (the paired
     weights gained 0.001-0.008 at the four slowest settings and lost 0.005 at the
     fastest clipped walk with five drifting weights); squared errors alone 0.726; Lepski's
     rule on blocks of 200 rows 0.670. Cost: the worker's default regression pipeline on
     Bike Sharing (12 features, 3 targets) runs 6,130-7,170 rows/s in process, 7,150-8,560
     unpooled, 8,750-11,580 under Lepski's rule and 17,190-31,670 without a ranker (the
-    machine's load varied within the run), in one run (``tests/benchmarks/bench_ranker_cost.py``,
-    ``results/ranker_cost.md``).
+    machine's load varied within the run), in one run
+    (``tests/benchmarks/bench_ranker_cost.py``, ``results/ranker_cost.md``).
 
     References
     ----------

@@ -232,7 +232,7 @@ def paired(paired_eta=3.0, eta=0.5, long_prior=0.25, windows=CANDIDATES, rate=0.
         if eta:
             logw = np.minimum(logw, mse_log_weights(M, windows, eta, rate, horizon))
         logw = (1.0 - pool) * logw + pool * logw.mean(axis=2, keepdims=True)
-        scored = np.cumsum(window_errors(M, windows[:1])[1])
+        scored = np.maximum(np.arange(M.shape[0]) - GAP + 1, 0)  # errors scored so far
         prior = (long_prior + young_prior * (1.0 - rate) ** scored)[:, None, None]
         logw = logw + prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
         if row_prior:
