@@ -578,7 +578,11 @@ class BlockForestRanker(BlockRanker, Classifier):
       everywhere; mean 0.663. On 20 streams per setting (``results/rankings_drift_s1-20.md``):
       at least the best window at 16 settings, by up to 0.035, and 0.0004 below it at the
       same one (0.7693 against 0.7697, standard error 0.004); mean 0.665; on streams 11-20
-      alone at least level at all 17. The defaults before: the paired weights with each
+      alone at least level at all 17. Twenty more streams (21-40) at the three settings whose
+      gap on 20 was within a standard error of zero (``results/rankings_drift_near_s1-40.md``):
+      on all 40, 0.002 below the best window at the slowest one (0.780 against 0.782,
+      standard error 0.005), 0.011 and 0.007 above it at the two walks of 0.003 with two
+      drifting weights. The defaults before: the paired weights with each
       feature on its own evidence (``pool`` 0) had the same miss, by 0.003 on 10 streams and
       0.004 on 20 (means 0.661 and 0.663); weights relative to the best loss times the
       correlations (``weights="relative"``, ``eta`` 0.25, ``corr_eta`` 0.3) were below the
@@ -606,6 +610,20 @@ class BlockForestRanker(BlockRanker, Classifier):
       settings, but below the best window at 2-3 others on each half; measured on 20 streams,
       ``long_prior`` 0.4 was 0.001 above the best window at the slowest setting and 0.002
       below it at the clipped walk of 0.003 with two drifting weights).
+    * *What limits it* (same replays, ``results/memory_rules.md``, last table). The
+      criterion, each window's error on the measurement ``g`` ahead, ranks the windows as the
+      score does where the truth moves slowly: at the slowest unclipped walk, 128
+      measurements first and 256 2% worse, whose plain means score 0.749 and 0.693. Where a
+      clipped walk bounces fast, the truth is unpredictable ``g`` measurements (100 rows)
+      ahead: the criterion ranks the longest window first (4 measurements 23% worse), the
+      score a short one (2-4 measurements 0.52, 256 0.15). The mixture stays above the
+      windows there because its weights stay flat where the evidence is thin; each rule that
+      sharpens them gains at the slowest settings and loses at the fastest clipped walks
+      (above). Other shapes of the same evidence lost too (slowest and fastest clipped,
+      streams 1-10): one window of the mixture's mean log-length instead of the mixture
+      (-0.014 and -0.078); exponentially faded means as candidates, rate ``2 / (k + 1)``, the
+      steady-state filter of a random walk in noise (-0.015 and +0.018); recent evidence beside
+      the long-run one (losses faded at 0.01 too, with a handicap: -0.004 and +0.005).
     * *Why paired weights* (``tests/benchmarks/experiment_memory_rules.py`` replays memory
       rules on recorded block measurements, ``results/memory_rules.md``). Every candidate's
       loss holds the noise of the measurement it predicts, so at the slowest settings the
