@@ -617,13 +617,15 @@ class BlockForestRanker(BlockRanker, Classifier):
       clipped walk bounces fast, the truth is unpredictable ``g`` measurements (100 rows)
       ahead: the criterion ranks the longest window first (4 measurements 23% worse), the
       score a short one (2-4 measurements 0.52, 256 0.15). The mixture stays above the
-      windows there because its weights stay flat where the evidence is thin; each rule that
-      sharpens them gains at the slowest settings and loses at the fastest clipped walks
-      (above). Other shapes of the same evidence lost too (slowest and fastest clipped,
-      streams 1-10): one window of the mixture's mean log-length instead of the mixture
-      (-0.014 and -0.078); exponentially faded means as candidates, rate ``2 / (k + 1)``, the
-      steady-state filter of a random walk in noise (-0.015 and +0.018); recent evidence beside
-      the long-run one (losses faded at 0.01 too, with a handicap: -0.004 and +0.005).
+      windows there because its weights stay soft where the evidence is thin; the rules above
+      that gain at the slowest settings (a stronger prior toward long candidates on young
+      streams, a prior in rows, errors on the mean of later measurements) all pull weight
+      toward the criterion's long choice and lose at the fastest clipped walks. Other shapes
+      of the same evidence lost too (slowest and fastest clipped, streams 1-10): one window
+      of the mixture's mean log-length instead of the mixture (-0.014 and -0.078);
+      exponentially faded means as candidates, rate ``2 / (k + 1)``, the steady-state filter
+      of a random walk in noise (-0.015 and +0.018); recent evidence beside the long-run one
+      (losses faded at 0.01 too, with a handicap: -0.004 and +0.005).
     * *Why paired weights* (``tests/benchmarks/experiment_memory_rules.py`` replays memory
       rules on recorded block measurements, ``results/memory_rules.md``). Every candidate's
       loss holds the noise of the measurement it predicts, so at the slowest settings the

@@ -202,13 +202,19 @@ def window_errors(M, windows, horizon: int = 1) -> tuple[np.ndarray, np.ndarray]
 
 def paired_z(M, windows, rate: float = 0.001, n_eff: bool = True,
              horizon: int = 1) -> np.ndarray:
-    """The default's paired scores after each measurement: ``z_k = (L_k - L_b) / se`` with
-    ``se^2 = Var(e_k^2 - e_b^2) / n_eff`` from the faded products of the windows' squared
-    errors (``n_eff`` False: the standard deviation of the difference, not its error)."""
-    err, scored = window_errors(M, windows, horizon)
+    """The default's paired scores after each measurement (:func:`errors_z` of the windows'
+    errors)."""
+    return errors_z(*window_errors(M, windows, horizon), rate, n_eff)
+
+
+def errors_z(err, scored, rate: float = 0.001, n_eff: bool = True) -> np.ndarray:
+    """Paired scores of candidates' squared errors ``err`` ``(n, K, F)`` (``scored``: which
+    measurements have one): ``z_k = (L_k - L_b) / se`` with ``se^2 = Var(e_k^2 - e_b^2) /
+    n_eff`` from the faded products of the errors (``n_eff`` False: the standard deviation of
+    the difference, not its error)."""
     mass = faded(scored.astype(float), rate)
     squares = faded(scored.astype(float), 1 - (1 - rate) ** 2) * rate / (2 - rate)
-    safe = np.maximum(mass, 1e-300)
+    safe = np.maximum(mass, 1e-150)  # squared below: no underflow to 0
     m1 = faded(err, rate) / safe[:, None, None]
     m2 = faded(err[:, :, None, :] * err[:, None, :, :], rate) / safe[:, None, None, None]
     n, K, F = err.shape
@@ -263,21 +269,10 @@ def candidate_penalties(M, predictions, rate=0.001, paired_eta=3.0, eta=0.5) -> 
     n, K, F = predictions.shape
     err = np.zeros((n, K, F))
     err[GAP:] = (predictions[:-GAP] - M[GAP:, None, :]) ** 2
-    scored = (np.arange(n) >= GAP).astype(float)
-    mass = np.maximum(faded(scored, rate), 1e-150)  # squared below: no underflow to 0
-    squares = faded(scored, 1 - (1 - rate) ** 2) * rate / (2 - rate)
-    m1 = faded(err, rate) / mass[:, None, None]
-    m2 = faded(err[:, :, None, :] * err[:, None, :, :], rate) / mass[:, None, None, None]
-    b = m1.argmin(axis=1)
-    rows, cols = np.arange(n)[:, None], np.arange(F)[None, :]
-    own = np.einsum("nkkf->nkf", m2)
-    cross = np.take_along_axis(m2, b[:, None, None, :].repeat(K, 1), 2)[:, :, 0, :]
-    diff = m1 - m1[rows, b, cols][:, None, :]
-    var = np.maximum(own - 2 * cross + own[rows, b, cols][:, None, :] - diff ** 2, 0.0)
-    se = np.sqrt(var * (squares / mass ** 2)[:, None, None])
-    z = np.where(diff > 0, diff / np.maximum(se, 1e-300), 0.0)
-    best = m1.min(axis=1, keepdims=True)
-    return np.minimum(-z / paired_eta, -(m1 - best) / (eta * best + 1e-12))
+    z = errors_z(err, np.arange(n) >= GAP, rate)
+    L = faded(err, rate)
+    best = L.min(axis=1, keepdims=True)
+    return np.minimum(-z / paired_eta, -(L - best) / (eta * best + 1e-12))
 
 
 def faded_means(M, windows) -> np.ndarray:
