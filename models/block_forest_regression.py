@@ -32,7 +32,7 @@ class BlockForestRegressionRanker(BlockRanker):
     Parameters
     ----------
     block_size, stride, n_trees, max_depth, mtry, max_blocks, kappa, noise, seed, memory, \
-    rate, weights, paired_eta, long_prior, eta, corr_eta, pool
+    rate, weights, paired_eta, long_prior, eta, corr_eta, pool, young_prior, young_blocks
         As :class:`~models.block_forest.BlockForestRanker`.
 
     Notes

@@ -37,6 +37,9 @@ Methods (columns):
   run time and a :class:`worker.pipeline.engine.Pipeline` builds the classification stages
   exactly as the worker does (its own seeds, from the stream id); every ranker stage is fed
   and each of its declared rankings is a column.
+* ``profile{JSON}:<method>`` (``--profile JSON``, repeatable): the default pipeline's rankers
+  with a profile's learner params, e.g. ``{"block_forest":{"pool":0}}``, built with the same
+  seeds as the default, so the two columns differ by the params alone.
 * ``NAME:<method>`` (``--ranker NAME[:JSON-params]``, repeatable): a registered ranker built
   by the registry for the ranker role with extra params, to compare candidate designs on the
   same streams (with params the prefix carries them: ``NAME{"n_trees":50}:<method>``).
@@ -207,14 +210,16 @@ class _Rankers:
         return {k: np.array(v) for k, v in out.items()}
 
 
-def default_rankers(seed: int) -> _Rankers:
-    """The rankers of a stream with no profile, built by the worker's own pipeline code."""
+def default_rankers(seed: int, params: dict | None = None, prefix: str = "default") -> _Rankers:
+    """The rankers of a stream with no profile (or a profile of learner ``params``), built by
+    the worker's own pipeline code with the same seeds."""
     from worker.pipeline.config import PipelineConfig
     from worker.pipeline.engine import Pipeline
 
-    pipe = Pipeline(f"rankings-drift-{seed}", PipelineConfig(), n_features=D)
+    config = PipelineConfig(params=params) if params else PipelineConfig()
+    pipe = Pipeline(f"rankings-drift-{seed}", config, n_features=D)
     pipe.check_label(0)  # fixes the classification task and builds its stages
-    return _Rankers([("default", s.learner, s.spec.rankings) for s in pipe.rankers])
+    return _Rankers([(prefix, s.learner, s.spec.rankings) for s in pipe.rankers])
 
 
 def parse_ranker(spec: str) -> tuple[str, dict, str]:
@@ -272,10 +277,14 @@ def moa_series(X, y, times, seed: int) -> dict[str, np.ndarray]:
 
 
 def method_series(spec: str, X, y, times, seed: int, n_trees: int) -> dict[str, np.ndarray]:
-    """Importance series of one method spec: ``default``, ``window:W``, ``moa`` or a ranker
-    spec ``NAME[:JSON]``; one entry per column."""
+    """Importance series of one method spec: ``default``, ``profile:JSON``, ``window:W``,
+    ``moa`` or a ranker spec ``NAME[:JSON]``; one entry per column."""
     if spec == "default":
         return default_rankers(seed).series(X, y, times)
+    if spec.startswith("profile:"):
+        params = json.loads(spec.partition(":")[2])
+        prefix = "profile" + json.dumps(params, separators=(",", ":"))
+        return default_rankers(seed, params, prefix).series(X, y, times)
     if spec.startswith("window:"):
         return window_series(X, y, times, int(spec.split(":")[1]), n_trees, seed)
     if spec == "moa":
@@ -315,7 +324,8 @@ def score_method(method_spec: str, setting: Setting | str, seed: int,
     Parameters
     ----------
     method_spec : str
-        ``"default"``, ``"window:W"``, ``"moa"`` or ``"NAME[:JSON-params]"``.
+        ``"default"``, ``"profile:JSON"``, ``"window:W"``, ``"moa"`` or
+        ``"NAME[:JSON-params]"``.
     setting : Setting or str
         A setting or its name (see :func:`all_settings`).
     seed : int
@@ -511,6 +521,9 @@ def parse_args(argv=None):
                              "(repeatable: any of them)")
     parser.add_argument("--ranker", action="append", default=[],
                         help="also score NAME[:JSON-params], a registered ranker (repeatable)")
+    parser.add_argument("--profile", action="append", default=[],
+                        help="also score the default rankers with a profile's learner params, "
+                             "JSON such as '{\"block_forest\":{\"pool\":0}}' (repeatable)")
     parser.add_argument("--trees", type=int, default=10, help="trees per window forest")
     parser.add_argument("--no-default", action="store_true", help="skip the default rankers")
     parser.add_argument("--no-windows", action="store_true", help="skip the window forests")
@@ -527,6 +540,7 @@ def parse_args(argv=None):
 
 def method_specs(args) -> list[str]:
     specs = [] if args.no_default else ["default"]
+    specs += [f"profile:{p}" for p in args.profile]
     specs += list(args.ranker)
     specs += [] if args.no_windows else [f"window:{w}" for w in WINDOWS]
     specs += [] if args.no_moa else ["moa"]

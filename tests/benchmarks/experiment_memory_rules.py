@@ -31,9 +31,12 @@ The rules:
   and the faded mean's effective number of measurements; the penalty ``max(z_k /
   paired_eta, (L_k - L_b) / (eta L_b))``, half of it pooled (``pool`` 0.5: each feature's
   penalty shrunk halfway toward the mean over the stream's features), weights
-  ``exp(-penalty + long_prior log(k) / log(k_max))``, and variants (no pooling, the
-  default before; other pools; ``z`` alone; other temperatures, priors, windows and rates;
-  the standard deviation of the difference instead of its standard error);
+  ``exp(-penalty + long_prior log(k) / log(k_max))``, and variants (a prior stronger
+  toward the long candidates on a young stream, ``young_prior`` fading by ``e`` every
+  ``young_blocks`` measurements: the memory grows with a young stream, as a window that
+  has not filled does; no pooling, the default before; other pools; ``z`` alone; other
+  temperatures, priors, windows and rates; the standard deviation of the difference
+  instead of its standard error);
 * ``mixture``: exponential weights on each window's faded squared error relative to the
   best one (``rate`` 0.005 unless said) in predicting a measurement ``g`` = 10 measurements
   ahead, with ``eta`` 0.3 (the default two releases ago) and variants; ``scale above the
@@ -230,14 +233,15 @@ def errors_z(err, scored, rate: float = 0.001, n_eff: bool = True) -> np.ndarray
 
 
 def paired(paired_eta=3.0, eta=0.5, long_prior=0.25, windows=CANDIDATES, rate=0.001,
-           gap_eta=None, n_eff=True, pool=0.5, horizon=1, young_prior=0.0, row_prior=0.0,
-           z_square=None):
+           gap_eta=None, n_eff=True, pool=0.5, horizon=1, young_prior=0.0, young_blocks=None,
+           row_prior=0.0, z_square=None):
     """A rule: the default's paired weights, ``exp(-max(z_k / paired_eta, (L_k - L_b) /
     (eta L_b)) + long_prior log(k) / log(k_max))`` (``eta`` None: ``z`` alone), each
     feature's penalty shrunk toward the features' mean by ``pool``, optionally times the gap
-    correlations. Variants: errors on the mean of the next ``horizon`` measurements; a
-    prior ``young_prior`` stronger toward the long candidates, fading with the scored
-    measurements as the losses do; ``row_prior`` times the log of each candidate's share of
+    correlations, and a young stream's prior: ``young_prior`` more toward the long
+    candidates, fading by ``e`` every ``young_blocks`` measurements (``None``: with the
+    scored measurements, as the losses do). Variants: errors on the mean of the next
+    ``horizon`` measurements; ``row_prior`` times the log of each candidate's share of
     the log of the rows the candidates cover (the shortest ones overlap); the evidence
     penalty plus ``(z / z_square)^2 / 2``."""
     def rule(d):
@@ -247,8 +251,10 @@ def paired(paired_eta=3.0, eta=0.5, long_prior=0.25, windows=CANDIDATES, rate=0.
         if eta:
             logw = np.minimum(logw, mse_log_weights(M, windows, eta, rate, horizon))
         logw = (1.0 - pool) * logw + pool * logw.mean(axis=2, keepdims=True)
-        scored = np.maximum(np.arange(M.shape[0]) - GAP + 1, 0)  # errors scored so far
-        prior = (long_prior + young_prior * (1.0 - rate) ** scored)[:, None, None]
+        n = np.arange(M.shape[0])  # measurements before the newest
+        scored = np.maximum(n - GAP + 1, 0)  # errors scored so far
+        fade = np.exp(-n / young_blocks) if young_blocks else (1.0 - rate) ** scored
+        prior = (long_prior + young_prior * fade)[:, None, None]
         logw = logw + prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
         if row_prior:
             logr = np.log(100 + (windows - 1) * 10.0)  # rows: blocks of 100 every 10
@@ -420,11 +426,21 @@ def fixed(w: int, key: str = "s100"):
 
 FIXED = (1, 2, 4, 8, 16, 23, 32, 45, 64, 91, 128, 181, 256)
 DEFAULT = "paired weights: paired_eta 3, eta 0.5, long_prior 0.25, pool 0.5 (default)"
+YOUNG = "paired, young_prior 3 over 50 measurements"
 UNPOOLED = "paired weights, each feature on its own evidence (pool 0; the default before)"
 FORMER = "relative weights x gap-corr, rate 0.001, eta 0.25 (former default)"
 FINE = np.unique(np.round(2 ** np.arange(0, 8.01, 0.5)).astype(int))
 RULES = {
     DEFAULT: (paired(), "none"),
+    YOUNG: (paired(young_prior=3.0, young_blocks=50), "none"),
+    "paired, young_prior 1 over 100 measurements": (paired(young_prior=1.0, young_blocks=100),
+                                                    "none"),
+    "paired, young_prior 2 over 200 measurements": (paired(young_prior=2.0, young_blocks=200),
+                                                    "none"),
+    "paired, young_prior 3 over 100 measurements": (paired(young_prior=3.0, young_blocks=100),
+                                                    "none"),
+    "paired, young_prior 6 over 30 measurements": (paired(young_prior=6.0, young_blocks=30),
+                                                   "none"),
     UNPOOLED: (paired(pool=0.0), "none"),
     FORMER: (mixture(eta=0.25, rate=0.001, gap_eta=0.3), "none"),
     "paired, pool 0.25": (paired(pool=0.25), "none"),
@@ -623,7 +639,7 @@ def main(argv=None) -> int:
         best = {s.name: ("", scores[FORMER][s.name]) for s in settings}
         against = ("These streams have no window columns: gaps are a rule's mean score minus "
                    f"the former default's ({FORMER}).")
-    shown = [DEFAULT, UNPOOLED, FORMER,
+    shown = [DEFAULT, YOUNG, UNPOOLED, FORMER,
              "oracle (best fixed window in hindsight)", "split-corr h5 alone (Fisher z, 0.3)"]
     lines = ["# Memory rules replayed on recorded block measurements", "",
              f"Command: `python tests/benchmarks/experiment_memory_rules.py --seeds "

@@ -92,7 +92,8 @@ def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by
     X, y = _noisy(170, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
     ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, eta=0.4,
                                weights=weights, paired_eta=1.5, long_prior=0.5,
-                               corr_eta=corr_eta, pool=pool, seed=2)
+                               corr_eta=corr_eta, pool=pool, young_prior=2.0, young_blocks=10.0,
+                               seed=2)
     ranker.learn_many(X, y)
     windows, gap = ranker._windows(), ranker._gap()
     assert gap == 2 and list(windows) == [1, 2, 4, 8]  # 16 measurements kept, windows up to 8
@@ -133,8 +134,8 @@ def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by
         logw = np.minimum(logw, -z / 1.5)  # the larger of the two penalties
     # each feature's penalties shrunk toward their mean over the features
     logw = (1 - pool) * logw + pool * logw.mean(axis=1, keepdims=True)
-    if weights == "paired":  # a prior toward the longer windows
-        logw = logw + 0.5 * (np.log(windows) / np.log(8))[:, None]
+    if weights == "paired":  # a prior toward the longer windows, stronger on a young stream
+        logw = logw + (0.5 + 2.0 * np.exp(-15 / 10)) * (np.log(windows) / np.log(8))[:, None]
     if corr_eta:
         logw += (rho - rho.max(0)) / corr_eta
     w = np.exp(logw - logw.max(0))
@@ -159,8 +160,9 @@ def test_the_correlations_move_the_weight_to_the_windows_that_co_move_with_the_t
 
 def _without_paired_weights(state: dict) -> dict:
     """What a checkpoint written before the paired weights held: none of their parameters
-    (nor the later ``pool``) and no products of the windows' errors."""
-    for name in ("weights", "paired_eta", "long_prior", "pool"):
+    (nor the later ``pool`` and young stream's prior) and no products of the windows'
+    errors."""
+    for name in ("weights", "paired_eta", "long_prior", "pool", "young_prior", "young_blocks"):
         del state["params"][name]
     del state["arrays"]["loss_cross"]
     return state
@@ -201,12 +203,32 @@ def test_a_state_written_before_the_pooled_evidence_continues_without_it():
     old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, pool=0.0)
     old.learn_many(X[:700], y[:700])
     state = old.to_state()
-    del state["params"]["pool"]
+    for name in ("pool", "young_prior", "young_blocks"):
+        del state["params"][name]
     restored = BlockForestRanker.from_state(state)
     assert restored.params["pool"] == 0.0 and restored.params["weights"] == "paired"
+    assert restored.params["young_prior"] == 0.0
     for learner in (old, restored):
         learner.learn_many(X[700:], y[700:])
     np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
+
+
+def test_a_young_streams_memory_grows_with_it_and_the_prior_fades_to_the_long_run_one():
+    X, y = _noisy(3000, seed=12)
+    rankers = {prior: BlockForestRanker(block_size=20, stride=10, max_blocks=32, seed=3,
+                                        young_prior=prior, young_blocks=20.0)
+               for prior in (0.0, 3.0)}
+    young, old = {}, {}
+    for prior, ranker in rankers.items():
+        ranker.learn_many(X[:300], y[:300])  # 29 measurements: the prior is 3 e^-1.4 above
+        young[prior] = ranker.window_blocks
+        ranker.learn_many(X[300:], y[300:])  # 299: e^-14.9, nothing left of it
+        old[prior] = ranker.window_blocks
+    assert rankers[3.0]._prior() - 0.25 < 1e-5
+    # same measurements and losses; only the weights differ, and only while the stream is young
+    np.testing.assert_array_equal(rankers[0.0]._arrays["losses"], rankers[3.0]._arrays["losses"])
+    assert (young[3.0] > young[0.0] + 1.0).all()
+    np.testing.assert_allclose(old[3.0], old[0.0], rtol=1e-4)
 
 
 def test_a_state_written_before_the_correlations_continues_without_them():
@@ -315,6 +337,7 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
     for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"kappa": 0.0}, {"mtry": 0.0},
                 {"max_blocks": 0}, {"noise": "spread"}, {"memory": "ici"}, {"rate": 0.0},
                 {"rate": 1.5}, {"eta": 0.0}, {"corr_eta": -0.1}, {"weights": "best"},
-                {"paired_eta": 0.0}, {"long_prior": -0.5}, {"pool": -0.1}, {"pool": 1.5}):
+                {"paired_eta": 0.0}, {"long_prior": -0.5}, {"pool": -0.1}, {"pool": 1.5},
+                {"young_prior": -1.0}, {"young_blocks": 0.0}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)

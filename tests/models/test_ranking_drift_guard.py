@@ -56,3 +56,14 @@ def test_the_default_regression_ranking_follows_drift(case):
     # the block forest follows the truth; the paper's symbolic ranking, beside it, does not
     assert scores["default:block_mdi"] >= floor, scores
     assert scores["default:block_mdi"] >= scores["default:symrf"] + 0.3, scores
+
+
+def test_a_profile_column_is_the_default_pipeline_with_its_params_and_the_same_seeds():
+    setting, rows, seed = "K=2,T=0.01,clipped", 1500, 7003
+    default = score_method("default", setting, seed, n_rows=rows)
+    # a profile restating a default param gives the default's scores bit for bit: same seeds
+    same = score_method('profile:{"block_forest":{"pool":0.5}}', setting, seed, n_rows=rows)
+    assert same == {"profile" + '{"block_forest":{"pool":0.5}}:block_mdi':
+                    default["default:block_mdi"]}
+    other = score_method('profile:{"block_forest":{"pool":0.0}}', setting, seed, n_rows=rows)
+    assert list(other.values())[0] != default["default:block_mdi"]

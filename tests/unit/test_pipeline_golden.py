@@ -38,6 +38,9 @@ The paired weights pool half of each feature's evidence with the stream's (``poo
 issue 15): the ``default`` rankings changed (25 in place of 27), and the ``default``
 messages; nothing else did. Each feature on its own evidence, pinned as ``unpooled``, still
 gives the former digest bit for bit.
+
+A young stream's prior toward long memories (``young_prior``, off by default) is pinned as
+``young_prior``: 26 rankings, and its messages.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
 ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
 CONFIGS = {
     "default": (dict(), "6d83af0b247a79c1108cd2855b75a59311f101a3490a35b53682a4433bd23548", 4, 25),
+    "young_prior": (dict(params={"block_forest": {"young_prior": 3.0}}),
+                    "563ec6bd3d29b7a1863bac341e2951c51a5d06aaa038a935254b5740620a8f57", 4, 26),
     "unpooled": (dict(params={"block_forest": {"pool": 0.0}}),
                  "6b8b1ec856f781106294931f5fc24695e066a2d064c5fe5a37836f2634624031", 4, 27),
     "former_weights": (dict(params={"block_forest": {"weights": "relative", "eta": 0.25,
@@ -118,6 +123,8 @@ def test_outputs_equal_those_of_the_pipeline_before_the_registry(name):
 WIRE = {
     "default": (dict(ranking_every=400),
                 "64492d76890cb2e3b597ac45215a4dafcf289c93383b199225d99cf70f671345"),
+    "young_prior": (dict(ranking_every=400, params={"block_forest": {"young_prior": 3.0}}),
+                    "65b7ef1a6cb7bafc01fdb0e1c857ddf3368839a0148dede0cbb7647471a0a6c9"),
     "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
