@@ -656,27 +656,26 @@ class BlockForestRanker(BlockRanker, Classifier):
       exponentially faded means as candidates, rate ``2 / (k + 1)``, the steady-state filter
       of a random walk in noise (-0.015 and +0.018); recent evidence beside the long-run one
       (losses faded at 0.01 too, with a handicap: -0.004 and +0.005).
-    * *Where the slowest setting loses: a young stream* (``young_prior``). Over the last three
-      quarters of each stream the mixture scores above the best fixed memory at the slowest
-      unclipped walk with two drifting weights (0.756 against 0.753 for 128 measurements,
-      replayed on streams 1-20); over the
-      first quarter it is far below (0.533 against 0.598): on a young stream the evidence is
-      thin, the weights stay flat, and the short candidates' noise costs what a window that
-      has not filled does not pay. A prior toward long candidates fading over the first few
-      hundred rows (``young_prior`` 3, ``young_blocks`` 50: e-folding after 500 rows) was the
-      best of a grid of 21 replayed on streams 1-20 (strengths 0.5-12, scales 15-200
-      measurements; its smallest gap to the best window +0.001). In the benchmark, with
-      the default's own seeds (``--profile``), the trade stayed: on 20 streams per setting
-      it lifted the slowest setting by 0.003 (standard error 0.001) and lowered the fast
-      ones by 0.002-0.007, so the mean stayed at 0.665 and the setting below the best window
-      moved to the clipped walk of 0.003 with two drifting weights (0.001 below); on 40
-      streams at the nine settings closest to the windows it lifted the two slowest by
-      0.0014 and 0.0019 (standard errors 0.0006 and 0.0002; the slowest still 0.0003 below
-      the window) and lowered the other seven by 0.0015-0.0077
-      (``results/rankings_drift_near_s1-40.md``); the regression ranker's mean fell from
-      0.733 to 0.731. Both rankers count as many settings at or above the windows with it as
-      without, at a lower mean: it is off by default, a setting for streams known to drift
-      slowly.
+    * *Where the slowest setting loses: a young stream* (``young_prior``). Over the last
+      three quarters of each stream the mixture scores above the best fixed memory at the
+      slowest unclipped walk with two drifting weights (0.756 against 0.753 for 128
+      measurements, replayed on streams 1-20); over the first quarter it is far below (0.533
+      against 0.598): on a young stream the evidence is thin, the weights stay flat, and the
+      short candidates' noise costs what a window that has not filled does not pay. A prior
+      toward long candidates fading over the first few hundred rows (``young_prior`` 3,
+      ``young_blocks`` 50: e-folding after 500 rows) was the best of a grid of 21 replayed
+      on streams 1-20 (strengths 0.5-12, scales 15-200 measurements; its smallest gap to the
+      best window +0.001). In the benchmark, with the default's own seeds (``--profile``),
+      the trade stayed: on 20 streams per setting it lifted the slowest setting by 0.003
+      (standard error 0.001) and lowered the fast ones by 0.002-0.007, so the mean stayed at
+      0.665 and the setting below the best window moved to the clipped walk of 0.003 with
+      two drifting weights (0.001 below); on 40 streams at the nine settings of the
+      40-stream report it lifted the two slowest by 0.0014 and 0.0019 (standard errors
+      0.0006 and 0.0002; the slowest still 0.0003 below the window) and lowered the other
+      seven by 0.0015-0.0077 (``results/rankings_drift_near_s1-40.md``); the regression
+      ranker's mean fell from 0.733 to 0.731. Both rankers count as many settings at or
+      above the windows with it as without, at a lower mean: it is off by default, a setting
+      for streams known to drift slowly.
     * *Why paired weights* (``tests/benchmarks/experiment_memory_rules.py`` replays memory
       rules on recorded block measurements, ``results/memory_rules.md``). Every candidate's
       loss holds the noise of the measurement it predicts, so at the slowest settings the

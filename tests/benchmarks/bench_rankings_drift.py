@@ -282,8 +282,7 @@ def method_series(spec: str, X, y, times, seed: int, n_trees: int) -> dict[str, 
     if spec == "default":
         return default_rankers(seed).series(X, y, times)
     if spec.startswith("profile:"):
-        params = json.loads(spec.partition(":")[2])
-        prefix = "profile" + json.dumps(params, separators=(",", ":"))
+        _, params, prefix = parse_ranker(spec)  # prefix: "profile" and the params
         return default_rankers(seed, params, prefix).series(X, y, times)
     if spec.startswith("window:"):
         return window_series(X, y, times, int(spec.split(":")[1]), n_trees, seed)

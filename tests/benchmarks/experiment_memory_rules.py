@@ -250,12 +250,10 @@ def paired(paired_eta=3.0, eta=0.5, long_prior=0.25, windows=CANDIDATES, rate=0.
         logw = -z / paired_eta - ((z / z_square) ** 2 / 2 if z_square else 0.0)
         if eta:
             logw = np.minimum(logw, mse_log_weights(M, windows, eta, rate, horizon))
-        logw = (1.0 - pool) * logw + pool * logw.mean(axis=2, keepdims=True)
         n = np.arange(M.shape[0])  # measurements before the newest
         scored = np.maximum(n - GAP + 1, 0)  # errors scored so far
         fade = np.exp(-n / young_blocks) if young_blocks else (1.0 - rate) ** scored
-        prior = (long_prior + young_prior * fade)[:, None, None]
-        logw = logw + prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
+        logw = pooled_prior(logw, windows, pool, long_prior + young_prior * fade)
         if row_prior:
             logr = np.log(100 + (windows - 1) * 10.0)  # rows: blocks of 100 every 10
             edges = np.concatenate([[1.5 * logr[0] - 0.5 * logr[1]], (logr[1:] + logr[:-1]) / 2,
@@ -293,10 +291,13 @@ def faded_means(M, windows) -> np.ndarray:
     return out
 
 
-def pooled_prior(logw, windows, pool=0.5, long_prior=0.25) -> np.ndarray:
-    """The default's pooling over the features and its prior toward long candidates."""
+def pooled_prior(logw, windows, pool=0.5, prior=0.25) -> np.ndarray:
+    """The default's pooling over the features and its prior toward long candidates
+    (``prior``: the longest candidate's log-weight over the shortest, one number or one per
+    measurement)."""
     logw = (1.0 - pool) * logw + pool * logw.mean(axis=2, keepdims=True)
-    return logw + long_prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
+    prior = np.reshape(prior, (-1, 1, 1))
+    return logw + prior * (np.log(windows) / np.log(windows[-1]))[None, :, None]
 
 
 def shaped(shape: str, windows=CANDIDATES):
