@@ -48,7 +48,7 @@ class BlockRanker(Learner):
                  memory: str = "mixture", rate: float = 0.001, weights: str = "paired",
                  paired_eta: float = 3.0, long_prior: float = 0.25, eta: float = 0.5,
                  corr_eta: float = 0.0, pool: float = 0.5, young_prior: float = 0.0,
-                 young_blocks: float = 50.0):
+                 young_blocks: float = 50.0, longest: int = 192):
         if int(block_size) < 10:
             raise ValueError("block_size must be >= 10")
         if not 1 <= int(stride) <= int(block_size):
@@ -85,6 +85,9 @@ class BlockRanker(Learner):
             raise ValueError("young_prior must be >= 0 (0: none)")
         if not float(young_blocks) > 0.0:
             raise ValueError("young_blocks must be > 0 (measurements)")
+        if int(longest) < 0:
+            raise ValueError("longest must be >= 0 (measurements; 0: the largest power of two "
+                             "up to half of those kept)")
         self.params = {"block_size": int(block_size), "stride": int(stride),
                        "n_trees": int(n_trees),
                        "max_depth": int(max_depth), "mtry": float(mtry),
@@ -93,7 +96,8 @@ class BlockRanker(Learner):
                        "weights": weights, "paired_eta": float(paired_eta),
                        "long_prior": float(long_prior), "eta": float(eta),
                        "corr_eta": float(corr_eta), "pool": float(pool),
-                       "young_prior": float(young_prior), "young_blocks": float(young_blocks)}
+                       "young_prior": float(young_prior), "young_blocks": float(young_blocks),
+                       "longest": int(longest)}
         self._arrays: dict[str, np.ndarray] = {}
         self._init_labels()
 
@@ -195,10 +199,16 @@ class BlockRanker(Learner):
     # ------------------------------------------------------------------ the mixture
 
     def _windows(self) -> np.ndarray:
-        """Candidate memories, in measurements: 1, 2, 4, ... up to half the kept ones (so a
-        window and the gap before the measurement it predicts fit in the ring)."""
+        """Candidate memories, in measurements: 1, 2, 4, ... below ``longest``, then
+        ``longest``, at most half the kept ones (so a window and the gap before the
+        measurement it predicts fit in the ring); ``longest`` 0: 1, 2, 4, ... up to half the
+        kept ones."""
         top = max(1, self._history_rows() // 2)
-        return 2 ** np.arange(int(np.log2(top)) + 1)
+        powers = 2 ** np.arange(int(np.log2(top)) + 1)
+        longest = min(self.params["longest"], top)
+        if longest <= 0:
+            return powers
+        return np.append(powers[powers < longest], longest)
 
     def _gap(self) -> int:
         """Measurements between two that share no rows: ``ceil(block_size / stride)``."""
@@ -393,7 +403,8 @@ class BlockRanker(Learner):
         ``memory`` parameter and no losses: it continues under Lepski's rule, as written. One
         written before the paired weights has no ``weights`` parameter: it continues with the
         weights relative to the best loss (``weights="relative"``), its own ``rate``, ``eta``
-        and ``corr_eta`` (0 when it has none: it was written before the correlations)."""
+        and ``corr_eta`` (0 when it has none: it was written before the correlations). One
+        written before ``longest`` keeps its candidates, powers of two (``longest`` 0)."""
         params, arrays = state.get("params") or {}, state.get("arrays") or {}
         lacked: list[str] = []  # arrays the writing version did not have: they start at zero
         if "memory" not in params:
@@ -413,6 +424,9 @@ class BlockRanker(Learner):
         if "young_prior" not in params:
             # written before the young stream's prior: it continues without it
             params = {**params, "young_prior": 0.0}
+        if "longest" not in params:
+            # written before the longest candidate was a setting: powers of two, as written
+            params = {**params, "longest": 0}
         if lacked and "history" in arrays:
             K = len(cls(**params)._windows())
             F = np.asarray(arrays["history"]).shape[1]
@@ -473,7 +487,8 @@ class BlockForestRanker(BlockRanker, Classifier):
     """Ranks features by block-forest importances averaged over a memory chosen per feature.
 
     *The mixture* (``memory="mixture"``, the default). The candidate memories are the newest
-    ``k = 1, 2, 4, ...`` measurements, up to half of those kept. Each candidate keeps, per
+    ``k = 1, 2, 4, ..., 128`` and ``192`` measurements (``longest``; at most half of those
+    kept). Each candidate keeps, per
     feature, a faded mean ``L_k`` (rate ``rate``) of its squared error in predicting the
     newest measurement from the ``k`` measurements that ended ``g = ceil(block_size /
     stride)`` measurements before it: those share no rows with the newest block, so the
@@ -545,8 +560,7 @@ class BlockForestRanker(BlockRanker, Classifier):
         their bootstraps.
     max_blocks : int, default 64
         Measurements kept: ``max_blocks`` blocks' worth (``max_blocks * block_size /
-        stride``; 640 by default, so the longest candidate memory is 256 measurements,
-        2,650 rows).
+        stride``; 640 by default). A candidate memory is at most half of them.
     kappa : float, default 1.5
         Lepski's rule only: width of the intervals in standard errors.
     noise : {"trees", "differences"}, default "trees"
@@ -590,6 +604,10 @@ class BlockForestRanker(BlockRanker, Classifier):
         the Notes: +0.001 at the slowest setting, -0.002 to -0.008 at faster ones).
     young_blocks : float, default 50.0
         The young prior's fading scale, in measurements (500 rows by default).
+    longest : int, default 192
+        The longest candidate memory, in measurements (2,010 rows by default): the
+        candidates are 1, 2, 4, ... below it, then it, at most half of those kept (see the
+        Notes). 0: powers of two up to half of those kept (256 by default, the rule before).
 
     Notes
     -----
@@ -600,25 +618,25 @@ class BlockForestRanker(BlockRanker, Classifier):
 
     * *The default, 10 streams per setting:* at least the best of six sliding-window random
       forests (100, 300 and 1,000 rows; impurity and permutation importance, refitted at
-      every ask) at 16 of the 17 settings, by up to 0.030; below it at one, the slowest
-      unclipped walk with two drifting weights, by 0.002 (0.736 against 0.739; the
-      per-stream differences have a standard error of 0.006); above MOA's ARF importances
-      everywhere; mean 0.663. On 20 streams per setting (``results/rankings_drift_s1-20.md``):
-      at least the best window at 16 settings, by up to 0.035, and 0.0004 below it at the
-      same one (0.7693 against 0.7697, standard error 0.004); mean 0.665; on streams 11-20
-      alone at least level at all 17. Twenty more streams (21-40) at nine settings (the three
-      whose gap on 20 was within a standard error of zero, and six with small margins, run to
-      test a young stream's prior, below; ``results/rankings_drift_near_s1-40.md``): on all
-      40, 0.002 below the best window at the slowest one (0.780 against 0.782, standard
-      error 0.005) and 0.007-0.014 above it at the other eight (at the fastest clipped walk
-      with two drifting weights, streams 21-40 alone put the 100-row window 0.006 above
-      it). The defaults before: the paired weights with each feature on its own evidence
-      (``pool`` 0) had the same miss, by 0.003 on 10 streams and 0.004 on 20 (means 0.661
-      and 0.663); weights relative to the best loss times the
-      correlations (``weights="relative"``, ``eta`` 0.25, ``corr_eta`` 0.3) were below the
-      best window at the four slowest settings, by 0.002-0.010 (mean 0.657); by squared
-      errors alone (``rate`` 0.005, ``eta`` 0.3) at 7 settings (0.653); Lepski's rule on
-      blocks of 200 rows every 25 at all 17 (by up to 0.13).
+      every ask) at all 17 settings, by 0.002-0.032 (the least at the slowest unclipped walk
+      with two drifting weights, 0.742 against 0.739, and at the walks of 0.003 with two
+      drifting weights); above MOA's ARF importances everywhere, by 0.23-0.34; mean 0.663.
+      On 20 streams per setting (``results/rankings_drift_s1-20.md``): at least the best
+      window at all 17, by 0.001-0.037; mean 0.665. Twenty more streams (21-40) at the nine
+      settings with the smallest margins (``results/rankings_drift_longest_s1-40.md``): on
+      all 40, at least the best window at all nine, by 0.001-0.013 (the slowest one 0.783
+      against 0.782, standard error 0.006). Sixty more (41-100) at the slowest one
+      (``results/rankings_drift_slowest_s1-100.md``): on all 100, 0.784 against 0.781
+      (standard error 0.003). The defaults before: candidates of powers of two up to 256
+      measurements (``longest`` 0) were 0.002 below the best window at that setting on 10
+      streams, 0.0004 on 20 and 0.002 on 40, 0.0015 above it on 100, and at least level at
+      the other 16 (means 0.663 and 0.665; the longest candidate, below); the paired weights
+      with each feature on its own evidence (``pool`` 0) had the same miss, by 0.003 on 10
+      streams and 0.004 on 20 (means 0.661 and 0.663); weights relative to the best loss
+      times the correlations (``weights="relative"``, ``eta`` 0.25, ``corr_eta`` 0.3) were
+      below the best window at the four slowest settings, by 0.002-0.010 (mean 0.657); by
+      squared errors alone (``rate`` 0.005, ``eta`` 0.3) at 7 settings (0.653); Lepski's
+      rule on blocks of 200 rows every 25 at all 17 (by up to 0.13).
     * *Why pooled evidence* (replayed, ``results/memory_rules.md`` on streams 1-10 and
       ``results/memory_rules_s11-20.md`` on streams 11-20). At the slowest unclipped walk,
       the unpooled mixture gave the candidates of 1-16 measurements a third of the weight on
@@ -656,7 +674,8 @@ class BlockForestRanker(BlockRanker, Classifier):
       exponentially faded means as candidates, rate ``2 / (k + 1)``, the steady-state filter
       of a random walk in noise (-0.015 and +0.018); recent evidence beside the long-run one
       (losses faded at 0.01 too, with a handicap: -0.004 and +0.005).
-    * *Where the slowest setting loses: a young stream* (``young_prior``). Over the last
+    * *Where the slowest setting lost: a young stream* (``young_prior``; measured with the
+      candidates up to 256). Over the last
       three quarters of each stream the mixture scores above the best fixed memory at the
       slowest unclipped walk with two drifting weights (0.756 against 0.753 for 128
       measurements, replayed on streams 1-20); over the first quarter it is far below (0.533
@@ -676,6 +695,31 @@ class BlockForestRanker(BlockRanker, Classifier):
       ranker's mean fell from 0.733 to 0.731. Both rankers count as many settings at or
       above the windows with it as without, at a lower mean: it is off by default, a setting
       for streams known to drift slowly.
+    * *The longest candidate: 192 measurements* (``longest``, 2,010 rows; 256 before, the
+      largest power of two up to half of those kept). At the slowest settings the weights
+      put about 40% on the longest candidate late in a stream, whose lag the criterion
+      prices lower than the score does (above: 2% worse by the criterion, 0.06 by the
+      score). Replayed on streams 1-20 (``experiment_memory_rules.py --seeds 20``; each
+      half in ``results/memory_rules.md`` and ``memory_rules_s11-20.md``), the longest
+      candidate trades the slow settings against the fast ones smoothly: 128 gains at the
+      13 faster settings (mean gap to the best window +0.019 against +0.016) and loses
+      0.004-0.014 at the four slowest; 512 loses nearly everywhere (+0.010); 160, 192 and
+      224 are at least the best window at all 17 (+0.016 each; 256: 16). On each half
+      alone, 192 is at 17 and 16 (0.001 below the window at the clipped walk of 0.003 with
+      five drifting weights of streams 11-20), 256 at 16 and 16. The middle one was chosen,
+      and a rule for adopting it written down, before the benchmark ran it: on 20 streams
+      per setting it is at least the best window at all 17 settings (mean 0.6654 against
+      0.6649 for 256), +0.0033 (standard error 0.0015) at the slowest setting and within
+      -0.0012..+0.0019 of 256 elsewhere (``results/rankings_drift_s1-20.md``, the
+      ``profile`` column is 256 with the same seeds); on 40 streams at the nine settings
+      with the smallest margins, streams 21-40 held out from the choice, at least the best
+      window at all nine (256: eight), +0.0024 (0.0008) at the slowest, where it is 0.0007
+      above the 1,000-row window, and -0.0013..+0.0008 elsewhere
+      (``results/rankings_drift_longest_s1-40.md``); on 100 streams at the slowest setting
+      (60 more, 41-100, held out; ``results/rankings_drift_slowest_s1-100.md``) 0.784
+      against 0.781 for the 1,000-row window (+0.0038, standard error 0.0029), +0.0023
+      (0.0006) over 256, which was +0.0015 (0.0030) there. The regression ranker's mean
+      stayed at 0.732-0.733, with as many settings at or above the windows.
     * *Why paired weights* (``tests/benchmarks/experiment_memory_rules.py`` replays memory
       rules on recorded block measurements, ``results/memory_rules.md``). Every candidate's
       loss holds the noise of the measurement it predicts, so at the slowest settings the

@@ -32,7 +32,8 @@ class BlockForestRegressionRanker(BlockRanker):
     Parameters
     ----------
     block_size, stride, n_trees, max_depth, mtry, max_blocks, kappa, noise, seed, memory, \
-    rate, weights, paired_eta, long_prior, eta, corr_eta, pool, young_prior, young_blocks
+    rate, weights, paired_eta, long_prior, eta, corr_eta, pool, young_prior, young_blocks, \
+    longest
         As :class:`~models.block_forest.BlockForestRanker`.
 
     Notes
@@ -42,15 +43,18 @@ class BlockForestRegressionRanker(BlockRanker):
     grow, so it cannot see a feature lose its importance; on the rotating-weight regression
     streams of ``tests/benchmarks/bench_rankings_drift_regression.py`` (17 settings, 10
     streams each) it scores 0.057 on average (Cassidy & Deviney's correlation with the true
-    weights; -0.22 to +0.27 per setting), this ranker 0.733 (0.57 to 0.84), a forest
+    weights; -0.22 to +0.27 per setting), this ranker 0.732 (0.57 to 0.84), a forest
     refitted on the last 300 rows at every ask 0.702. This ranker is at least the best of
-    the 100-, 300- and 1,000-row windows at 10 settings (by up to 0.021) and below it at 7,
-    by 0.004-0.039 (the most at the two fastest clipped walks, where a 100-row window wins,
+    the 100-, 300- and 1,000-row windows at 10 settings (by up to 0.020) and below it at 7,
+    by 0.002-0.041 (the most at the two fastest clipped walks, where a 100-row window wins,
     and at the slowest ones; ``tests/benchmarks/results/rankings_drift_regression.md``).
     The defaults are the classification ranker's, not tuned here. The former defaults
-    scored: the paired weights with each feature on its own evidence (``pool`` 0) 0.732,
-    at least the best window at 7 settings (pooling gained 0.004-0.005 at the four slowest
-    settings and lost up to 0.012, at the fastest clipped walk with two drifting weights);
+    scored: candidates of powers of two up to 256 measurements (``longest`` 0) 0.733, at
+    least the best window at the same 10 settings (the longest candidate of 192 gained
+    0.0005-0.0022 at the four slowest settings and lost up to 0.0016 elsewhere); the
+    paired weights with each feature on its own evidence (``pool`` 0) 0.732, at least the
+    best window at 7 settings (pooling gained 0.004-0.005 at the four slowest settings and
+    lost up to 0.012, at the fastest clipped walk with two drifting weights);
     weights relative to the best loss times the correlations 0.731 (the paired
     weights gained 0.001-0.008 at the four slowest settings and lost 0.005 at the
     fastest clipped walk with five drifting weights); squared errors alone 0.726; Lepski's

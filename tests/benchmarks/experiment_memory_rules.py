@@ -26,7 +26,9 @@ the current one, came out of it):
 
 The rules:
 
-* ``paired``: the current default. ``z_k``, how many standard errors window ``k``'s faded
+* ``paired``: the current default, on windows of 1, 2, 4, ..., 128 and 192 measurements
+  (``longest`` 192; the rules below use the powers of two up to 256, the windows before,
+  unless said). ``z_k``, how many standard errors window ``k``'s faded
   loss lies above the best window's, from the faded products of the windows' squared errors
   and the faded mean's effective number of measurements; the penalty ``max(z_k /
   paired_eta, (L_k - L_b) / (eta L_b))``, half of it pooled (``pool`` 0.5: each feature's
@@ -35,7 +37,8 @@ The rules:
   toward the long candidates on a young stream, ``young_prior`` fading by ``e`` every
   ``young_blocks`` measurements: the memory grows with a young stream, as a window that
   has not filled does; no pooling, the default before; other pools; ``z`` alone; other
-  temperatures, priors, windows and rates; the standard deviation of the difference
+  temperatures, priors, windows and rates; the longest window 128, 160, 192 (the default),
+  224, 256 (the windows before) or 512; the standard deviation of the difference
   instead of its standard error);
 * ``mixture``: exponential weights on each window's faded squared error relative to the
   best one (``rate`` 0.005 unless said) in predicting a measurement ``g`` = 10 measurements
@@ -96,7 +99,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "memory_rules.md"
 WINDOW_RUNS = ("rankings_drift_windows.json", "rankings_drift_windows_s3-4.json",
                "rankings_drift_windows_s5-10.json", "rankings_drift_windows_s11-20.json")
-CANDIDATES = 2 ** np.arange(9)  # the default's windows: 1 ... 256 measurements
+CANDIDATES = 2 ** np.arange(9)  # powers of two, 1 ... 256 measurements: the windows before
+LONGEST = np.array([1, 2, 4, 8, 16, 32, 64, 128, 192])  # the default's (``longest`` 192)
 GAP = 10  # measurements between two 100-row blocks that share no rows (stride 10)
 SLOWEST = ("T=0.0001",)
 FASTEST_CLIPPED = ("T=0.01,clipped",)
@@ -426,13 +430,22 @@ def fixed(w: int, key: str = "s100"):
 
 
 FIXED = (1, 2, 4, 8, 16, 23, 32, 45, 64, 91, 128, 181, 256)
-DEFAULT = "paired weights: paired_eta 3, eta 0.5, long_prior 0.25, pool 0.5 (default)"
+DEFAULT = ("paired weights: paired_eta 3, eta 0.5, long_prior 0.25, pool 0.5, windows up to "
+           "128 and 192 (default)")
+POWERS = "paired, windows of powers of two up to 256 (the default before)"
 YOUNG = "paired, young_prior 3 over 50 measurements"
 UNPOOLED = "paired weights, each feature on its own evidence (pool 0; the default before)"
 FORMER = "relative weights x gap-corr, rate 0.001, eta 0.25 (former default)"
 FINE = np.unique(np.round(2 ** np.arange(0, 8.01, 0.5)).astype(int))
 RULES = {
-    DEFAULT: (paired(), "none"),
+    DEFAULT: (paired(windows=LONGEST), "none"),
+    POWERS: (paired(), "none"),
+    "paired, windows up to 128": (paired(windows=CANDIDATES[:-1]), "none"),
+    "paired, windows up to 128 and 160": (paired(windows=np.append(CANDIDATES[:-1], 160)),
+                                          "none"),
+    "paired, windows up to 128 and 224": (paired(windows=np.append(CANDIDATES[:-1], 224)),
+                                          "none"),
+    "paired, windows up to 512": (paired(windows=2 ** np.arange(10)), "none"),
     YOUNG: (paired(young_prior=3.0, young_blocks=50), "none"),
     "paired, young_prior 1 over 100 measurements": (paired(young_prior=1.0, young_blocks=100),
                                                     "none"),
@@ -640,7 +653,7 @@ def main(argv=None) -> int:
         best = {s.name: ("", scores[FORMER][s.name]) for s in settings}
         against = ("These streams have no window columns: gaps are a rule's mean score minus "
                    f"the former default's ({FORMER}).")
-    shown = [DEFAULT, YOUNG, UNPOOLED, FORMER,
+    shown = [DEFAULT, POWERS, YOUNG, UNPOOLED, FORMER,
              "oracle (best fixed window in hindsight)", "split-corr h5 alone (Fisher z, 0.3)"]
     lines = ["# Memory rules replayed on recorded block measurements", "",
              f"Command: `python tests/benchmarks/experiment_memory_rules.py --seeds "

@@ -84,19 +84,21 @@ def _faded(values, rate: float) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("weights,corr_eta,pool", [("paired", 0.0, 0.5), ("paired", 0.3, 0.0),
-                                                   ("relative", 0.3, 0.0),
-                                                   ("relative", 0.0, 0.5)])
+@pytest.mark.parametrize("weights,corr_eta,pool,longest", [("paired", 0.0, 0.5, 192),
+                                                           ("paired", 0.3, 0.0, 6),
+                                                           ("relative", 0.3, 0.0, 0),
+                                                           ("relative", 0.0, 0.5, 6)])
 def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by_hand(
-        weights, corr_eta, pool):
+        weights, corr_eta, pool, longest):
     X, y = _noisy(170, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
     ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, eta=0.4,
                                weights=weights, paired_eta=1.5, long_prior=0.5,
                                corr_eta=corr_eta, pool=pool, young_prior=2.0, young_blocks=10.0,
-                               seed=2)
+                               longest=longest, seed=2)
     ranker.learn_many(X, y)
     windows, gap = ranker._windows(), ranker._gap()
-    assert gap == 2 and list(windows) == [1, 2, 4, 8]  # 16 measurements kept, windows up to 8
+    # 16 measurements kept: windows up to 8 (a longest candidate of 192 is cut to 8)
+    assert gap == 2 and list(windows) == ([1, 2, 4, 6] if longest == 6 else [1, 2, 4, 8])
     H = ranker._recent()[::-1]  # oldest first: measurement m was taken after 20 + 10 m rows
     assert H.shape[0] == ranker.n_blocks == 16
     # each window's prediction of measurement m: its mean of those ending gap earlier
@@ -135,7 +137,8 @@ def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by
     # each feature's penalties shrunk toward their mean over the features
     logw = (1 - pool) * logw + pool * logw.mean(axis=1, keepdims=True)
     if weights == "paired":  # a prior toward the longer windows, stronger on a young stream
-        logw = logw + (0.5 + 2.0 * np.exp(-15 / 10)) * (np.log(windows) / np.log(8))[:, None]
+        logw = logw + (0.5 + 2.0 * np.exp(-15 / 10)) * (np.log(windows)
+                                                         / np.log(windows[-1]))[:, None]
     if corr_eta:
         logw += (rho - rho.max(0)) / corr_eta
     w = np.exp(logw - logw.max(0))
@@ -162,7 +165,8 @@ def _without_paired_weights(state: dict) -> dict:
     """What a checkpoint written before the paired weights held: none of their parameters
     (nor the later ``pool`` and young stream's prior) and no products of the windows'
     errors."""
-    for name in ("weights", "paired_eta", "long_prior", "pool", "young_prior", "young_blocks"):
+    for name in ("weights", "paired_eta", "long_prior", "pool", "young_prior", "young_blocks",
+                 "longest"):
         del state["params"][name]
     del state["arrays"]["loss_cross"]
     return state
@@ -203,7 +207,7 @@ def test_a_state_written_before_the_pooled_evidence_continues_without_it():
     old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, pool=0.0)
     old.learn_many(X[:700], y[:700])
     state = old.to_state()
-    for name in ("pool", "young_prior", "young_blocks"):
+    for name in ("pool", "young_prior", "young_blocks", "longest"):
         del state["params"][name]
     restored = BlockForestRanker.from_state(state)
     assert restored.params["pool"] == 0.0 and restored.params["weights"] == "paired"
@@ -229,6 +233,26 @@ def test_a_young_streams_memory_grows_with_it_and_the_prior_fades_to_the_long_ru
     np.testing.assert_array_equal(rankers[0.0]._arrays["losses"], rankers[3.0]._arrays["losses"])
     assert (young[3.0] > young[0.0] + 1.0).all()
     np.testing.assert_allclose(old[3.0], old[0.0], rtol=1e-4)
+
+
+def test_the_candidates_end_at_the_longest_memory_and_older_states_keep_powers_of_two():
+    assert list(BlockForestRanker()._windows()) == [1, 2, 4, 8, 16, 32, 64, 128, 192]
+    assert list(BlockForestRanker(longest=0)._windows()) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert list(BlockForestRanker(longest=100)._windows()) == [1, 2, 4, 8, 16, 32, 64, 100]
+    # 48 measurements kept (12 blocks of 40 rows every 10): at most 24, half of them
+    small = {"block_size": 40, "stride": 10, "max_blocks": 12, "seed": 7}
+    assert list(BlockForestRanker(**small)._windows()) == [1, 2, 4, 8, 16, 24]
+    X, y = _noisy(1500, seed=11)
+    old = BlockForestRanker(**small, longest=0)
+    assert list(old._windows()) == [1, 2, 4, 8, 16]
+    old.learn_many(X[:800], y[:800])
+    state = old.to_state()
+    del state["params"]["longest"]  # written before the longest candidate was a setting
+    restored = BlockForestRanker.from_state(state)
+    assert restored.params["longest"] == 0
+    for learner in (old, restored):
+        learner.learn_many(X[800:], y[800:])
+    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
 
 
 def test_a_state_written_before_the_correlations_continues_without_them():
@@ -338,6 +362,6 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
                 {"max_blocks": 0}, {"noise": "spread"}, {"memory": "ici"}, {"rate": 0.0},
                 {"rate": 1.5}, {"eta": 0.0}, {"corr_eta": -0.1}, {"weights": "best"},
                 {"paired_eta": 0.0}, {"long_prior": -0.5}, {"pool": -0.1}, {"pool": 1.5},
-                {"young_prior": -1.0}, {"young_blocks": 0.0}):
+                {"young_prior": -1.0}, {"young_blocks": 0.0}, {"longest": -1}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)

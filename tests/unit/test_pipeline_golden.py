@@ -41,6 +41,12 @@ gives the former digest bit for bit.
 
 A young stream's prior toward long memories (``young_prior``, off by default) is pinned as
 ``young_prior``: 26 rankings, and its messages.
+
+The longest candidate memory became 192 measurements in place of 256 (``longest``, issue 15):
+the ``default`` rankings and messages changed, and ``young_prior``'s (it runs on the default's
+candidates); nothing else did. Powers of two up to 256, pinned as ``powers_of_two``
+(``longest`` 0), still give the former digests bit for bit, and so do ``unpooled`` and
+``former_weights``, which now name ``longest`` 0 with the other former defaults they pin.
 """
 
 from __future__ import annotations
@@ -57,13 +63,16 @@ from worker.pipeline import Pipeline, PipelineConfig
 ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
 ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
 CONFIGS = {
-    "default": (dict(), "6d83af0b247a79c1108cd2855b75a59311f101a3490a35b53682a4433bd23548", 4, 25),
+    "default": (dict(), "583371cfeb446105662e57f36ae1078d5379c1ac6a9fabc49ff67b39b15671e6", 4, 25),
+    "powers_of_two": (dict(params={"block_forest": {"longest": 0}}),
+                      "6d83af0b247a79c1108cd2855b75a59311f101a3490a35b53682a4433bd23548", 4, 25),
     "young_prior": (dict(params={"block_forest": {"young_prior": 3.0}}),
-                    "563ec6bd3d29b7a1863bac341e2951c51a5d06aaa038a935254b5740620a8f57", 4, 26),
-    "unpooled": (dict(params={"block_forest": {"pool": 0.0}}),
+                    "f05bed162fbd84b9f1739d7de7901e9990cf82270099fa863aec3ece275c7a2e", 4, 26),
+    "unpooled": (dict(params={"block_forest": {"pool": 0.0, "longest": 0}}),
                  "6b8b1ec856f781106294931f5fc24695e066a2d064c5fe5a37836f2634624031", 4, 27),
     "former_weights": (dict(params={"block_forest": {"weights": "relative", "eta": 0.25,
-                                                     "corr_eta": 0.3, "pool": 0.0}}),
+                                                     "corr_eta": 0.3, "pool": 0.0,
+                                                     "longest": 0}}),
                        "3f58cea1b90e9d4c1f55147da656a5fef625fba3aa206b4717377b397f11a875", 4, 29),
     "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
@@ -122,9 +131,11 @@ def test_outputs_equal_those_of_the_pipeline_before_the_registry(name):
 
 WIRE = {
     "default": (dict(ranking_every=400),
-                "64492d76890cb2e3b597ac45215a4dafcf289c93383b199225d99cf70f671345"),
+                "4aca39c55ed388ba71763378143bf0e55dc4dea1a4ed078cfe38480acfc9b200"),
+    "powers_of_two": (dict(ranking_every=400, params={"block_forest": {"longest": 0}}),
+                      "64492d76890cb2e3b597ac45215a4dafcf289c93383b199225d99cf70f671345"),
     "young_prior": (dict(ranking_every=400, params={"block_forest": {"young_prior": 3.0}}),
-                    "65b7ef1a6cb7bafc01fdb0e1c857ddf3368839a0148dede0cbb7647471a0a6c9"),
+                    "e14dcef60a1a8d8022a5040cf7a5ecb79e54b061972d83de3be314388fba0af6"),
     "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
