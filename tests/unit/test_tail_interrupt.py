@@ -26,17 +26,20 @@ while True:
 
 
 def test_ctrl_c_ends_a_reader_whose_main_thread_never_returns():
-    with subprocess.Popen([sys.executable, "-c", STUCK], cwd=str(REPO),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        try:
-            assert proc.stdout.readline() == b"ready\n"
-            start = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(20) == 0
-        except BaseException:
-            proc.kill()  # leaving the block waits for the process: it must end
-            raise
+    proc = subprocess.Popen([sys.executable, "-c", STUCK], cwd=str(REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
         # the grace period passed first: the main thread saw the interrupt and went on
         assert time.monotonic() - start >= 0.5
         assert proc.stdout.read() == b"interrupted\n"  # flushed before the exit
         assert proc.stderr.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
