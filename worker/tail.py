@@ -62,11 +62,7 @@ import json
 import logging
 import math
 import os
-import signal
-import socket
 import sys
-import threading
-import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
@@ -479,7 +475,6 @@ def _run(settings, kind: str, topic: str, args) -> int:
     from confluent_kafka import Consumer
 
     out: BinaryIO = sys.stdout.buffer
-    end_on_interrupt()
     consumer = Consumer(reader_config(settings))
     try:
         tail(consumer, kind, topic, out.write, from_end=args.from_end, follow=args.follow,
@@ -504,41 +499,6 @@ def _run(settings, kind: str, topic: str, args) -> int:
     finally:
         _close(consumer)
     return 0
-
-
-def end_on_interrupt(grace_s: float = 5.0) -> None:
-    """Make Ctrl-C end the process within ``grace_s`` seconds even when the Kafka client
-    never gives control back (a ``consume`` or ``close`` that hangs inside librdkafka;
-    confluent-kafka-python issue #1573).
-
-    Python runs its SIGINT handler in the main thread only between bytecodes, so a main
-    thread stuck in C never raises ``KeyboardInterrupt``. The C-level handler still writes
-    the signal's number to the wakeup fd at once: a watcher thread reads it, leaves the
-    normal exit ``grace_s`` seconds, then flushes stdout and ends the process with 0, as
-    Ctrl-C does. Call it from the main thread.
-    """
-    reader, writer = socket.socketpair()
-    writer.setblocking(False)
-    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-    # the watcher holds both ends for the process's life: the wakeup fd must stay open
-    threading.Thread(target=_watch, args=(reader, writer, grace_s), name="tail-interrupt",
-                     daemon=True).start()
-
-
-def _watch(reader: socket.socket, _writer: socket.socket, grace_s: float) -> None:
-    """Wait for SIGINT's number on the wakeup fd, then end the process after ``grace_s``."""
-    while True:
-        signals = reader.recv(64)
-        if not signals:
-            return  # the wakeup fd closed: no Ctrl-C can come
-        if signal.SIGINT in signals:
-            break
-    time.sleep(grace_s)
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass  # a closed pipe: what it wanted was written
-    os._exit(0)
 
 
 def _close(consumer) -> None:
