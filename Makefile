@@ -30,8 +30,8 @@ IMAGE ?= localhost/streamforest
 DEPLOY_ARGS ?=
 
 # stamps: reinstall only when pyproject.toml changes, fetch the jars again only when the pom changes,
-# compile the kernels again only when a source of the core or the worker changes (numba's cache is
-# keyed by each source file's modification time, so an edit makes its kernels stale anyway)
+# run the warm-up again only when a source of the core or the worker changes (it then compiles the
+# kernels whose sources or imported modules changed: models/_jit.py stamps each cached kernel so)
 INSTALLED := $(VENV)/.installed
 FETCHED := $(VENV)/.kafka-fetched
 WARMED := $(VENV)/.warmed
@@ -44,9 +44,11 @@ setup: $(INSTALLED) $(FETCHED) $(WARMED) helm
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(INSTALLED): pyproject.toml | $(BIN)/python
+# the runtime dependencies at the image's pinned versions (deploy/docker/requirements.txt): the
+# tests' golden digests are those of the versions users run (tests/determinism/)
+$(INSTALLED): pyproject.toml deploy/docker/requirements.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c deploy/docker/requirements.txt -e '.[test]'
 	touch $@
 
 $(FETCHED): deploy/local-kafka/pom.xml $(INSTALLED)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _fmath as fm
 from ._forgetful_split import ONE, best_split
 from ._jit import njit
 from ._retain import COLD_START_RATE, COLD_START_ROUND, adapt_retain
@@ -74,7 +75,7 @@ def xlogx_table(n):
     """``c * ln(c)`` for ``c = 0 .. n`` (0 for 0 and 1), the entropy table of the split scans."""
     out = np.zeros(n + 1)
     for c in range(2, n + 1):
-        out[c] = c * np.log(c)
+        out[c] = c * fm.log(float(c))  # the core's log: the same bits on every CPU
     return out
 
 

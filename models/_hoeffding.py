@@ -31,9 +31,12 @@ import math
 
 import numpy as np
 
+from . import _fmath as fm
 from ._jit import njit
 
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+# constants as literals, not computed with the C library's log at import (its last bit
+# depends on the CPU; see models._fmath)
+_LOG_SQRT_2PI = 0.9189385332046727  # log(2 pi) / 2, correctly rounded
 _SQRT2 = math.sqrt(2.0)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
@@ -83,10 +86,11 @@ def gaussian_cdf(x, mean, variance):
     """``P(X <= x)`` for ``X ~ N(mean, variance)``; 0 when the variance is 0 (river)."""
     if variance <= 0.0:
         return 0.0
-    # river's order of operations (z first, then z / sqrt 2), so split weights agree bit
-    # for bit and split attempts land on the same rows
-    z = (x - mean) / variance ** 0.5
-    return 0.5 * (1.0 + math.erf(z / _SQRT2))
+    # river's order of operations (z first, then z / sqrt 2), so split attempts land on the
+    # same rows; sqrt and the core's erf give the same bits on every CPU, where river's
+    # ``** 0.5`` and ``math.erf`` take the C library's (models._fmath)
+    z = (x - mean) / math.sqrt(variance)
+    return 0.5 * (1.0 + fm.erf(z / _SQRT2))
 
 
 @njit(inline="always")
@@ -99,7 +103,7 @@ def gaussian_log_pdf(x, n, mean, variance, degenerate):
     """
     if variance > 0.0:
         d = x - mean
-        return d * d / (-2.0 * variance) - _LOG_SQRT_2PI - 0.5 * math.log(variance)
+        return d * d / (-2.0 * variance) - _LOG_SQRT_2PI - 0.5 * fm.log(variance)
     if degenerate == DEGENERATE_POINT and n > 0.0 and x == mean:
         return 0.0
     return -math.inf
@@ -117,11 +121,11 @@ def entropy2(counts):
     for k in range(counts.shape[0]):
         c = counts[k]
         if c > 0.0:
-            h -= c * math.log2(c)
+            h -= c * fm.log2(c)
             s += c
     if s <= 0.0:
         return 0.0
-    return (h + s * math.log2(s)) / s
+    return (h + s * fm.log2(s)) / s
 
 
 @njit
@@ -154,7 +158,7 @@ def info_gain_range(counts, by_last_index):
     for k in range(counts.shape[0]):
         if counts[k] > 0.0:
             n = k + 1 if by_last_index else n + 1
-    return math.log2(max(n, 2))
+    return fm.log2(float(max(n, 2)))
 
 
 @njit
@@ -201,7 +205,7 @@ def variance_reduction(w_left, s_left, q_left, w_total, s_total, q_total, min_br
 def hoeffding_bound(value_range, delta, n):
     """``sqrt(R^2 ln(1/delta) / (2 n))``: the mean of ``n`` values in a range ``R`` is
     within this distance of its expectation with probability ``1 - delta``."""
-    return math.sqrt(value_range * value_range * math.log(1.0 / delta) / (2.0 * n))
+    return math.sqrt(value_range * value_range * fm.log(1.0 / delta) / (2.0 * n))
 
 
 # ------------------------------------------------------------------------------ numeric split
@@ -302,7 +306,7 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
         return True
     for k in range(K):
         c = counts[k]
-        out[k] = math.log(c / total) if c > 0.0 else -math.inf
+        out[k] = fm.log(c / total) if c > 0.0 else -math.inf
     for f in range(x.shape[0]):
         if mask[f] == 0 or not _observed(g_w, leaf, f, K):
             continue
@@ -349,10 +353,10 @@ def _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out):
             sd = math.sqrt(gaussian_variance(n, g_m2[leaf, f, k]))
             if sd > 0.0:
                 d = x[f] - g_mean[leaf, f, k]
-                v *= (1.0 / (_SQRT_2PI * sd)) * math.exp(-(d * d / (2.0 * sd * sd)))
+                v *= (1.0 / (_SQRT_2PI * sd)) * fm.exp(-(d * d / (2.0 * sd * sd)))
             elif x[f] != g_mean[leaf, f, k]:
                 v = 0.0
-        out[k] = math.log(v) if v > 0.0 else -math.inf
+        out[k] = fm.log(v) if v > 0.0 else -math.inf
 
 
 @njit
@@ -369,7 +373,7 @@ def normalise_log(scores, out):
         return
     s = 0.0
     for k in range(K):
-        out[k] = math.exp(scores[k] - top)
+        out[k] = fm.exp(scores[k] - top)
         s += out[k]
     for k in range(K):
         out[k] /= s

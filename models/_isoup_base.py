@@ -226,7 +226,8 @@ class ISOUPBase(Learner):
         a = self._arrays
         nf = a["node_feature"]
         split = nf >= 0
-        weights = 0.5 ** a["node_depth"][split].astype(np.float64)
+        # 2^-depth by ldexp (exact), not numpy's power (whose AVX-512 variant may differ)
+        weights = np.ldexp(1.0, -a["node_depth"][split].astype(np.int64))
         scores = np.bincount(nf[split], weights=weights, minlength=self.n_features)
         return scores / nf.shape[0]
 

@@ -21,14 +21,25 @@ The dispatcher of :func:`njit` types such calls with the plain type instead, so 
 compiles (and the warm-up caches) one version per argument layout; a literal is cast to its
 plain type at the call, so the results do not change. A kernel that can only be typed with a
 literal still gets one.
+
+Cached kernels are as fresh as every source they were compiled from. numba stamps a cached
+kernel with its own file only, so a kernel whose file did not change keeps machine code that
+inlined an older version of a function of another file (``_fmath.exp`` edited, the naive
+Bayes kernels of ``_hoeffding`` cached before). :class:`_ClosureLocator` stamps each kernel of
+the project's packages with the contents of its file and of every project module it imports,
+directly or not: an edit recompiles exactly the kernels that may have inlined it.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import re
+from pathlib import Path
 
 import numba
-from numba.core import cpu, errors, types
+from numba.core import caching, cpu, errors, types
 from numba.core.registry import CPUDispatcher
 
 CACHE = os.environ.get("STREAMFOREST_NUMBA_CACHE", "1") != "0"
@@ -62,6 +73,103 @@ def _plain(dispatcher):
     if type(dispatcher) is CPUDispatcher:
         dispatcher.__class__ = _PlainDispatcher
     return dispatcher
+
+
+_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGES = ("models", "worker", "schemas")
+
+
+def _module_file(dotted: str) -> Path | None:
+    """The source file of project module ``dotted`` (``None``: not one of ours)."""
+    parts = dotted.split(".")
+    if parts[0] not in _PACKAGES:
+        return None
+    base = _ROOT.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+# import statements at any depth (imports inside functions inline as much as module-level ones);
+# a docstring line that reads like one only adds a module to the stamp (more recompiling,
+# never a stale kernel), which is why a fast scan can stand in for a parse
+_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#]+)", re.M)
+
+
+@functools.cache
+def _imports(path: Path) -> tuple[Path, ...]:
+    """Project modules imported by the source at ``path``, relative or absolute."""
+    package = path.relative_to(_ROOT).with_suffix("").parts[:-1]
+    text = path.read_text(encoding="utf-8")
+    names = [n.split(" as ")[0].strip() for m in _IMPORT.finditer(text) for n in m.group(1).split(",")]
+    for m in _FROM.finditer(text):
+        module, dots = m.group(1).lstrip("."), len(m.group(1)) - len(m.group(1).lstrip("."))
+        base = ".".join([*package[: len(package) - dots + 1], module] if dots else [module]).strip(".")
+        for alias in m.group(2).strip("()").split(","):
+            name = alias.split(" as ")[0].strip()
+            # ``from . import a`` imports module a; ``from .a import f`` a name of module a
+            if name:
+                names.append(f"{base}.{name}" if _module_file(f"{base}.{name}") else base)
+    return tuple(sorted({f for f in map(_module_file, names) if f is not None}))
+
+
+@functools.cache
+def closure_stamp(path: Path) -> str:
+    """SHA-256 over the contents of ``path`` and of every project module it imports,
+    directly or not (the cached kernels of ``path`` are valid while this is unchanged)."""
+    seen, todo = set(), [path]
+    while todo:
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            todo += _imports(current)
+    h = hashlib.sha256()
+    for f in sorted(seen):
+        h.update(str(f.relative_to(_ROOT)).encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+class _ClosureLocator(caching._CacheLocator):
+    """numba's own locator for a kernel of the project, with :func:`closure_stamp` as the
+    source stamp (numba compares stamps for equality and recompiles on a difference)."""
+
+    def __init__(self, inner, py_file: str):
+        self._inner = inner
+        self._path = Path(py_file).resolve()
+
+    def ensure_cache_path(self):
+        self._inner.ensure_cache_path()
+
+    def get_cache_path(self):
+        return self._inner.get_cache_path()
+
+    def get_source_stamp(self):
+        return ("closure", closure_stamp(self._path))
+
+    def get_disambiguator(self):
+        return self._inner.get_disambiguator()
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        path = Path(py_file).resolve()
+        if path.suffix != ".py" or not path.is_relative_to(_ROOT) \
+                or path.relative_to(_ROOT).parts[0] not in _PACKAGES:
+            return None
+        for other in _NUMBA_LOCATORS:
+            inner = other.from_function(py_func, py_file)
+            if inner is not None:
+                return cls(inner, py_file)
+        return None
+
+
+# numba's list of locators (``CacheImpl`` since 0.62, ``_CacheImpl`` before); a numba without
+# it caches as numba does, per file
+_IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+_NUMBA_LOCATORS = [c for c in getattr(_IMPL, "_locator_classes", []) if c is not _ClosureLocator]
+if _NUMBA_LOCATORS and _ClosureLocator not in _IMPL._locator_classes:
+    _IMPL._locator_classes.insert(0, _ClosureLocator)
 
 
 def njit(*args, **kwargs):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _fmath as fm
 from ._jit import njit
 
 #: Initial doubling threshold of the cold start.
@@ -121,7 +122,7 @@ def adapt_retain(n_rows, b, correct, n_classes, retain, irate, last_t, last_all,
                 if q >= 1.0:
                     qq = q * q
                 else:
-                    qq = q ** (3.0 - q)
+                    qq = fm.pow_positive(q, 3.0 - q)  # not libm's pow: CPU-independent
                 retain = min(round_half_away(retain * qq + irate * b), retain + b)
                 last_t = correct
                 last_all = b

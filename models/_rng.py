@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _fmath as fm
 from ._jit import njit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -85,23 +86,13 @@ def randint(state, i, n):
 @njit
 def poisson(state, i, lam):
     """A Poisson(``lam``) draw by Knuth's multiplication method (fine for ``lam`` <= 30)."""
-    limit = np.exp(-lam)
+    limit = fm.exp(-lam)  # the core's exp: the same draws on every CPU
     k = 0
     p = uniform(state, i)
     while p > limit:
         k += 1
         p *= uniform(state, i)
     return k
-
-
-@njit
-def normal(state, i):
-    """A standard normal draw (Box-Muller, one of the pair)."""
-    u1 = uniform(state, i)
-    while u1 <= 0.0:
-        u1 = uniform(state, i)
-    u2 = uniform(state, i)
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
 
 
 @njit

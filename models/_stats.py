@@ -1,4 +1,4 @@
-"""Statistics shared by every learner: impurities of class-count vectors and running moments.
+"""Statistics shared by every learner: impurities of class-count vectors and Student's t tail.
 
 All functions are numba kernels over plain arrays so that tree kernels of different learners
 (online random forest, forgetful trees, stumps) score splits with the same code.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _fmath as fm
 from ._jit import njit
 
 
@@ -27,23 +28,6 @@ def gini(counts):
 
 
 @njit
-def entropy(counts):
-    """Shannon entropy (natural log) of a class-count vector (0 for an empty vector)."""
-    total = 0.0
-    for k in range(counts.shape[0]):
-        total += counts[k]
-    if total <= 0.0:
-        return 0.0
-    h = 0.0
-    for k in range(counts.shape[0]):
-        c = counts[k]
-        if c > 0.0:
-            p = c / total
-            h -= p * np.log(p)
-    return h
-
-
-@njit
 def argmax(values):
     """Index of the largest value, the lowest index on ties (deterministic votes)."""
     best = 0
@@ -53,25 +37,10 @@ def argmax(values):
     return best
 
 
-@njit
-def welford_update(n, mean, m2, x):
-    """One step of Welford's running mean and sum of squared deviations.
-
-    Returns the new ``(n, mean, m2)``; the sample variance is ``m2 / (n - 1)``.
-    """
-    n += 1.0
-    delta = x - mean
-    mean += delta / n
-    m2 += delta * (x - mean)
-    return n, mean, m2
-
-
 # ---------------------------------------------------------------------------- Student t tail
 # The regularized incomplete beta function by its continued fraction (modified Lentz method;
 # Press et al., Numerical Recipes, 3rd ed., Sec. 6.4), and the Student-t upper tail through
 # P(T > |t|) = I_{df/(df+t^2)}(df/2, 1/2) / 2.
-
-from math import lgamma as _lgamma  # noqa: E402  (appended section, see header comment)
 
 
 @njit
@@ -120,9 +89,10 @@ def betainc_regularized(a, b, x):
         return 0.0
     if x >= 1.0:
         return 1.0
-    log_front = (_lgamma(a + b) - _lgamma(a) - _lgamma(b) + a * np.log(x)
-                 + b * np.log(1.0 - x))
-    front = np.exp(log_front)
+    # the core's lgamma, log and exp: the C library's depend on the CPU (models._fmath)
+    log_front = (fm.lgamma(a + b) - fm.lgamma(a) - fm.lgamma(b) + a * fm.log(x)
+                 + b * fm.log(1.0 - x))
+    front = fm.exp(log_front)
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _beta_continued_fraction(a, b, x) / a
     return 1.0 - front * _beta_continued_fraction(b, a, 1.0 - x) / b

@@ -45,6 +45,20 @@ _TREE_ARRAYS = {  # per tree (T,)
 }
 
 
+def _round_log2(n: int) -> int:
+    """``round(log2(n))`` for an integer ``n >= 1`` in integers (no C library ``log2``, whose
+    last bit depends on the CPU): ``b = floor(log2 n)``, plus one when ``n >= 2^(b + 1/2)``,
+    i.e. ``n^2 >= 2^(2b + 1)``.
+
+    Examples
+    --------
+    >>> [_round_log2(n) for n in (1, 2, 3, 5, 6, 90)]
+    [0, 1, 2, 2, 3, 6]
+    """
+    b = n.bit_length() - 1
+    return b + int(n * n >= 1 << (2 * b + 1))
+
+
 class AdaptiveRandomForest(ProbabilityClassifier):
     """Adaptive random forest (ARF) of Hoeffding trees with per-tree drift recovery.
 
@@ -225,7 +239,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         elif mf == "sqrt":
             m = round(math.sqrt(n_features))
         elif mf == "log2":
-            m = round(math.log2(n_features)) if n_features > 0 else 1
+            m = _round_log2(n_features) if n_features > 0 else 1
         elif isinstance(mf, float) and mf <= 1.0:
             m = int(mf * n_features)
         else:

@@ -22,9 +22,11 @@ A detector's memory is logarithmic in its window (about ``log2(width / max_bucke
 the row axis starts small and is doubled from Python when a kernel reports that a detector may
 need one row more than the capacity.
 
-Semantics are those of ``river.drift.ADWIN`` (river 0.26), bit for bit: the same floating-point
-operations in the same order, so detections land on the same indices (tests/models/test_adwin.py
-checks this against river). Where river departs from the paper we follow river, because the
+Semantics are those of ``river.drift.ADWIN`` (river 0.26): the same floating-point operations
+in the same order, so detections land on the same indices (tests/models/test_adwin.py checks
+this against river). The one difference: the cut threshold's two logarithms are the core's
+(:mod:`models._fmath`), the same on every CPU, where river's C library may differ in the last
+bit from one CPU to another. Where river departs from the paper we follow river, because the
 worker's alerts must agree with the reference users compare us to:
 
 * After a drift the next update starts a fresh, empty window (river's wrapper resets the whole
@@ -55,6 +57,7 @@ import math
 
 import numpy as np
 
+from . import _fmath as fm
 from ._jit import njit
 from ._trees import grow_axis
 from .base import Learner, StateField, check_index, check_shapes
@@ -206,7 +209,7 @@ def _update_pairs(detectors, values, start, out, delta, clock, max_buckets, min_
                 scan = False
                 w = width[d]
                 # constant during one scan: the same value river computes at every cut
-                delta_prime = math.log(2.0 * math.log(w) / delta)
+                delta_prime = fm.log(2.0 * fm.log(w) / delta)  # CPU-independent logs
                 window_variance = variance[d] / w
                 n0 = 0.0
                 n1 = w

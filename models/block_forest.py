@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _cart
+from . import _fmath as fm
 from ._rng import seed_states
 from ._trees import grow_axis
 from .base import Classifier, ClassIndex, Learner, check_index, check_shapes, check_X
@@ -120,8 +121,11 @@ class BlockRanker(Learner):
         if self.params["memory"] == "lepski":
             return self._select()[1]
         R = self._recent()
-        counts = np.minimum(self._windows(), max(R.shape[0], 1))
-        return counts @ self._weights() if R.shape[0] else np.zeros(self.n_features or 0)
+        counts = np.minimum(self._windows(), max(R.shape[0], 1)).astype(np.float64)
+        # a sum over the windows in their order, not a matrix product: BLAS picks its
+        # kernel (and so its rounding) by the CPU
+        return (counts[:, None] * self._weights()).sum(axis=0) if R.shape[0] \
+            else np.zeros(self.n_features or 0)
 
     def memory_bytes(self) -> int:
         """Bytes held by the state arrays."""
@@ -204,7 +208,7 @@ class BlockRanker(Learner):
         measurement it predicts fit in the ring); ``longest`` 0: 1, 2, 4, ... up to half the
         kept ones."""
         top = max(1, self._history_rows() // 2)
-        powers = 2 ** np.arange(int(np.log2(top)) + 1)
+        powers = 2 ** np.arange(top.bit_length())  # 1, 2, 4, ... up to top (integers)
         longest = min(self.params["longest"], top)
         if longest <= 0:
             return powers
@@ -231,7 +235,7 @@ class BlockRanker(Learner):
             return
         a, rate = self._arrays, self.params["rate"]
         pred, target = self._window_means(R[g:], self._windows()), R[0]
-        err = (pred - target) ** 2
+        err = (pred - target) * (pred - target)
         for name, new in (("losses", err), ("loss_cross", err[:, None] * err[None, :]),
                           ("pred_moments", np.stack([pred, pred * pred, pred * target])),
                           ("target_moments", np.stack([np.ones_like(target), target,
@@ -263,12 +267,13 @@ class BlockRanker(Learner):
             logw = (1.0 - p["pool"]) * logw + p["pool"] * shared
         if p["weights"] == "paired":
             windows = self._windows()
-            top = np.log(windows[-1]) if windows[-1] > 1 else 1.0
-            logw = logw + self._prior() * (np.log(windows) / top)[:, None]
+            # the core's log and exp (models._fmath): numpy's differ with AVX-512
+            top = fm.log(float(windows[-1])) if windows[-1] > 1 else 1.0
+            logw = logw + self._prior() * (fm.log_array(windows) / top)[:, None]
         if p["corr_eta"] > 0.0:
             rho = self._correlations()
             logw = logw + (rho - rho.max(axis=0)) / p["corr_eta"]
-        w = np.exp(logw - logw.max(axis=0))
+        w = fm.exp_array(logw - logw.max(axis=0))
         return w / w.sum(axis=0)
 
     def _prior(self) -> float:
@@ -277,7 +282,7 @@ class BlockRanker(Learner):
         stream's memory grows with it, as a window that has not filled does, until evidence
         of drift builds up)."""
         p = self.params
-        return p["long_prior"] + p["young_prior"] * np.exp(-(self.n_blocks - 1)
+        return p["long_prior"] + p["young_prior"] * fm.exp(-(self.n_blocks - 1)
                                                            / p["young_blocks"])
 
     def _fade_mass(self) -> tuple[float, float]:
@@ -288,8 +293,9 @@ class BlockRanker(Learner):
         in the long run)."""
         r = self.params["rate"]
         n = max(0, self.n_blocks - self._gap())
-        mass = 1.0 - (1.0 - r) ** n
-        squares = r * r * (1.0 - (1.0 - r) ** (2 * n)) / (1.0 - (1.0 - r) ** 2)
+        # powers by repeated squaring: Python's float ** int calls the C library's pow
+        mass = 1.0 - fm.ipow(1.0 - r, n)
+        squares = r * r * (1.0 - fm.ipow(1.0 - r, 2 * n)) / (1.0 - (1.0 - r) * (1.0 - r))
         return mass, squares
 
     def _paired_scores(self) -> np.ndarray:
@@ -383,7 +389,8 @@ class BlockRanker(Learner):
         lag = min(-(-B // S), H.shape[0] - 1)
         if lag <= 0:
             return np.zeros(H.shape[1])
-        return np.sqrt(0.5 * np.mean((H[lag:] - H[:-lag]) ** 2, axis=0))
+        d = H[lag:] - H[:-lag]
+        return np.sqrt(0.5 * np.mean(d * d, axis=0))
 
     def importances(self) -> dict:
         """``{"mdi": array}``: per feature, its block importances averaged over the memory

@@ -20,8 +20,8 @@ State layout (structure of arrays, leading axis = detector)::
 
 Semantics are those of ``river.drift.binary.DDM`` (river 0.26), bit for bit, so our alerts
 agree with the reference users compare us to: the error rate is river's running mean
-``mean += (1/n) * (x - mean)`` (not Welford's ``(x - mean)/n``, which rounds differently, so
-:func:`models._stats.welford_update` is not reused here), ``warm_start`` counts values since
+``mean += (1/n) * (x - mean)`` (not Welford's ``(x - mean)/n``, which rounds differently),
+``warm_start`` counts values since
 the last reset, the zone tests are strict (``>``), ``p_min`` and ``s_min`` move whenever
 ``p_i + s_i <= p_min + s_min``, a drift clears the warning, and the reset happens at the
 update that follows a drift.

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._jit import njit
+
 
 class RotatingHyperplane:
     """A seeded rotating-hyperplane stream that also yields the true weights.
@@ -179,8 +181,8 @@ class RotatingHyperplane:
         if k:
             walk = self._clipped_walk if self.clip else self._free_walk
             A[:, :k] = walk(reverse)
-        score = np.einsum("ij,ij->i", A, X)
-        y = (score >= 0.5 * A.sum(axis=1)).astype(np.int64)
+        score, half = _scores(A, X)
+        y = (score >= half).astype(np.int64)
         y[flip] = 1 - y[flip]
         return X, y, np.abs(A)
 
@@ -225,3 +227,22 @@ class RotatingHyperplane:
         self.weights[:k] = w
         self.directions[:k] = s
         return out
+
+
+@njit
+def _scores(A, X):
+    """Per row ``sum_j A_ij X_ij`` and ``0.5 sum_j A_ij``, summed left to right: a fixed
+    order, so the labels are the same on every CPU (a matrix product or ``einsum`` may
+    sum in an order set by the CPU's vector width)."""
+    n, d = A.shape
+    score = np.empty(n)
+    half = np.empty(n)
+    for i in range(n):
+        s = 0.0
+        t = 0.0
+        for j in range(d):
+            s += A[i, j] * X[i, j]
+            t += A[i, j]
+        score[i] = s
+        half[i] = 0.5 * t
+    return score, half

@@ -11,13 +11,14 @@ import math
 
 import numpy as np
 
+from . import _fmath as fm
 from ._isoup_base import DETECTOR_ARRAYS, ISOUPBase, detector_args, new_detectors
 from .adwin import check_tree_bank
 from .base import check_shapes
 
 #: subspace sizes of the paper: 1 + ceil(sqrt N) or 1 + ceil(ln N) features per leaf
 SUBSPACES = {"sqrt": lambda n: 1 + math.ceil(math.sqrt(n)),
-             "log": lambda n: 1 + math.ceil(math.log(n)) if n > 1 else 1}
+             "log": lambda n: 1 + math.ceil(fm.log(float(n))) if n > 1 else 1}  # fm: CPU-independent
 
 
 class ISOUPSymRF(ISOUPBase):

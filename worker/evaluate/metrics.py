@@ -240,11 +240,21 @@ def classification_metrics(confusion: np.ndarray, no_change_hits: int) -> dict:
     truth = confusion.sum(axis=1).astype(np.float64)
     predicted = confusion[:, 1:].sum(axis=0).astype(np.float64)
     accuracy = float(hits.sum()) / n
-    chance = float(truth @ predicted) / (n * n)  # agreement of independent guesses, same frequencies
+    # agreement of independent guesses, same frequencies (counts: the products and their sum
+    # are exact integers, so BLAS's CPU-dependent summation order cannot change them)
+    chance = float(truth @ predicted) / (n * n)
     seen = truth + predicted > 0
     f1 = 2.0 * hits[seen] / (truth[seen] + predicted[seen])  # 2PR / (P + R), with counts
     return {"n": n, "accuracy": accuracy, "kappa": _kappa(accuracy, chance),
             "kappa_t": _kappa(accuracy, no_change_hits / n), "macro_f1": float(f1.mean())}
+
+
+def _row_sums(errors: np.ndarray) -> np.ndarray:
+    """``errors`` (kinds, rows, targets) summed over the rows: each target's rows made
+    contiguous and summed by numpy's pairwise sum, whose order is the same on every CPU (a
+    matrix product with a vector of ones is faster than a strided sum too, but BLAS picks its
+    kernel, and so its rounding, by the CPU)."""
+    return np.ascontiguousarray(errors.transpose(0, 2, 1)).sum(axis=2)
 
 
 def _kappa(accuracy: float, baseline: float) -> float:
@@ -294,7 +304,7 @@ class _TargetScores:
         np.abs(np.subtract(y, mean, out=errors[2]), out=errors[2])
         if not scored.all():
             errors[:, ~scored] = 0.0
-        self.sums += np.ones(n) @ errors  # a matrix product sums rows much faster than sum(axis=1)
+        self.sums += _row_sums(errors)
         self.n_scored += int(np.count_nonzero(scored))
         self.label_sum = self.label_sum + cumulative[-1]
         self.label_count += n
@@ -310,7 +320,7 @@ class _TargetScores:
         if self.recent is None:
             return regression_metrics(np.zeros((3, self.n_targets or 0)), 0)
         scored, errors = self.recent[0][lo:hi], self.recent[1][:, lo:hi]
-        return regression_metrics(np.ones(errors.shape[1]) @ errors, int(np.count_nonzero(scored)))
+        return regression_metrics(_row_sums(errors), int(np.count_nonzero(scored)))
 
     def cumulative(self) -> dict:
         if self.sums is None:
@@ -409,8 +419,9 @@ def spearman(a, b) -> float:
     rx, ry = _ranks(x), _ranks(y)
     rx -= rx.mean()
     ry -= ry.mean()
-    denominator = math.sqrt(float(rx @ rx) * float(ry @ ry))
-    return float(rx @ ry) / denominator if denominator > 0 else NAN
+    # numpy's pairwise sums, not BLAS dot products: their rounding is the same on every CPU
+    denominator = math.sqrt(float(np.sum(rx * rx)) * float(np.sum(ry * ry)))
+    return float(np.sum(rx * ry)) / denominator if denominator > 0 else NAN
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
