@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -40,11 +41,13 @@ from .errors import DecodeError
 from .messages import (
     INT64_MAX,
     INT64_MIN,
+    MAX_MAGNITUDE,
     MAX_NAME_LENGTH,
     Contract,
     Count,
     Name,
     cross_field_error,
+    is_text,
 )
 
 #: header naming the contract of a record on the instances topic
@@ -120,6 +123,11 @@ def _matrix(X: Any) -> np.ndarray:
         r, c = map(int, np.argwhere(~finite)[0])
         raise BatchRowError(E.NON_FINITE, f"must be a finite number, got {float(X[r, c])!r} in "
                             f"column {c}", f"X[{r}]", r)
+    beyond = np.abs(X) > MAX_MAGNITUDE  # the rule of Instance (schemas.messages.MAX_MAGNITUDE)
+    if beyond.any():
+        r, c = map(int, np.argwhere(beyond)[0])
+        raise BatchRowError(E.OUT_OF_RANGE, f"must lie within +-1e100 (its square would overflow)"
+                            f", got {float(X[r, c])!r} in column {c}", f"X[{r}]", r)
     return X
 
 
@@ -145,11 +153,14 @@ def _matrix_of_rows(rows: list) -> np.ndarray:
         raise BatchRowError(E.NON_FINITE, "must be a finite number", f"X[{r}]", r) from None
 
 
-def _label_problem(v: Any) -> str | None:
-    """Why ``v`` is no label (class label, list of targets or None), or None."""
+def _label_problem(v: Any, bounded: bool = True) -> str | tuple[str, str] | None:
+    """Why ``v`` is no label (class label, list of targets or None): a reason or ``(code,
+    reason)``; None when it is one. ``bounded``: targets within +-``MAX_MAGNITUDE`` (inputs)."""
     t = type(v)
-    if v is None or t is str:
+    if v is None:
         return None
+    if t is str:
+        return None if is_text(v) else (E.INVALID_TEXT, _NOT_TEXT)
     if t is int:
         return None if INT64_MIN <= v <= INT64_MAX else "is out of the 64-bit integer range"
     if t is list:
@@ -158,15 +169,20 @@ def _label_problem(v: Any) -> str | None:
         for x in v:
             if (type(x) is not float and type(x) is not int) or not math.isfinite(x):
                 return f"must be a list of finite numbers (targets), got {x!r}"
+            if bounded and abs(x) > MAX_MAGNITUDE:
+                return E.OUT_OF_RANGE, f"must be a list of numbers within +-1e100 (targets), got {x!r}"
         return None
     return ("must be a class label (integer or string), a list of numbers (regression "
             f"targets) or null, got {t.__name__}")
 
 
+_NOT_TEXT = "must be text UTF-8 can encode (it holds a lone surrogate such as the JSON escape \\ud800)"
+
+
 def _id_problem(v: Any) -> str | None:
     t = type(v)
     if t is str:
-        return None
+        return None if is_text(v) else (E.INVALID_TEXT, _NOT_TEXT)
     if t is int:
         return None if INT64_MIN <= v <= INT64_MAX else "is out of the 64-bit integer range"
     return f"must be an integer or a string, got {t.__name__}"
@@ -188,8 +204,9 @@ def _column(name: str, values: Any, n: int, problem) -> None:
                             name)
     for r, v in enumerate(values):
         why = problem(v)
-        if why is not None:
-            raise BatchRowError(E.INVALID_FIELD, why, f"{name}[{r}]", r)
+        if why is not None:  # a reason, or (code, reason)
+            code, why = why if type(why) is tuple else (E.INVALID_FIELD, why)
+            raise BatchRowError(code, why, f"{name}[{r}]", r)
 
 
 def _check_columns(X: np.ndarray, y: Any, ids: Any, ts: Any, features: Any) -> None:
@@ -347,14 +364,16 @@ class PredictionBatch(Contract):
             if len(getattr(self, name)) != n:
                 raise cross_field_error(name, f"has {len(getattr(self, name))} values but "
                                         f"'ids' has {n}")
+        predicted = partial(_label_problem, bounded=False)  # an input's bound is not an output's
         for name, values, problem in (("ids", self.ids, _id_problem),
-                                      ("y_pred", self.y_pred, _label_problem),
+                                      ("y_pred", self.y_pred, predicted),
                                       ("y_true", self.y_true, _label_problem),
                                       ("ts", self.ts, _ts_problem)):
             for r, v in enumerate(values):
                 why = problem(v)
                 if why is not None:
-                    raise cross_field_error(f"{name}[{r}]", why)
+                    code, why = why if type(why) is tuple else (E.INVALID_FIELD, why)
+                    raise cross_field_error(f"{name}[{r}]", why, code)
         if self.proba is not None:
             k = len(self.classes or ())
             P = np.asarray(self.proba, dtype=np.float64) if n else np.zeros((0, k))
@@ -523,7 +542,9 @@ def batch_rows(batch: InstanceBatch, feature_names: Sequence[str] | None) -> np.
     """The batch's matrix with its columns in the stream's order.
 
     A batch with ``features`` on a stream with names must name exactly the stream's
-    features; otherwise the columns are taken in order.
+    features; a batch without ``features`` is taken in the stream's column order. A batch with
+    ``features`` on a stream without names (its first record sent a list ``x``) is refused:
+    its names mean nothing to the stream.
 
     Raises
     ------
@@ -531,8 +552,12 @@ def batch_rows(batch: InstanceBatch, feature_names: Sequence[str] | None) -> np.
         ``missing_feature`` or ``unknown_feature`` (row 0: every row has the same columns).
     """
     X = batch.X
-    if batch.features is None or feature_names is None or list(batch.features) == list(
-            feature_names):
+    if batch.features is not None and feature_names is None:
+        raise BatchRowError(E.UNKNOWN_FEATURE, "the batch names its features, but this stream's "
+                            "features have no names (its first record sent x as a list): leave "
+                            "'features' out and send the columns in the stream's order",
+                            "features", 0)
+    if batch.features is None or list(batch.features) == list(feature_names):
         return X
     pos = {f: j for j, f in enumerate(batch.features)}
     missing = [f for f in feature_names if f not in pos]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -44,9 +45,11 @@ from .errors import DecodeError
 from .messages import (
     INT64_MAX,
     INT64_MIN,
+    MAX_MAGNITUDE,
     MAX_NAME_LENGTH,
     UNION_TAG_POSITION,
     Instance,
+    is_text,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -432,6 +435,8 @@ def load(
         else:
             text = bytes(value).decode("utf-8")
             obj = json.loads(text, object_hook=_json_object_hook if arrays else None)
+            if _SURROGATE_ESCAPE.search(text):
+                _refuse_lone_surrogates(obj)
     except DecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - parser errors vary (ValueError, RecursionError...)
@@ -443,6 +448,32 @@ def load(
             f"a message must be a map (JSON object) of fields, got {_type_name(obj)}",
         )
     return obj
+
+
+# a JSON escape of a UTF-16 surrogate: a pair of them is a character, one alone is not text
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(obj: Any, where: str = "") -> None:
+    """Raise ``invalid_text`` at the first string (or map key) of ``obj`` UTF-8 cannot encode.
+
+    Only JSON can carry one (msgpack strings are UTF-8 by definition), and only through an
+    escape such as ``"\\ud800"``; every output and checkpoint that repeats the string
+    would fail to encode it, so the record is refused here, where it is one dead letter.
+    """
+    if type(obj) is str:
+        if not is_text(obj):
+            raise DecodeError(E.INVALID_TEXT, "must be text UTF-8 can encode (it holds a lone "
+                              "surrogate such as the JSON escape \\ud800)", where)
+    elif type(obj) is dict:
+        for key, value in obj.items():
+            if type(key) is str and not is_text(key):
+                raise DecodeError(E.INVALID_TEXT, "a map key is not text UTF-8 can encode (it "
+                                  "holds a lone surrogate)", where or "the message")
+            _refuse_lone_surrogates(value, f"{where}[{key!r}]" if where else str(key))
+    elif type(obj) is list:
+        for i, value in enumerate(obj):
+            _refuse_lone_surrogates(value, f"{where}[{i}]")
 
 
 def _describe(exc: BaseException) -> str:
@@ -498,6 +529,12 @@ def _decode_error(exc: ValidationError, model: type[BaseModel]) -> DecodeError:
         code, reason = E.UNKNOWN_VERSION, first["msg"]
     elif kind == "finite_number":
         code, reason = E.NON_FINITE, f"must be a finite number, got {_short(first['input'])}"
+    elif kind == "out_of_range":
+        code, reason = E.OUT_OF_RANGE, first["msg"]
+    elif kind in ("invalid_text", "string_unicode"):
+        code, reason = E.INVALID_TEXT, ("must be text UTF-8 can encode (it holds a lone surrogate "
+                                        "such as the JSON escape \\ud800)")
+        where = _where([p for p in first["loc"] if type(p) is not str or is_text(p)])
     elif kind == "extra_forbidden":
         known = ", ".join(model.model_fields)
         code, reason = E.INVALID_FIELD, f"unknown field ({model.__name__} fields: {known})"
@@ -575,7 +612,7 @@ _object_setattr = object.__setattr__
 
 
 def _finite_floats(values: Any) -> bool:
-    """True if every value is a Python float and all are finite.
+    """True if every value is a Python float, finite and within +-``MAX_MAGNITUDE``.
 
     A sum is finite only if every term is (NaN and infinities propagate); an overflowing sum
     of finite values gives a false "no", which only sends the message to full validation.
@@ -583,7 +620,7 @@ def _finite_floats(values: Any) -> bool:
     for v in values:
         if type(v) is not float:
             return False
-    return math.isfinite(sum(values))
+    return math.isfinite(sum(values)) and max(map(abs, values)) <= MAX_MAGNITUDE
 
 
 def plain_instance_fields(d: dict) -> tuple | None:
@@ -600,13 +637,15 @@ def plain_instance_fields(d: dict) -> tuple | None:
     if type(v) is not int or v not in _INSTANCE_VERSIONS:
         return None
     stream = d.get("stream")
-    if type(stream) is not str or not 0 < len(stream) <= MAX_NAME_LENGTH:
+    # strings from msgpack are always text; from JSON, load() refused lone surrogates: the
+    # checks stay so that a map built any other way is held to what Instance holds it to
+    if type(stream) is not str or not 0 < len(stream) <= MAX_NAME_LENGTH or not is_text(stream):
         return None
     ident = d.get("id")
     if type(ident) is int:
         if not INT64_MIN <= ident <= INT64_MAX:
             return None
-    elif type(ident) is not str:
+    elif type(ident) is not str or not is_text(ident):
         return None
     ts = d.get("ts")
     if type(ts) is not int or not 0 <= ts <= INT64_MAX:
@@ -619,7 +658,7 @@ def plain_instance_fields(d: dict) -> tuple | None:
         if not x or not _finite_floats(x.values()):
             return None
         for k in x:
-            if type(k) is not str:
+            if type(k) is not str or not is_text(k):
                 return None
     else:
         return None
@@ -632,10 +671,10 @@ def plain_instance_fields(d: dict) -> tuple | None:
         elif ty is list:
             if not y or not _finite_floats(y):
                 return None
-        elif ty is not str:
+        elif ty is not str or not is_text(y):
             return None
     weight = d.get("weight")
-    if weight is not None and (type(weight) is not float or not 0.0 <= weight < math.inf):
+    if weight is not None and (type(weight) is not float or not 0.0 <= weight <= MAX_MAGNITUDE):
         return None
     return v, stream, ident, ts, x, y, weight
 

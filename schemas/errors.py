@@ -17,6 +17,8 @@ UNKNOWN_VERSION = "unknown_version"  # field `v` names a schema version this cod
 MISSING_FIELD = "missing_field"  # a required field is absent
 INVALID_FIELD = "invalid_field"  # wrong type, out of range, unknown field, inconsistent fields
 NON_FINITE = "non_finite"  # NaN or infinity where a finite number is required
+OUT_OF_RANGE = "out_of_range"  # a finite number beyond +-1e100 (its square would overflow)
+INVALID_TEXT = "invalid_text"  # a string UTF-8 cannot encode (a lone surrogate from a JSON escape)
 FEATURE_COUNT = "feature_count"  # row width differs from the stream's feature count
 MISSING_FEATURE = "missing_feature"  # a mapping row lacks one of the stream's feature names
 UNKNOWN_FEATURE = "unknown_feature"  # a mapping row has a name the stream does not know
@@ -33,6 +35,8 @@ CODES = frozenset(
         MISSING_FIELD,
         INVALID_FIELD,
         NON_FINITE,
+        OUT_OF_RANGE,
+        INVALID_TEXT,
         FEATURE_COUNT,
         MISSING_FEATURE,
         UNKNOWN_FEATURE,

@@ -14,7 +14,12 @@ Every contract carries ``v``, the schema version (1). A reader refuses versions 
 know instead of guessing. Validation is strict: numbers are not parsed from strings, booleans
 are not integers, unknown fields are refused (a typo such as ``weigth`` must not be dropped
 silently), and every float must be finite. Integers are bounded to 64 bits, the range both
-msgpack and the JVM clients carry. The message key on Kafka is the stream id.
+msgpack and the JVM clients carry. Every number a producer sends (features, targets, weights)
+lies within +-1e100 (:data:`MAX_MAGNITUDE`): learners square and sum them, and a square of
+1e155 overflows to infinity (a common "missing" sentinel, 1.797e308, is refused with a reason,
+not turned into NaN predictions). Every string is text UTF-8 can encode: a JSON escape such as
+``"\ud800"`` (a lone surrogate) is refused, since no output or checkpoint could carry it. The
+message key on Kafka is the stream id.
 
 A person can type an instance into a console producer as JSON::
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -45,6 +51,42 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 MAX_NAME_LENGTH = 1024  # stream, feature, model and topic names
 SCHEMA_VERSIONS = frozenset({1})  # versions this code reads and writes
+#: largest magnitude of a number a producer may send: squares (1e200) and sums of squares over
+#: any stream length stay finite in every learner's statistics
+MAX_MAGNITUDE = 1e100
+
+
+def is_text(s: str) -> bool:
+    """Whether UTF-8 can encode ``s`` (no lone surrogate): every output and checkpoint must.
+
+    Examples
+    --------
+    >>> is_text("UP"), is_text("héllo"), is_text(chr(0xD800))
+    (True, True, False)
+    """
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(s: str) -> str:
+    if not is_text(s):
+        raise PydanticCustomError(
+            "invalid_text", "must be text UTF-8 can encode (it holds a lone surrogate such as the "
+            "JSON escape \\ud800)")
+    return s
+
+
+def _bounded(v: float) -> float:
+    if not -MAX_MAGNITUDE <= v <= MAX_MAGNITUDE:
+        raise PydanticCustomError(
+            "out_of_range", "must lie within +-1e100 (its square would overflow), got {v}: a "
+            "missing-value sentinel? leave the feature out of a map x instead", {"v": v})
+    return v
 
 # --------------------------------------------------------------------------- field types
 
@@ -52,7 +94,10 @@ Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Timestamp = Annotated[int, Field(ge=0, le=INT64_MAX, description="milliseconds since the epoch")]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH)]
+#: a number a producer sends: finite and within +-MAX_MAGNITUDE
+Bounded = Annotated[float, Field(allow_inf_nan=False), AfterValidator(_bounded)]
+Text = Annotated[str, AfterValidator(_text)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH), AfterValidator(_text)]
 
 
 def _kind(value: Any) -> str | None:
@@ -83,29 +128,37 @@ def _one_of(message: str, **branches: Any) -> Any:
     ]
 
 
-Label = _one_of("must be an integer or a string", int=Int64, str=str)
+Label = _one_of("must be an integer or a string", int=Int64, str=Text)
 """A class label or an instance id: an int or a string."""
 
 Target = _one_of(
     "must be a class label (integer or string) or a list of numbers (regression targets)",
     int=Int64,
-    str=str,
+    str=Text,
     list=Annotated[list[Finite], Field(min_length=1)],
 )
-"""A label, or a list of floats for multi-target regression."""
+"""A label, or a list of floats for multi-target regression (as the worker predicts it)."""
+
+InputTarget = _one_of(
+    "must be a class label (integer or string) or a list of numbers (regression targets)",
+    int=Int64,
+    str=Text,
+    list=Annotated[list[Bounded], Field(min_length=1)],
+)
+"""A label, or a list of floats within +-MAX_MAGNITUDE for multi-target regression."""
 
 Row = _one_of(
     "must be a list of numbers or a map from feature name to number",
-    list=list[Finite],
-    dict=dict[str, Finite],
+    list=list[Bounded],
+    dict=dict[Text, Bounded],
 )
 """Feature values, positional (a list) or by name (a map). Empty only for a stream of
 features whose columns all arrive later (the worker refuses it for other streams)."""
 
 ColumnValues = _one_of(
     "must be a map from instance id to number or a list of numbers aligned with 'ids'",
-    list=list[Finite],
-    dict=dict[str, Finite],
+    list=list[Bounded],
+    dict=dict[Text, Bounded],
 )
 
 # Position, inside an error location, of the tag the unions above insert (loc[0] is the field).
@@ -192,8 +245,8 @@ class Instance(Contract):
     id: Label
     ts: Timestamp
     x: Row
-    y: Target | None = None
-    weight: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] | None = None
+    y: InputTarget | None = None
+    weight: Annotated[Bounded, Field(ge=0.0)] | None = None
 
 
 class FeatureArrival(Contract):
@@ -210,7 +263,8 @@ class FeatureArrival(Contract):
         a list aligned with ``ids``.
     ids : list of int or str, or None
         The instance ids of a list ``values``, in order; required with a list, refused with
-        a map (the map already names its ids). Ids must be distinct.
+        a map (the map already names its ids). Ids must be distinct as text: an instance is
+        joined by the string form of its id, so ``1`` and ``"1"`` name the same instance.
     ts : int
         Event time in milliseconds.
 
@@ -244,8 +298,10 @@ class FeatureArrival(Contract):
                 )
         elif self.ids is not None:
             raise cross_field_error("ids", "must be omitted when 'values' is a map (its keys are the ids)")
-        if self.ids is not None and len(set(map(repr, self.ids))) != len(self.ids):
-            raise cross_field_error("ids", "contains duplicate ids")
+        # ids are joined by their string form (a map's keys are strings): 1 and "1" collide
+        if self.ids is not None and len(set(map(str, self.ids))) != len(self.ids):
+            raise cross_field_error("ids", "contains duplicate ids (compared as text: 1 and \"1\" "
+                                    "name the same instance)")
         return self
 
 

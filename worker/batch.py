@@ -29,6 +29,7 @@ from schemas.errors import OUTPUT_TOO_LARGE, DecodeError
 from schemas.messages import FeatureArrival
 
 from .instance_batch import BatchInput, encode_batched_predictions
+from .keys import stream_of_key
 from .pipeline import Pipeline, PipelineError, Profiles, make_pipeline
 from .settings import OUTPUT_KINDS
 from .wire import (
@@ -263,13 +264,12 @@ class BatchDecoder:
         """
         key = m.key()
         try:
-            stream = key.decode() if key is not None else None
-        except UnicodeDecodeError:
+            stream = stream_of_key(key)
+        except PipelineError as exc:
             if live:
-                self.dead_letter(dead, task, m, PipelineError(
-                    "invalid_key", "the message key is not UTF-8"), "invalid_key")
+                self.dead_letter(dead, task, m, exc, exc.code)
             return None
-        if key is not None and len(self.keys) < MAX_CACHED_KEYS:
+        if len(self.keys) < MAX_CACHED_KEYS:
             self.keys[key] = stream
         try:
             stream, pl, inst = self._validated(task.pipelines, m, stream, max_bytes)
@@ -282,17 +282,14 @@ class BatchDecoder:
 
     def _validated(self, pipelines, m, stream, max_bytes):
         """``(stream, pipeline or None, Instance)`` of a message that passes validation."""
-        pl = pipelines.get(stream) if stream is not None else None
+        pl = pipelines.get(stream)
         fixed = pl is not None and not pl.arrivals  # a stream of features grows
         inst = decode_instance(
             m.value(), m.headers(), max_bytes=max_bytes,
             n_features=pl.n_features if fixed else None,
             feature_names=pl.feature_names if fixed else None,
             limits=self.caps.instance)
-        if stream is None:
-            stream = inst.stream
-            pl = pipelines.get(stream)
-        elif inst.stream != stream:
+        if inst.stream != stream:
             raise PipelineError("key_mismatch", f"message key {stream!r} differs from "
                                 f"the instance's stream {inst.stream!r}")
         return stream, pl, inst
@@ -309,6 +306,12 @@ class BatchDecoder:
                 pl.check_label(inst.y)
             return inst.x
         if pl is not None:
+            if pl.feature_names is None and isinstance(inst.x, dict):
+                # names mean nothing to a stream whose columns have none: reading the map by
+                # position would put values under the wrong features
+                raise DecodeError("unknown_feature", "x is a map, but this stream's features have "
+                                  "no names (its first instance sent x as a list): send x as a list "
+                                  "in the stream's order", "x")
             row = instance_features(inst, pl.feature_names)
             if len(row) != pl.n_features:
                 raise DecodeError("feature_count", f"expected {pl.n_features} features,"
@@ -349,10 +352,10 @@ class BatchDecoder:
 
     def _arrival(self, pipelines, m, max_bytes: int):
         """A valid FeatureArrival of a stream of features held here, with its pipeline."""
+        stream = stream_of_key(m.key())
         arrival = decode(m.value(), FeatureArrival, m.headers(), max_bytes=max_bytes)
-        key = m.key()
-        if key is not None and key != arrival.stream.encode():
-            raise PipelineError("key_mismatch", f"message key {key!r} differs from the "
+        if arrival.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
                                 f"arrival's stream {arrival.stream!r}")
         stream = arrival.stream
         limit = self.caps.instance.max_feature_name_length

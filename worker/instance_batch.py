@@ -30,6 +30,7 @@ from schemas.batches import (
 from schemas.codec import encode_state
 from schemas.deadletter import ROW
 
+from .keys import stream_of_key
 from .pipeline import PipelineError, make_pipeline
 from .wire import dumps_json
 
@@ -79,16 +80,11 @@ class BatchInput:
         dec = self.decoder
         key = m.key()
         stream = dec.keys.get(key) if key is not None else None
-        if stream is None and key is not None:
-            try:
-                stream = key.decode()
-            except UnicodeDecodeError:
-                raise PipelineError("invalid_key", "the message key is not UTF-8") from None
+        if stream is None:
+            stream = stream_of_key(key)
         batch = decode_instance_batch(m.value(), m.headers(), max_bytes=max_bytes,
                                       limits=dec.caps.instance)
-        if stream is None:
-            stream = batch.stream
-        elif batch.stream != stream:
+        if batch.stream != stream:
             raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
                                 f"batch's stream {batch.stream!r}")
         pl = pipelines.get(stream)

@@ -27,7 +27,8 @@ Every line has these keys, in this order::
 Then, only when they apply, in this order:
 
 * ``key_base64``: a key that is not UTF-8 (``key`` is null);
-* ``value_base64``: a value that cannot be parsed, as it is;
+* ``value_text`` (UTF-8 text) or ``value_base64`` (other bytes): a value that cannot be
+  parsed, as it is;
 * ``error``: ``{"code", "where", "reason"}`` of a value that is not a valid contract of its
   topic (instances: ``Instance``, features: ``FeatureArrival``, predictions: ``Prediction``,
   drift: ``DriftAlert``, rankings: ``Ranking``), as :func:`schemas.codec.decode` reports it;
@@ -168,7 +169,10 @@ def _parsed(value, headers, out: dict, arrays: bool = False) -> dict | None:
         obj = load(value, headers, max_bytes=_NO_LIMIT, arrays=arrays)
     except DecodeError as exc:
         if value:
-            out["value_base64"] = _b64(value)
+            try:  # text (a JSON value refused for what it holds) is shown as it came
+                out["value_text"] = bytes(value).decode("utf-8")
+            except UnicodeDecodeError:
+                out["value_base64"] = _b64(value)
         out["error"] = _error(exc)
         return None
     out["format"] = _FORMATS[wire_format(value, headers)]  # the one load just read

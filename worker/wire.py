@@ -32,7 +32,7 @@ import msgpack
 import numpy as np
 
 from schemas.codec import plain_instance_fields
-from schemas.messages import MAX_NAME_LENGTH
+from schemas.messages import MAX_MAGNITUDE, MAX_NAME_LENGTH
 
 _unpackb = msgpack.unpackb
 _packb = msgpack.Packer(use_bin_type=True).pack
@@ -67,9 +67,11 @@ def decode_fast(value: bytes, max_bytes: int):
 # integer ids and labels, ``x`` of float 64 only, map keys as fixstr, no repeated key and the
 # message key equal to the stream, and yields the same values. One difference: ``x`` is checked
 # value by value for finiteness, where ``decode_fast`` checks the sum (a sum that overflows
-# sends it to full validation, which accepts such a row). So every accepted message is one
-# that full validation accepts, with the same values (tested against it); every other message
-# is marked so the caller takes it the per-message way (``decode_fast``, full validation).
+# sends it to full validation, which accepts such a row). Values beyond +-1e100 (whose squares
+# would overflow; full validation refuses them) are found after the kernel, in one vectorized
+# pass. So every accepted message is one that full validation accepts, with the same values
+# (tested against it); every other message is marked so the caller takes it the per-message
+# way (``decode_fast``, full validation).
 
 _F_STREAM, _F_ID, _F_TS, _F_X, _F_Y, _F_V = 1, 2, 4, 8, 16, 32
 
@@ -326,10 +328,22 @@ def decode_bulk(values: list, keys: list, max_bytes: int) -> Decoded:
     kb = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, keys), dtype=np.int64, count=n), out=kb[1:])
     d = Decoded(n, len(blob))
-    _kernels()(np.frombuffer(blob, dtype=np.uint8), bounds, np.frombuffer(kblob, dtype=np.uint8),
-               kb, max_bytes, MAX_NAME_LENGTH, d.ok, d.ids, d.ts, d.y, d.has_y, d.xstart, d.nx,
-               d.xs.view(np.uint8))
+    w = _kernels()(np.frombuffer(blob, dtype=np.uint8), bounds, np.frombuffer(kblob, dtype=np.uint8),
+                   kb, max_bytes, MAX_NAME_LENGTH, d.ok, d.ids, d.ts, d.y, d.has_y, d.xstart, d.nx,
+                   d.xs.view(np.uint8))
+    _refuse_out_of_range(d, w)
     return d
+
+
+def _refuse_out_of_range(d: Decoded, w: int) -> None:
+    """Leave rows with a value beyond +-``MAX_MAGNITUDE`` to the per-message way (which
+    dead-letters them with ``out_of_range``): one vectorized pass over the accepted values."""
+    beyond = np.abs(d.xs[:w]) > MAX_MAGNITUDE
+    if not beyond.any():
+        return
+    rows = np.flatnonzero(d.ok)  # accepted rows, their values in order in xs[:w]
+    hit = np.searchsorted(d.xstart[rows], np.flatnonzero(beyond), side="right") - 1
+    d.ok[rows[hit]] = False
 
 
 # --- predictions ------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 names = st.text(min_size=1, max_size=12)
 int64 = st.integers(INT64_MIN, INT64_MAX)
 timestamps = st.integers(0, INT64_MAX)
-finite = st.floats(allow_nan=False, allow_infinity=False)
+finite = st.floats(-1e100, 1e100)  # what a producer may send (schemas.messages.MAX_MAGNITUDE)
 labels = st.one_of(int64, st.text(max_size=10))
 targets = st.one_of(labels, st.lists(finite, min_size=1, max_size=4))
 rows = st.one_of(
@@ -56,7 +56,7 @@ instances = st.builds(
     ts=timestamps,
     x=rows,
     y=st.none() | targets,
-    weight=st.none() | st.floats(min_value=0.0, allow_infinity=False),
+    weight=st.none() | st.floats(min_value=0.0, max_value=1e100),
 )
 
 
@@ -66,7 +66,7 @@ def feature_arrivals(draw):
         values = draw(st.dictionaries(st.text(max_size=8), finite, max_size=6))
         ids = None
     else:
-        ids = draw(st.lists(labels, max_size=6, unique_by=repr))
+        ids = draw(st.lists(labels, max_size=6, unique_by=str))  # distinct as text, as joined
         values = draw(st.lists(finite, min_size=len(ids), max_size=len(ids)))
     return FeatureArrival(
         stream=draw(names), feature=draw(names), values=values, ids=ids, ts=draw(timestamps)

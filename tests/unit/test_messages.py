@@ -79,8 +79,9 @@ def test_feature_arrival_forms():
     assert by_id.ids is None
     aligned = FeatureArrival(stream="s", feature="f9", values=[0.5, 0.25], ids=[1, "k"], ts=0)
     assert aligned.ids == [1, "k"]
-    # 1 and "1" are different ids
-    FeatureArrival(stream="s", feature="f9", values=[0.5, 0.25], ids=[1, "1"], ts=0)
+    # 1 and "1" are one id: the join reads ids as text
+    with pytest.raises(ValidationError, match="duplicate ids"):
+        FeatureArrival(stream="s", feature="f9", values=[0.5, 0.25], ids=[1, "1"], ts=0)
     bad = [
         ({"values": [0.5]}, "required when 'values' is a list"),
         ({"values": [0.5], "ids": [1, 2]}, "has 2 ids but 'values' has 1 values"),
