@@ -68,7 +68,7 @@ from .kafka_io import (
 from .learn import learn_streams
 from .logs import event
 from .merge import MAX_CUTS_CHARS, A, B, CoMerge, encode_cuts
-from .metrics import MetricsServer, WorkerMetrics
+from .metrics import MetricsServer, WorkerMetrics, serve_metrics
 from .partitions import PartitionTask, split_batch
 from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .recovery import restore_partition, stream_pipeline
@@ -152,8 +152,7 @@ class Worker:
 
     def start(self) -> None:
         s = self.settings
-        if s.worker.metrics_port:
-            self.server = MetricsServer(self.metrics, s.worker.metrics_port).start()
+        self.server = serve_metrics(self.metrics, s.worker)
         checked = preflight(s, stopping=lambda: self.stopping)
         self.encoder.set_limits(checked.max_bytes)
         self._batch_bytes = min(checked.max_bytes.values()) - self.encoder.RECORD_OVERHEAD

@@ -8,10 +8,23 @@ group and every assigned partition is restored.
 Each :class:`WorkerMetrics` has its own :class:`prometheus_client.CollectorRegistry`, so
 several workers (tests, benchmarks) in one process never share counters; ``*_created``
 series are not exported (a worker's metrics start with the process).
+
+The server gives each connection a thread, so it bounds what clients can hold: at most
+:data:`MAX_CONNECTIONS` connections at once (one more is closed at once, without a thread),
+each closed :data:`CONNECTION_TIMEOUT_S` after it was accepted (checked twice a second)
+whatever it sent by then.
+Slow or hostile clients thus cost at most ``MAX_CONNECTIONS`` threads, and release them
+within the timeout. A probe cannot be told from them before its request is read, so while
+more than ``MAX_CONNECTIONS`` clients keep connecting, probes are refused too: keep the port
+to the kubelet and Prometheus (``worker.metrics_host``, a network policy).
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +42,15 @@ from prometheus_client import (
 disable_created_metrics()
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+#: seconds a connection may live, from accept to the end of the response: a probe or a scrape
+#: takes milliseconds, and the chart's probes and the image's health check give up within 5 s
+CONNECTION_TIMEOUT_S = 5.0
+#: connections served at once (one thread each): the legitimate clients are a few probes and
+#: one or two scrapers at a time, and a thread per connection competes with the main loop
+MAX_CONNECTIONS = 32
+
+log = logging.getLogger("streamforest.metrics")
 
 
 class WorkerMetrics:
@@ -155,16 +177,116 @@ class WorkerMetrics:
         return generate_latest(self.registry).decode()
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, for at most ``max_connections`` connections of at most
+    ``timeout_s`` seconds each (see the module doc)."""
+
+    daemon_threads = True
+    # stop() cuts the connections instead of waiting for their threads
+    block_on_close = False
+    # the kernel's queue of connections not yet accepted: a burst waits there for the accept
+    # loop (which only hands out or refuses a slot) instead of having its SYNs dropped
+    request_queue_size = 1024
+
+    def __init__(self, address: tuple[str, int], handler, timeout_s: float, max_connections: int):
+        self.address_family = _family(address[0])
+        self.timeout_s = timeout_s
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._deadlines: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # over the cap: closed now, no thread
+            return
+        with self._lock:
+            self._deadlines[request] = time.monotonic() + self.timeout_s
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()  # no thread took the slot (the caller closes the connection)
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def shutdown_request(self, request) -> None:
+        # forgotten under the lock before it is closed: the reaper never touches a closed
+        # socket (whose descriptor a new connection may already reuse)
+        with self._lock:
+            self._deadlines.pop(request, None)
+        super().shutdown_request(request)
+
+    def service_actions(self) -> None:
+        """Cut the connections past their deadline (run by the serve loop every poll).
+
+        A read timeout alone would let a client that sends a byte now and then hold its
+        thread forever.
+        """
+        super().service_actions()
+        self.cut(time.monotonic())
+
+    def cut(self, now: float = math.inf) -> None:
+        """Shut down the connections whose deadline is past ``now`` (all by default): their
+        handlers' blocking reads and writes end at once."""
+        with self._lock:
+            for conn, deadline in self._deadlines.items():
+                if deadline <= now:
+                    try:
+                        conn.shutdown(socket.SHUT_RDWR)
+                    except OSError:  # already gone
+                        pass
+
+    def handle_error(self, request, client_address) -> None:
+        # http.server prints tracebacks on stderr, whose lines are all JSON logs; a client cut
+        # off (by itself or by its deadline) is not worth one
+        gone = isinstance(sys.exc_info()[1], OSError)
+        log.log(logging.DEBUG if gone else logging.WARNING, "metrics request from %s failed",
+                client_address[0], exc_info=True)
+
+
+def _family(host: str) -> int:
+    """The address family ``host`` binds with (AF_INET6 for an IPv6 address or name)."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise OSError(f"metrics host {host!r} does not resolve: {exc}") from None
+    return infos[0][0]
+
+
 class MetricsServer:
-    """Serves ``/metrics``, ``/healthz`` and ``/readyz`` from a daemon thread."""
+    """Serves ``/metrics``, ``/healthz`` and ``/readyz`` from a daemon thread.
+
+    Parameters
+    ----------
+    metrics : WorkerMetrics
+        What ``/metrics`` exports and the probes read.
+    port : int
+        Port to listen on (0: any free port, see ``port`` once built).
+    host : str
+        Address to bind (``worker.metrics_host``).
+    stale_s : float
+        ``/healthz`` answers 503 once the main loop has not turned for this long.
+    timeout_s : float
+        Seconds a connection may live, from accept to the end of the response.
+    max_connections : int
+        Connections served at once; more are closed as soon as they are accepted.
+    """
 
     def __init__(self, metrics: WorkerMetrics, port: int, host: str = "0.0.0.0",
-                 stale_s: float = 60.0):
+                 stale_s: float = 60.0, timeout_s: float = CONNECTION_TIMEOUT_S,
+                 max_connections: int = MAX_CONNECTIONS):
         self.metrics = metrics
         self.stale_s = stale_s
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = timeout_s  # bounds each read and write (the server bounds the whole)
+
             def do_GET(self):  # http.server names its handlers after the HTTP verb
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
@@ -190,10 +312,12 @@ class MetricsServer:
             def log_message(self, *args):  # keep the worker's logs JSON only
                 return
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever,
+        self._server = _BoundedServer((host, port), Handler, timeout_s, max_connections)
+        self.address = tuple(self._server.server_address[:2])
+        self.port = self.address[1]
+        # deadlines are checked once per poll of the serve loop
+        poll_s = min(0.5, timeout_s / 4)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(poll_s,),
                                         name="metrics-http", daemon=True)
 
     def start(self) -> MetricsServer:
@@ -201,5 +325,15 @@ class MetricsServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving; connections still open are cut (a slow client never delays a stop)."""
         self._server.shutdown()
         self._server.server_close()
+        self._server.cut()
+
+
+def serve_metrics(metrics: WorkerMetrics, worker) -> MetricsServer | None:
+    """The server ``worker`` (the :class:`~worker.settings.WorkerSettings`) asks for, started;
+    ``None`` when ``metrics_port`` is 0."""
+    if not worker.metrics_port:
+        return None
+    return MetricsServer(metrics, worker.metrics_port, host=worker.metrics_host).start()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import ipaddress
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -378,6 +380,29 @@ class CheckpointSettings(Section):
         return self
 
 
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+
+
+def _bind_host(host: str) -> str:
+    """An IP address (v4 or v6) or a host name (RFC 1123), kept as given.
+
+    Only the form is checked: a name is resolved when the server binds, on the machine that
+    runs the worker, not wherever the settings are read (``streamforest config``).
+    """
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    # an all-numeric last label is a mistyped address (999.1.1.1), never a top-level domain
+    if (len(host) > 253 or not all(_HOST_LABEL.match(label) for label in labels)
+            or labels[-1].isdigit()):
+        raise ValueError("expected an IP address (0.0.0.0, 127.0.0.1, ::) or a host name, "
+                         "without a port (the port is metrics_port)")
+    return host
+
+
 def _format(value: Any) -> Any:
     """A wire format name, in any case."""
     return value.strip().lower() if isinstance(value, str) else value
@@ -434,6 +459,11 @@ class WorkerSettings(Section):
     max_poll_interval_ms: int = Field(300_000, ge=1, le=86_400_000)
     queued_max_messages_kbytes: int = Field(65_536, ge=1, le=2_097_151)
     metrics_port: int = Field(9464, ge=0, le=65_535, description="0 disables the endpoint")
+    metrics_host: Annotated[str, AfterValidator(_bind_host)] = Field(
+        "0.0.0.0", description="address the /metrics, /healthz and /readyz server binds: every "
+        "interface by default, because the kubelet probes and Prometheus scrapes the pod IP; "
+        "127.0.0.1 keeps it to the host (the image's HEALTHCHECK asks 127.0.0.1, so a "
+        "specific other address breaks it)")
     max_message_bytes: Positive = Field(1_048_576, description="larger instances are dead-lettered")
     log_level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], BeforeValidator(_upper)
