@@ -276,6 +276,32 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     def _used_capacity(self) -> int:
         return int(self._arrays["n_nodes"].max())
 
+    def _capacity_bound(self) -> int:
+        """The most nodes per slot the state's rows could have made room for.
+
+        A slot learns each row once and attempts at most one split on it, adding two
+        nodes: it holds at most ``1 + 2 n`` after ``n`` rows. The node axis (``N``, from
+        ``_INITIAL_NODES``) doubles when a slot is two nodes short of it, so before a row
+        ``n < n_seen``: ``N < 1 + 2 n + 2``, and it grows to at most ``4 (n_seen + 1)``.
+        A depth limit bounds a slot by ``2^(max_depth + 1) - 1`` nodes, so ``N`` by
+        ``2^(max_depth + 2)``. Slots are reset when trees are replaced, so the capacity may
+        exceed what is used now; it never exceeds this.
+
+        Examples
+        --------
+        >>> arf = AdaptiveRandomForest(max_depth=3)
+        >>> arf._arrays = {"n_seen": np.array([1000])}
+        >>> arf._capacity_bound()
+        32
+        """
+        n_seen = self._arrays["n_seen"]
+        rows = max(0, int(n_seen[0])) if n_seen.shape == (1,) else 0
+        bound = max(_INITIAL_NODES, 4 * (rows + 1))
+        depth = self.params["max_depth"]
+        if depth is not None:
+            bound = min(bound, max(_INITIAL_NODES, 1 << min(int(depth) + 2, 62)))
+        return bound
+
     def _grow(self) -> None:
         """Double whatever the kernel stopped for: a slot's nodes or a detector's rows."""
         a = self._arrays
