@@ -570,3 +570,25 @@ def test_rows_fed_one_at_a_time_from_a_reused_buffer_are_held_as_copies():
     assert preds == [v for b in whole.blocks for v in b.y_pred]
     assert p.n_pending == 450 % 40 and len(p._pending_X) == p.n_pending
     assert all(a.base is None for a in p._pending_X)
+
+
+@pytest.mark.parametrize("predictor", ["adaptive_random_forest", "hoeffding_tree", "naive_bayes"])
+def test_every_instance_is_predicted_by_a_model_that_learned_every_earlier_label(predictor):
+    """Whatever the mini-batch and the consume batches, a row-by-row predictor gives each
+    instance the prediction of one predict call per row, after one learn call per earlier
+    labelled row (prequential, Gama et al. 2013)."""
+    from models.hyperplane import RotatingHyperplane
+
+    X, y, _ = RotatingHyperplane(n_features=5, n_drift_features=2, mag_change=0.01, seed=4).take(700)
+    labels = [None if i % 9 == 4 else int(v) for i, v in enumerate(y)]
+    p = Pipeline("s", PipelineConfig(predictor=predictor, rankers=[], batch_size=100), 5)
+    got = [v for a, b in ((0, 3), (3, 250), (250, 251), (251, 700))
+           for blk in p.process(X[a:b], labels[a:b]).blocks for v in blk.y_pred]
+    spec = registry.get(predictor)
+    ref = spec.build({}, ("predictor",), seed=p.seed)
+    want = []
+    for i, label in enumerate(labels):
+        want += ref.predict_many(X[i:i + 1]) if ref.n_seen else [None]
+        if label is not None:
+            ref.learn_many(X[i:i + 1], [label])
+    assert got == want

@@ -9,14 +9,17 @@ cut into consume batches)
 
 * The stream's task (:mod:`worker.pipeline.tasks`) is its profile's, or fixed by its first
   labelled instance; the stages (:mod:`worker.pipeline.stages`) are built for that task.
-* Every instance is predicted by the model as it stands; labelled instances are appended to a
-  pending buffer after they were predicted (test-then-train).
-* When the buffer holds ``batch_size`` labelled rows, the selector, the predictor and the
-  rankers learn it as one mini-batch (``learn_many``). The forgetful learners are mini-batch
-  learners by definition (Yuan et al. 2023, Sec. 3: each batch is tested before it is
-  learned); row-by-row learners (the online random forest, Saffari et al. 2009) learn the
-  same mini-batches row by row inside their kernels, so an instance is still predicted before
-  it is learned, by a model at most ``batch_size - 1`` labelled rows old.
+* Every instance is predicted by the model as it stands (test-then-train). A predictor that
+  learns row by row (the adaptive random forest, Gomes et al. 2017; the online random
+  forest, Saffari et al. 2009; Hoeffding trees and naive Bayes, Domingos & Hulten 2000; the
+  iSOUP tree and forest) learns each labelled row right after predicting it, in one call of
+  its fused kernel per run of labelled rows (``predict_proba_learn_many``): every instance is
+  predicted by a model that learned every earlier label, whatever the consume batch.
+* Labelled instances are also appended to a pending buffer. When it holds ``batch_size``
+  rows, the selector and the rankers learn it as one mini-batch (``learn_many``), and so does
+  a predictor defined on mini-batches: the forgetful learners (Yuan et al. 2023, Sec. 3:
+  each batch is tested before it is learned), and any predictor behind a selector, whose
+  columns change between batches.
 * The per-row prequential loss (0/1 for classifiers) feeds the drift detectors (ADWIN, Bifet
   & Gavaldà 2007; DDM, Gama et al. 2004), which signal drifts and warning zones.
 * Learners report events while learning (a forgetful forest whose trees forget all their
@@ -257,16 +260,50 @@ class Pipeline:
         mask[cols] = 1.0
         return X * mask
 
+    @property
+    def prequential(self) -> bool:
+        """Whether the predictor learns row by row in its own test-then-train kernel: each
+        instance is then predicted by the model that learned every earlier label (Gama et
+        al. 2013), whatever the mini-batch; otherwise (the forgetful learners, defined on
+        mini-batches, Yuan et al. 2023) it learns the pending mini-batch at once. A selector
+        keeps the mini-batch: it changes the predictor's columns between batches."""
+        return (self.task is not None and self.selector is None
+                and self.task.prequential(self.predictor.learner))
+
+    def _predict_learn(self, Xs, y, labelled, i, j, emit, out: StreamResult) -> list:
+        """Rows ``i:j`` test-then-train, labelled runs in the predictor's fused kernel and
+        unlabelled runs predicted only; one prediction block per run. Returns ``y_pred``."""
+        task, learner = self.task, self.predictor.learner
+        lab = labelled[i:j]
+        cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 1
+        y_pred: list = []
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), j - i]):
+            if lab[a]:
+                classes, yp, proba = task.predict_learn(learner, Xs[a:b], y[i + a:i + b], emit)
+                # the run's events (each call reports its own): at the run's last row
+                self._publish_events(self.predictor, None, i + b - 1, out,
+                                     at=self.n_instances + b - 1)
+            else:
+                classes, yp, proba = task.predict(learner, Xs[a:b], emit)
+            out.blocks.append(PredictionBlock(i + a, i + b, classes, yp, proba))
+            y_pred += yp
+        return y_pred
+
     def _segment(self, X, y, labelled, offsets, i, j, emit, out: StreamResult,
                  losses: list) -> None:
-        """Rows ``i:j``: one model predicts them all; then learn / rank if a boundary is hit."""
+        """Rows ``i:j``: predicted (and learned, by a prequential predictor); then the
+        mini-batch learned / rankings made if a boundary is hit."""
         Xs = X[i:j]
         task = self.task
+        fused = self.prequential
         if task is None:  # no label yet, nothing learned: no prediction
             classes, y_pred, proba = [], [None] * (j - i), (np.zeros((j - i, 0)) if emit else None)
+            out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
+        elif fused:
+            y_pred = self._predict_learn(Xs, y, labelled, i, j, emit, out)
         else:
             classes, y_pred, proba = task.predict(self.predictor.learner, self._view(Xs), emit)
-        out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
+            out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
 
         if labelled[i:j].all():  # all labelled (the common case): no index lists
             rows = np.arange(i, j)
@@ -330,7 +367,8 @@ class Pipeline:
         Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
         self._pending_X, self._pending_y, self._pending_off, self._pending_pos = [], [], [], []
         self.n_pending = self._owned = 0
-        stages = [s for s in (self.selector, self.predictor) if s is not None]
+        fused = self.prequential  # the predictor learned each row as it was predicted
+        stages = [s for s in (self.selector, None if fused else self.predictor) if s is not None]
         stages += [s for s in self.rankers if s is not self.predictor]
         targets = self.task.learn_targets(yp)
         try:
@@ -344,21 +382,29 @@ class Pipeline:
                                  PipelineError("learner_rejected", str(exc))))
             return
         positions = np.concatenate(pP)
-        names = self.names
         for stage in stages:
-            for ev in stage.events():
-                self.n_events += 1
-                position = int(positions[ev.row]) if ev.row >= 0 else self.n_instances - 1
-                level = alert_level(stage, ev.kind, ev.level, position, self.episodes)
-                if level is None:
-                    out.count(stage.name, ev.kind)
-                    continue
-                feature = names[ev.feature] if ev.feature >= 0 else None
-                out.alerts.append(Alert(row, stage.name, level, position, ev.detail, feature))
+            self._publish_events(stage, positions, row, out)
         if self.selector is not None:
             self._rank_selection(row, out)
         if self.rankers:
             self._rank(row, out, only_changed=True)
+
+    def _publish_events(self, stage: Stage, positions, row: int, out: StreamResult,
+                        at: int | None = None) -> None:
+        """The stage's events of its last learning call, as alerts or counts (its spec's
+        rules); ``positions``: the stream positions of the rows it learned, for events of a
+        row; others stand at ``at`` (default: the last instance)."""
+        names = self.names
+        last = self.n_instances - 1 if at is None else at
+        for ev in stage.events():
+            self.n_events += 1
+            position = int(positions[ev.row]) if ev.row >= 0 and positions is not None else last
+            level = alert_level(stage, ev.kind, ev.level, position, self.episodes)
+            if level is None:
+                out.count(stage.name, ev.kind)
+                continue
+            feature = names[ev.feature] if ev.feature >= 0 else None
+            out.alerts.append(Alert(row, stage.name, level, position, ev.detail, feature))
 
     def _retrained(self) -> bool:
         """After a selector's drift: a fresh predictor trained on the selector's window.
