@@ -132,13 +132,24 @@ class ClassIndex:
     def __len__(self) -> int:
         return len(self.classes)
 
-    def encode(self, y, n_rows: int | None = None, grow: bool = True) -> np.ndarray:
-        """Class indices of ``y``; unseen labels are appended when ``grow`` is true."""
+    def encode(self, y, n_rows: int | None = None, grow: bool = True,
+               missing: bool = False) -> np.ndarray:
+        """Class indices of ``y``; unseen labels are appended when ``grow`` is true. With
+        ``missing``, a ``None`` label (an unlabelled row) is encoded as -1.
+
+        Examples
+        --------
+        >>> ClassIndex(["a"]).encode(["a", None, "b"], missing=True).tolist()
+        [0, -1, 1]
+        """
         labels = list(np.asarray(y, dtype=object).ravel()) if not isinstance(y, list) else y
         if n_rows is not None and len(labels) != n_rows:
             raise ValueError(f"y has {len(labels)} labels but X has {n_rows} rows")
         out = np.empty(len(labels), dtype=np.int64)
         for i, raw in enumerate(labels):
+            if raw is None and missing:
+                out[i] = -1
+                continue
             label = _plain_label(raw)
             k = self._index.get(label)
             if k is None:
@@ -372,6 +383,16 @@ class ProbabilityClassifier(Classifier):
         if proba.shape[1] == 0:
             return [None] * proba.shape[0]
         return self._classes.decode(np.argmax(proba, axis=1))
+
+    def predict_learn_many(self, X, y) -> list:
+        """Test-then-train labels from the subclass's ``predict_proba_learn_many``: the most
+        probable class of each row before it was learned, ``None`` where the model had no
+        evidence yet (all probabilities zero)."""
+        proba = self.predict_proba_learn_many(X, y)
+        if proba.shape[1] == 0:
+            return [None] * proba.shape[0]
+        labels = self._classes.decode(np.argmax(proba, axis=1))
+        return [None if p.sum() <= 0.0 else lab for lab, p in zip(labels, proba)]
 
 
 def _axis_length(arrays: dict, axes: dict) -> int:

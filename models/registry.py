@@ -23,9 +23,11 @@ A spec declares
   other kinds, and events a rule holds back, are only counted
   (``streamforest_learner_events_total``). ``None`` publishes every event. A detector's
   kinds are its signals, ``"drift"`` and (with ``warnings``) ``"warning"``;
-* ``retrains``: a selector whose ``retrain`` flag, after a ``learn_many``, asks for the
-  predictor to be rebuilt and trained on its ``window()`` (``(X, class indices)``), as the
-  reference ABFS code does after a feature drift;
+* ``composes``: for a selector, the class that puts a stream's predictor behind it,
+  ``composes(predictor, selector)``: a learner with the predictor's surface and the
+  selector as its ``selector`` attribute (ABFS: :class:`~models.abfs.ABFSClassifier`, the
+  reference code's composition: the predictor sees the selected columns, and after a feature
+  drift a fresh one is trained on the selector's window);
 * ``warnings``: a detector that also flags warning zones
   (``update_many(x, return_warnings=True)`` and ``warning_detected``);
 * ``arrivals``: a predictor that learns one generation per arriving feature column; its
@@ -62,7 +64,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .abfs import ABFS
+from .abfs import ABFS, ABFSClassifier
 from .adaptive_forest import AdaptiveRandomForest
 from .adwin import ADWIN
 from .block_forest import BlockForestRanker
@@ -187,7 +189,7 @@ class LearnerSpec:
     rankings: tuple = ()  # ((importances() key, ranking method), ...)
     events: tuple = ()
     alerts: tuple | None = None  # AlertRules (or bare kinds) of published events; None: all
-    retrains: bool = False
+    composes: Any = None
     warnings: bool = False
     arrivals: bool = False
     defaults: Mapping = field(default_factory=dict)
@@ -478,7 +480,7 @@ register(LearnerSpec(
     rankings=(("abfs", "abfs"),),
     # a layer's detector firing names the feature that stopped helping: a drift; a changed
     # subset is the selector at work, counted only
-    events=("feature_drift", "selection"), alerts=("feature_drift",), retrains=True,
+    events=("feature_drift", "selection"), alerts=("feature_drift",), composes=ABFSClassifier,
     small_params={"grace_period": 50, "selection_threshold": 0.05},
     ranges={"n_splits": _SPLITS, "grace_period": (1, 100_000)},
 ))
