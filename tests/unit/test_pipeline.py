@@ -678,16 +678,16 @@ def _block_stream(n=700):
 def test_the_ranker_learns_each_block_whatever_the_mini_batch(predictor):
     # a block forest measures every stride (10) rows once its first block (100 rows) is
     # full: it is fed that often, so with publish_rankings="block" a ranking follows every
-    # block, the same for a mini-batch of 100 rows and of 10, and for a predictor that
+    # block, the same for mini-batches of 100, 10, 64 and 7 rows, and for a predictor that
     # learns row by row or per mini-batch (the ranker sees the same rows)
     X, y = _block_stream()
     runs = []
-    for batch_size in (100, 10):
+    for batch_size in (100, 10, 64, 7):
         cuts = [3, 150, 151, 333, 600]
         _, _, ranks, p = _run_chunked(lambda: _block_pipeline(predictor, batch_size=batch_size,
                                                               ranking_every=1000), X, y, cuts)
         runs.append(ranks)
-    assert runs[0] == runs[1]
+    assert runs[0] == runs[1] == runs[2] == runs[3]
     ranks = runs[0]
     assert [r[4] for r in ranks] == list(range(100, 701, 10))  # n_seen: one per block
     assert [r[0] for r in ranks] == [n - 1 for n in range(100, 701, 10)]  # its last row
@@ -759,3 +759,22 @@ def test_a_state_claiming_more_ranked_rows_than_pending_is_refused():
     state["config"]["publish_rankings"] = "often"
     with pytest.raises(ValueError, match="publish_rankings"):
         Pipeline.from_state(state)
+
+
+def test_a_state_written_before_the_rankers_learned_per_block_continues_without_repeats():
+    # such a state holds up to a mini-batch of pending rows the rankers have not learned
+    # (and no n_ranked): they learn them at the first row, and every row is processed once
+    X, y = _block_stream()
+    p = _block_pipeline("forgetful_tree", batch_size=100, ranking_every=1000)
+    p.process(X[:135], y[:135])
+    state = decode_state(encode_state(p.to_state()))
+    del state["n_ranked"]  # as written then (here the ranker learns 30 of them again)
+    q = Pipeline.from_state(state)
+    assert (q.n_pending, q.n_ranked) == (35, 0)
+    res = q.process(X[135:], y[135:])
+    rows = [r for b in res.blocks for r in range(b.start, b.stop)]
+    assert rows == list(range(700 - 135))
+    assert q.n_instances == 700
+    # the 35 pending rows and the first new one at once, then a block every 10 rows
+    assert [(k.row, k.n_seen) for k in res.rankings] == [
+        (r, 166 + r) for r in range(0, 700 - 135, 10)]

@@ -248,9 +248,11 @@ class Pipeline:
         i = 0
         while i < n:
             j = n
-            need = block - (self.n_pending - self.n_ranked)
+            # at least one row: a state written before the rankers learned per block holds
+            # up to a mini-batch of rows they have not learned; they learn at the first row
+            need = max(1, block - (self.n_pending - self.n_ranked))
             if batch:
-                need = min(need, batch - self.n_pending)
+                need = max(1, min(need, batch - self.n_pending))
             k = int(np.searchsorted(lab_idx, i))
             if k + need - 1 < lab_idx.shape[0]:
                 j = int(lab_idx[k + need - 1]) + 1
@@ -341,10 +343,9 @@ class Pipeline:
             self._pending_pos.append(self.n_instances + rows - i)
             self.n_pending += n_lab
         self.n_instances += j - i
-        if not self.prequential and self.n_pending >= self.cfg.batch_size:
-            self._learn(j - 1, out, batch=True)
-        elif self.n_pending - self.n_ranked >= self.rank_rows:
-            self._learn(j - 1, out, batch=False)
+        if ((not self.prequential and self.n_pending >= self.cfg.batch_size)
+                or self.n_pending - self.n_ranked >= self.rank_rows):
+            self._learn(j - 1, out)
         if self.cfg.ranking_every and self.n_instances >= self.next_ranking:
             if self.rankers:
                 self._rank(j - 1, out, only_changed=False)
@@ -381,26 +382,31 @@ class Pipeline:
     @property
     def rank_rows(self) -> int:
         """Labelled rows between two learning steps of the rankers: the smallest block of
-        those whose answers change only at the end of a block (``learn_every``), at most
-        ``batch_size`` (the rankers' step for the others)."""
-        blocks = [s.learner.learn_every for s in self.rankers
-                  if s is not self.predictor and s.learner.learn_every]
-        return min([self.cfg.batch_size, *blocks])
+        those whose answers change only at the end of a block (``learn_every``), else
+        ``batch_size``."""
+        steps = [s.learner.learn_every or self.cfg.batch_size for s in self.rankers
+                 if s is not self.predictor]
+        return min(steps, default=self.cfg.batch_size)
 
-    def _learn(self, row: int, out: StreamResult, batch: bool) -> None:
+    def _learn(self, row: int, out: StreamResult) -> None:
         """Learn what is due at ``row``.
 
-        ``batch``: a complete mini-batch; a predictor defined on mini-batches learns every
-        pending row (its selector inside it). Then, in either case, the rankers learn the
-        pending rows they have not learned yet, and rankings whose top-k changed are
-        published. Pending rows are kept until a mini-batch learner has learned them.
+        A complete mini-batch: a predictor defined on mini-batches learns every pending row
+        (its selector inside it). A complete block of the rankers (:attr:`rank_rows` rows
+        they have not learned): they learn it, and rankings are published as
+        ``publish_rankings`` says. Each keeps its own cadence, counted in labelled rows
+        from the stream's start; a pending row is dropped once every learner that waits
+        for it has learned it.
         """
+        batch = not self.prequential and self.n_pending >= self.cfg.batch_size
+        ranks = self.n_pending - self.n_ranked >= self.rank_rows
         pX, yp, pO, pP = self._pending_X, self._pending_y, self._pending_off, self._pending_pos
         Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
         positions = np.concatenate(pP)
         k = self.n_ranked
         learning = [(self.predictor, 0)] if batch else []
-        learning += [(s, k) for s in self.rankers if s is not self.predictor]
+        if ranks:
+            learning += [(s, k) for s in self.rankers if s is not self.predictor]
         try:
             for stage, first in learning:
                 stage.learner.learn_many(Xp[first:], self.task.learn_targets(yp[first:]))
@@ -409,18 +415,30 @@ class Pipeline:
             out.rejected.append((np.concatenate(pO).astype(np.int64, copy=False),
                                  PipelineError("learner_rejected", str(exc))))
             return
-        if batch or self.prequential:  # no learner waits for these rows any more
-            self._clear_pending()
+        ranked = self.n_pending if ranks else k
+        if batch or self.prequential:  # only the rankers wait for the rows after ``ranked``
+            self._keep_pending(Xp, positions, ranked)
         else:
-            self.n_ranked = self.n_pending
+            self.n_ranked = ranked
         if batch and self.selector is not None:  # it learned inside the predictor
             self._publish_events(self.selector, positions, row, out)
         for stage, first in learning:
             self._publish_events(stage, positions[first:], row, out)
         if batch and self.selector is not None:
             self._rank_selection(row, out)
-        if self.rankers and self.cfg.publish_rankings != "interval":
+        if ranks and self.rankers and self.cfg.publish_rankings != "interval":
             self._rank(row, out, only_changed=self.cfg.publish_rankings == "top_k")
+
+    def _keep_pending(self, Xp: np.ndarray, positions: np.ndarray, first: int) -> None:
+        """Drop the pending rows before ``first`` (every learner has learned them)."""
+        if first >= self.n_pending:
+            self._clear_pending()
+            return
+        offsets = np.concatenate(self._pending_off)
+        self._pending_X, self._pending_off = [Xp[first:]], [offsets[first:]]
+        self._pending_pos, self._pending_y = [positions[first:]], self._pending_y[first:]
+        self.n_pending -= first
+        self.n_ranked = self._owned = 0  # views, maybe of the caller's rows: copied if kept
 
     def _clear_pending(self) -> None:
         self._pending_X, self._pending_y, self._pending_off, self._pending_pos = [], [], [], []
