@@ -247,11 +247,12 @@ class Learner:
     #: the state arrays a learner of this kind holds once it has learned: name ->
     #: (dtype string, number of dimensions). A restored state must match it exactly.
     state_arrays: ClassVar[dict[str, tuple[str, int]]] = {}
-    #: arrays whose capacity grows by doubling along one axis: name -> (axis, fill). Cells past
-    #: :meth:`_used_capacity` along it hold ``fill``, so :meth:`to_state` leaves them out and
-    #: :meth:`from_state` puts them back: a state costs what the learner uses, not what it
+    #: arrays whose capacity grows by doubling along one axis: name -> (axis, fill), or
+    #: (axis, fill, group) for arrays of several capacities (each group its own length). Cells
+    #: past :meth:`_used_capacity` along it hold ``fill``, so :meth:`to_state` leaves them out
+    #: and :meth:`from_state` puts them back: a state costs what the learner uses, not what it
     #: reserved.
-    capacity_axes: ClassVar[dict[str, tuple[int, Any]]] = {}
+    capacity_axes: ClassVar[dict[str, tuple]] = {}
 
     params: dict[str, Any]
     _arrays: dict[str, np.ndarray]
@@ -285,20 +286,26 @@ class Learner:
         """Plain-value snapshot: ``{"kind", "params", "extra", "arrays"}`` (arrays copied).
 
         Arrays of :attr:`capacity_axes` are cut to the part in use; ``"capacity"`` then
-        records the length they had, which :meth:`from_state` restores.
+        records the length they had (``{group: length}`` for grouped axes), which
+        :meth:`from_state` restores.
         """
         arrays = {k: np.array(v, copy=True) for k, v in self._arrays.items()}
         state = {"kind": self.kind, "params": dict(self.params), "extra": self._extra_state(),
                  "arrays": arrays}
         if self.capacity_axes and self._arrays:
             used = self._used_capacity()
-            capacity = _axis_length(self._arrays, self.capacity_axes)
-            if used < capacity:
-                for name, (axis, _) in self.capacity_axes.items():
-                    cut = [slice(None)] * arrays[name].ndim
-                    cut[axis] = slice(0, used)
-                    arrays[name] = np.ascontiguousarray(arrays[name][tuple(cut)])
-                state["capacity"] = capacity
+            used = used if isinstance(used, dict) else {"": used}
+            capacities = {}
+            for group, axes in _capacity_groups(self.capacity_axes).items():
+                capacity = _axis_length(self._arrays, axes)
+                if used[group] < capacity:
+                    for name, (axis, _) in axes.items():
+                        cut = [slice(None)] * arrays[name].ndim
+                        cut[axis] = slice(0, used[group])
+                        arrays[name] = np.ascontiguousarray(arrays[name][tuple(cut)])
+                    capacities[group] = capacity
+            if capacities:
+                state["capacity"] = capacities.get("") if list(capacities) == [""] else capacities
         return state
 
     @classmethod
@@ -315,14 +322,15 @@ class Learner:
         if obj._arrays:
             check_layout(obj._arrays, cls.state_arrays, cls.kind)
             if "capacity" in state:
-                _restore_capacity(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind)
+                _restore_capacities(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind)
         obj._load_extra_state(state.get("extra") or {})
         if obj._arrays:
             obj._check_state()
         return obj
 
-    def _used_capacity(self) -> int:
-        """Length of the :attr:`capacity_axes` in use (learners that declare some)."""
+    def _used_capacity(self) -> int | dict[str, int]:
+        """Length of the :attr:`capacity_axes` in use (learners that declare some; per group
+        for grouped axes)."""
         raise NotImplementedError(f"{self.kind} declares capacity_axes without _used_capacity")
 
     def _check_state(self) -> None:
@@ -385,6 +393,31 @@ def _axis_length(arrays: dict, axes: dict) -> int:
     if len(lengths) != 1:
         raise ValueError(f"capacity axes have different lengths {sorted(lengths)}")
     return lengths.pop()
+
+
+def _capacity_groups(axes: dict) -> dict[str, dict[str, tuple[int, Any]]]:
+    """:attr:`Learner.capacity_axes` by group (``""`` for axes without one).
+
+    Examples
+    --------
+    >>> _capacity_groups({"a": (0, 0), "b": (1, -1, "nodes")})
+    {'': {'a': (0, 0)}, 'nodes': {'b': (1, -1)}}
+    """
+    groups: dict[str, dict[str, tuple[int, Any]]] = {}
+    for name, spec in axes.items():
+        groups.setdefault(spec[2] if len(spec) > 2 else "", {})[name] = tuple(spec[:2])
+    return groups
+
+
+def _restore_capacities(arrays: dict, axes: dict, capacity, kind: str) -> None:
+    """:func:`_restore_capacity` for each group a state's ``"capacity"`` names."""
+    groups = _capacity_groups(axes)
+    caps = capacity if isinstance(capacity, dict) else {"": capacity}
+    unknown = sorted(str(g) for g in caps if g not in groups)
+    if unknown:
+        raise ValueError(f"{kind} state capacity names unknown axes {unknown}")
+    for group, value in caps.items():
+        _restore_capacity(arrays, groups[group], value, kind)
 
 
 def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
