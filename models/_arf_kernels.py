@@ -51,16 +51,6 @@ from ._jit import njit
 from ._stats import argmax
 from .adwin import _update_pairs, reset_detector
 
-# settings_i: n_splits, leaf prediction, naive Bayes' degenerate rule, max depth, then the
-# switches between river's ARF (0) and MOA's (1) (see models.adaptive_forest's Notes)
-S_MOA_TREE = 4  # MOA's Hoeffding tree details (models._ht_kernels' ``moa``)
-S_REDRAW = 5  # a leaf restarted after "no split" draws a new feature subset
-S_AFTER = 6  # the detectors see the tree's error on the row after it learned it
-S_RISE = 7  # only a rise of the error is a change; other cuts only shrink the window
-S_BG_ONE = 8  # the background tree learns each row with weight 1 (not the Poisson k)
-S_VOTE = 9  # MOA's vote: accuracy in percent, a tree without vote mass abstains
-N_SETTINGS_I = 10
-
 #: nodes and leaf records one row may add per tree (a background tree started and split,
 #: the foreground tree split and replaced): the free cells the kernel wants before a row
 NODES_PER_ROW = 6
@@ -294,22 +284,14 @@ def _split_leaf(s, node, best_f, best_t, merit, best_left, best_right, rng, g, p
 
 
 @njit
-def _restart_leaf(q, moa, redraw, rng, g, perm, leaf_feat, leaf_mc, leaf_nb, g_w, g_mean, g_m2,
-                  g_min, g_max):
-    """A "no split" answer: the leaf forgets its estimators (both references' memory
-    manager reactivates it with fresh observers, keeping its class weights); MOA's
-    reactivated leaf is a new node, so (``moa``) its adaptive counters restart and
-    (``redraw``) it draws a new feature subset."""
+def _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max):
+    """A "no split" answer: the leaf forgets its estimators and keeps its class weights,
+    feature subset and adaptive counters (river's memory manager reactivates it so)."""
     g_w[q] = 0.0
     g_mean[q] = 0.0
     g_m2[q] = 0.0
     g_min[q] = math.inf
     g_max[q] = -math.inf
-    if moa:
-        leaf_mc[q] = 0.0
-        leaf_nb[q] = 0.0
-    if redraw:
-        sample_feats(rng, g, leaf_feat[q], perm.shape[0], perm)
 
 
 @njit
@@ -324,7 +306,6 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
     grace, delta, tau, mbf, max_share = (settings_f[0], settings_f[1], settings_f[2],
                                          settings_f[3], settings_f[4])
     n_splits, leaf_prediction, max_depth = settings_i[0], settings_i[1], settings_i[3]
-    moa_tree = settings_i[S_MOA_TREE] == 1
     counts = node_counts[node]
     K = counts.shape[0]
     q = node_leaf[node]
@@ -350,7 +331,7 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
     if total - leaf_last_eval[q] < grace:
         return
     decision, best_f, best_t, merit = split_decision(
-        counts, q, ones, delta, tau, n_splits, mbf, max_share, -math.inf, moa_tree, g_w, g_mean,
+        counts, q, ones, delta, tau, n_splits, mbf, max_share, -math.inf, False, g_w, g_mean,
         g_m2, g_min, g_max, left, right, best_left, best_right)
     if decision == SPLIT:
         _split_leaf(s, node, best_f, best_t, merit, best_left, best_right, rng, g, perm,
@@ -360,8 +341,7 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
                     g_min, g_max)
         return
     if decision == RESTART:
-        _restart_leaf(q, moa_tree, settings_i[S_REDRAW] == 1, rng, g, perm, leaf_feat, leaf_mc,
-                      leaf_nb, g_w, g_mean, g_m2, g_min, g_max)
+        _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max)
     leaf_last_eval[q] = total
 
 
@@ -369,22 +349,12 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
 
 
 @njit(inline="always")
-def _vote_weight(t, weighted, moa_vote, tree_correct, tree_seen):
-    """Weight of tree ``t``'s vote: its accuracy since it became foreground (river: a
-    fraction, MOA: a percentage), 1 while it has none."""
+def _vote_weight(t, weighted, tree_correct, tree_seen):
+    """Weight of tree ``t``'s vote: its accuracy since it became foreground, 1 while it has
+    none."""
     if not weighted or tree_correct[t] <= 0.0:
         return 1.0
-    acc = tree_correct[t] / tree_seen[t]
-    return acc * 100.0 if moa_vote else acc
-
-
-@njit(inline="always")
-def _no_mass(scores):
-    """Whether every class's naive Bayes score is ``-inf`` (MOA's product is 0 for all)."""
-    for c in range(scores.shape[0]):
-        if scores[c] > -math.inf:
-            return False
-    return True
+    return tree_correct[t] / tree_seen[t]
 
 
 @njit(inline="always")
@@ -400,12 +370,7 @@ def _uses_nb(node, total, lp, node_active, node_leaf, leaf_mc, leaf_nb):
 
 
 @njit(inline="always")
-def _mean(total, width, d):
-    return total[d] / width[d] if width[d] > 0.0 else math.nan
-
-
-@njit(inline="always")
-def _vote(t, node, total, use_nb, weighted, moa_vote, node_counts, tree_correct, tree_seen,
+def _vote(t, node, total, use_nb, weighted, node_counts, tree_correct, tree_seen,
           scores, proba, out_row):
     """Add tree ``t``'s vote for a row to ``out_row``, as :func:`predict_rows` weighs it,
     over its first ``len(out_row)`` classes (those known when the row is predicted);
@@ -414,10 +379,8 @@ def _vote(t, node, total, use_nb, weighted, moa_vote, node_counts, tree_correct,
     if total <= 0.0:
         return
     K = out_row.shape[0]
-    wt = _vote_weight(t, weighted, moa_vote, tree_correct, tree_seen)
+    wt = _vote_weight(t, weighted, tree_correct, tree_seen)
     if use_nb:
-        if moa_vote and _no_mass(scores[:K]):
-            return  # MOA: a vote that sums to 0 is left out
         hs.normalise_log(scores[:K], proba[:K])
         for c in range(K):
             out_row[c] += proba[c] * wt
@@ -450,8 +413,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                w_drift, w_det, w_seen,
                db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
                d_drift, d_det, d_seen):
-    """Learn rows ``start, ...`` (river's ``ARFClassifier.learn_one`` per row, or MOA's
-    ``AdaptiveRandomForest.trainOnInstanceImpl`` as ``settings_i`` switches); returns the
+    """Learn rows ``start, ...`` (river's ``ARFClassifier.learn_one`` per row); returns the
     first row not learned (early when a pool may run out of cells or a detector of rows: the
     caller grows them).
 
@@ -480,10 +442,6 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     flag = np.zeros(1, np.bool_)
     proba = np.zeros(K)
     predict = out.shape[0] > 0
-    moa_vote = settings_i[S_VOTE] == 1
-    after = settings_i[S_AFTER] == 1
-    rise = settings_i[S_RISE] == 1
-    bg_one = settings_i[S_BG_ONE] == 1
     k_now = k_known  # classes known when row i is predicted (indices follow first appearance)
     for r in range(start):
         k_now = max(k_now, y[r] + 1)
@@ -509,7 +467,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                                                 ones)
             use_nb = _uses_nb(node, tot, lp, node_active, node_leaf, leaf_mc, leaf_nb)
             if predict:
-                _vote(t, node, tot, use_nb, weighted, moa_vote, node_counts, tree_correct,
+                _vote(t, node, tot, use_nb, weighted, node_counts, tree_correct,
                       tree_seen, scores, proba, out[i, :k_now])
             if k < 0:
                 continue  # an unlabelled row: predicted, not learned
@@ -529,8 +487,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                 b_mc, b_nb, b_tot = _leaf_votes(b_node, x, degenerate, node_leaf, node_counts,
                                                 leaf_feat, g_w, g_mean, g_m2, scores, x_sub,
                                                 ones)
-                b_w = 1.0 if bg_one else float(kw)
-                _learn_tree(b_s, b_node, x, k, b_w, b_mc, b_nb, b_tot, rng, t, perm,
+                _learn_tree(b_s, b_node, x, k, float(kw), b_mc, b_nb, b_tot, rng, t, perm,
                             settings_f, settings_i, slot_nodes, used, node_feature,
                             node_threshold, node_left, node_right, node_depth, node_active,
                             node_merit, node_slot, node_leaf, node_counts, leaf_node, leaf_feat,
@@ -542,24 +499,12 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                         node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc,
                         leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left, right, best_left,
                         best_right, ones)
-            if after:  # MOA: the tree's error on the row it has just learned
-                node = _route(s, x, slot_root, node_feature, node_threshold, node_left,
-                              node_right)
-                mc_pred, nb_pred, tot = _leaf_votes(node, x, degenerate, node_leaf,
-                                                    node_counts, leaf_feat, g_w, g_mean, g_m2,
-                                                    scores, x_sub, ones)
-                use_nb = _uses_nb(node, tot, lp, node_active, node_leaf, leaf_mc, leaf_nb)
-                err = 0.0 if (nb_pred if use_nb else mc_pred) == k else 1.0
             det[0] = t
             val[0] = err
-            before = _mean(w_total, w_width, t)
             _update_pairs(det, val, 0, flag, w_settings[0], int(w_settings[1]),
                           int(w_settings[2]), w_settings[3], w_settings[4], wb_total, wb_var,
                           wb_count, w_rows, w_total, w_variance, w_width, w_tick, w_drift,
                           w_det, w_seen)
-            if rise and flag[0] and not _mean(w_total, w_width, t) > before:
-                flag[0] = False  # MOA: a fall of the error keeps the shrunk window
-                w_drift[t] = False
             if flag[0]:
                 reset_slot(bg_slot[t], rng, t, perm, index, slot_root, slot_nodes, used,
                            node_feature, node_threshold, node_left, node_right, node_depth,
@@ -570,14 +515,10 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                 reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
                                w_width, w_tick, w_drift)
                 n_warnings[t] += 1
-            before = _mean(d_total, d_width, t)
             _update_pairs(det, val, 0, flag, d_settings[0], int(d_settings[1]),
                           int(d_settings[2]), d_settings[3], d_settings[4], db_total, db_var,
                           db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
                           d_det, d_seen)
-            if rise and flag[0] and not _mean(d_total, d_width, t) > before:
-                flag[0] = False
-                d_drift[t] = False
             if flag[0]:
                 if bg_active[t] == 1:
                     fg_slot[t] = bg_slot[t]
@@ -623,7 +564,6 @@ def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen, slot
     K = node_counts.shape[1]
     lp = settings_i[1]
     degenerate = settings_i[2]
-    moa_vote = settings_i[S_VOTE] == 1
     scores = np.zeros(K)
     proba = np.zeros(K)
     m = leaf_feat.shape[1]
@@ -648,6 +588,6 @@ def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen, slot
                 _gather(x, leaf_feat[q], x_sub)
                 hs.naive_bayes_log_joint(x_sub, ones, counts, g_w, g_mean, g_m2, q,
                                          degenerate, scores)
-            _vote(t, node, total, use_nb, weighted, moa_vote, node_counts, tree_correct,
+            _vote(t, node, total, use_nb, weighted, node_counts, tree_correct,
                   tree_seen, scores, proba, out[i])
         _normalise(out[i])

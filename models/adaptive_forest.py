@@ -53,18 +53,6 @@ _TREE_ARRAYS = {  # per tree (T,)
 }
 
 
-#: river's ARF and MOA's where they differ: option -> (river's value, MOA's value)
-_CHOICES = {
-    "tree_flavour": ("river", "moa"),
-    "leaf_restart": ("keep", "redraw"),
-    "detector_input": ("before", "after"),
-    "detector_signal": ("change", "rise"),
-    "background_weight": ("k", "one"),
-    "vote_weight": ("fraction", "percent"),
-}
-_FLAVOURS = ("river", "moa")
-
-
 def _round_log2(n: int) -> int:
     """``round(log2(n))`` for an integer ``n >= 1`` in integers (no C library ``log2``, whose
     last bit depends on the CPU): ``b = floor(log2 n)``, plus one when ``n >= 2^(b + 1/2)``,
@@ -213,11 +201,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                  grace_period: int = 50, delta: float = 0.01, tau: float = 0.05,
                  leaf_prediction: str = "nba", n_splits: int = 10,
                  max_depth: int | None = None, warning_delta: float = 0.01,
-                 drift_delta: float = 0.001, weighted_vote: bool = True, flavour: str = "river",
-                 tree_flavour: str | None = None, leaf_restart: str | None = None,
-                 detector_input: str | None = None, detector_signal: str | None = None,
-                 background_weight: str | None = None, vote_weight: str | None = None,
-                 seed: int = 1):
+                 drift_delta: float = 0.001, weighted_vote: bool = True, seed: int = 1):
         if leaf_prediction not in _LEAF:
             raise ValueError(f"leaf_prediction must be one of {sorted(_LEAF)}, "
                              f"got {leaf_prediction!r}")
@@ -236,37 +220,17 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                     and not isinstance(max_features, bool) and max_features > 0)):
             raise ValueError(f"max_features must be 'sqrt+1', 'sqrt', 'log2' or a positive "
                              f"number, got {max_features!r}")
-        if flavour not in _FLAVOURS:
-            raise ValueError(f"flavour must be one of {_FLAVOURS}, got {flavour!r}")
-        given = {"tree_flavour": tree_flavour, "leaf_restart": leaf_restart,
-                 "detector_input": detector_input, "detector_signal": detector_signal,
-                 "background_weight": background_weight, "vote_weight": vote_weight}
-        choice = {}
-        for name, options in _CHOICES.items():
-            v = given[name]
-            if v is not None and v not in options:
-                raise ValueError(f"{name} must be one of {options}, got {v!r}")
-            choice[name] = options[_FLAVOURS.index(flavour)] if v is None else v
         self.params = {"n_models": int(n_models), "max_features": max_features,
                        "lambda_value": float(lambda_value), "grace_period": grace_period,
                        "delta": float(delta), "tau": float(tau),
                        "leaf_prediction": leaf_prediction, "n_splits": int(n_splits),
                        "max_depth": max_depth, "warning_delta": float(warning_delta),
                        "drift_delta": float(drift_delta), "weighted_vote": bool(weighted_vote),
-                       "flavour": flavour, **given, "seed": int(seed)}
-        moa_tree = choice["tree_flavour"] == "moa"
-        # river answers "no split" for a leaf whose majority class holds over 99% of it
-        self._settings_f = np.array([float(grace_period), float(delta), float(tau), 0.01,
-                                     1.0 if moa_tree else 0.99])
-        settings_i = np.zeros(ak.N_SETTINGS_I, np.int64)
-        settings_i[:4] = (int(n_splits), _LEAF[leaf_prediction],
-                          hs.DEGENERATE_POINT if moa_tree else hs.DEGENERATE_SKIP,
-                          2**31 if max_depth is None else int(max_depth))
-        for index, name in ((ak.S_MOA_TREE, "tree_flavour"), (ak.S_REDRAW, "leaf_restart"),
-                            (ak.S_AFTER, "detector_input"), (ak.S_RISE, "detector_signal"),
-                            (ak.S_BG_ONE, "background_weight"), (ak.S_VOTE, "vote_weight")):
-            settings_i[index] = _CHOICES[name].index(choice[name])
-        self._settings_i = settings_i
+                       "seed": int(seed)}
+        self._settings_f = np.array([float(grace_period), float(delta), float(tau), 0.01, 0.99])
+        self._settings_i = np.array([int(n_splits), _LEAF[leaf_prediction],
+                                     hs.DEGENERATE_SKIP,
+                                     2**31 if max_depth is None else int(max_depth)], np.int64)
         # ADWIN: delta, clock, max_buckets, min_window_length, grace_period (river defaults)
         self._w_settings = tree_bank_settings(warning_delta)
         self._d_settings = tree_bank_settings(drift_delta)
@@ -326,6 +290,37 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     def _used_capacity(self) -> dict[str, int]:
         used = self._arrays["used"]
         return {"nodes": int(used[0]), "leaves": int(used[1])}
+
+    def _capacity_bound(self) -> dict[str, int]:
+        """The longest the node and leaf pools could have grown for the state's rows.
+
+        Each of the ``2 T`` slots learns a row at most once and attempts at most one split
+        on it, adding two nodes and one leaf: after ``n`` rows a slot holds at most
+        ``1 + 2 n`` nodes and ``1 + n`` leaves (a depth limit ``d``: ``2^(d+1) - 1`` and
+        ``2^d``), and dropped trees leave the pools. A pool starts at ``8`` cells per slot and
+        doubles only when fewer than its per-row reserve (``r T`` cells,
+        :data:`models._arf_kernels.NODES_PER_ROW` and ``LEAVES_PER_ROW``) are free, so it
+        never exceeds ``max(16 T, 2 (U + r T))`` for ``U`` the most it held. Trees dropped
+        since leave the capacity above what is used now; never above this.
+
+        Examples
+        --------
+        >>> arf = AdaptiveRandomForest(n_models=10, max_depth=3)
+        >>> arf._arrays = {"n_seen": np.array([1000])}
+        >>> arf._capacity_bound()
+        {'nodes': 720, 'leaves': 400}
+        """
+        n_seen = self._arrays["n_seen"]
+        rows = max(0, int(n_seen[0])) if n_seen.shape == (1,) else 0
+        nodes, leaves = 1 + 2 * rows, 1 + rows
+        depth = self.params["max_depth"]
+        if depth is not None:
+            d = min(max(int(depth), 0), 62)
+            nodes, leaves = min(nodes, (2 << d) - 1), min(leaves, 1 << d)
+        T = self.params["n_models"]
+        S = 2 * T
+        return {"nodes": max(_INITIAL_NODES * S, 2 * (S * nodes + ak.NODES_PER_ROW * T)),
+                "leaves": max(_INITIAL_LEAVES * S, 2 * (S * leaves + ak.LEAVES_PER_ROW * T))}
 
     def _grow(self) -> None:
         """Double whatever the kernel stopped for: a pool or a detector's rows."""

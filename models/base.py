@@ -216,7 +216,7 @@ class StateField:
 
 
 _KINDS: dict[str, type] = {}
-_MAX_CAPACITY = 1 << 26  # a restored capacity axis is never longer (a bad record's guard)
+_MAX_CAPACITY = 1 << 26  # a restored capacity axis is never longer, whatever else it claims
 
 
 def learner_class(kind: str) -> type:
@@ -310,9 +310,17 @@ class Learner:
 
     @classmethod
     def from_state(cls, state: dict):
-        """Rebuild a learner from :meth:`to_state` output (also after msgpack)."""
+        """Rebuild a learner from :meth:`to_state` output (also after msgpack).
+
+        A state is read from a checkpoint, untrusted: the parameters that size work or memory
+        must lie in the registry's ranges (:func:`check_param_ranges`) and a capacity must not
+        exceed what the learner could have grown to (:meth:`_capacity_bound`), both checked
+        before anything is built or allocated for them; then the arrays' layout and the
+        learner's invariants (:meth:`_check_state`).
+        """
         if state.get("kind") != cls.kind:
             raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
+        check_param_ranges(cls.kind, state["params"])
         obj = cls(**state["params"])
         obj._arrays = {
             k: np.ascontiguousarray(np.array(v, copy=True)) for k, v in state["arrays"].items()
@@ -322,7 +330,8 @@ class Learner:
         if obj._arrays:
             check_layout(obj._arrays, cls.state_arrays, cls.kind)
             if "capacity" in state:
-                _restore_capacities(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind)
+                _restore_capacities(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind,
+                                    obj._capacity_bound())
         obj._load_extra_state(state.get("extra") or {})
         if obj._arrays:
             obj._check_state()
@@ -332,6 +341,14 @@ class Learner:
         """Length of the :attr:`capacity_axes` in use (learners that declare some; per group
         for grouped axes)."""
         raise NotImplementedError(f"{self.kind} declares capacity_axes without _used_capacity")
+
+    def _capacity_bound(self) -> int | dict[str, int]:
+        """The longest the :attr:`capacity_axes` of a restored state may be (per group for
+        grouped axes): what the learner's kernels could have grown them to for the rows and
+        parameters of the state (its arrays' layout is checked when this is asked). Learners
+        that declare capacity axes bound it by the rows they learned; ``_MAX_CAPACITY`` caps
+        every one."""
+        return _MAX_CAPACITY
 
     def _check_state(self) -> None:
         """Raise ``ValueError`` when restored arrays break the learner's invariants.
@@ -409,19 +426,42 @@ def _capacity_groups(axes: dict) -> dict[str, dict[str, tuple[int, Any]]]:
     return groups
 
 
-def _restore_capacities(arrays: dict, axes: dict, capacity, kind: str) -> None:
-    """:func:`_restore_capacity` for each group a state's ``"capacity"`` names."""
+def _restore_capacities(arrays: dict, axes: dict, capacity, kind: str,
+                        bound: int | dict = _MAX_CAPACITY) -> None:
+    """:func:`_restore_capacity` for each group a state's ``"capacity"`` names, each within
+    its group's ``bound`` (one number: the same for every group).
+
+    Examples
+    --------
+    >>> a = {"n": np.array([1]), "q": np.array([2.0])}
+    >>> axes = {"n": (0, -1, "nodes"), "q": (0, 0.0, "leaves")}
+    >>> _restore_capacities(a, axes, {"nodes": 4}, "demo", {"nodes": 8, "leaves": 8})
+    >>> a["n"].tolist(), a["q"].tolist()
+    ([1, -1, -1, -1], [2.0])
+    >>> _restore_capacities(a, axes, {"leaves": 16}, "demo", {"nodes": 8, "leaves": 8})
+    Traceback (most recent call last):
+    ...
+    ValueError: demo state capacity 16 is not an integer in [1, 8]
+    """
     groups = _capacity_groups(axes)
+    if not isinstance(capacity, dict) and "" not in groups:
+        raise ValueError(f"{kind} state capacity {capacity!r} is not a map of the lengths of "
+                         f"{sorted(groups)}")
     caps = capacity if isinstance(capacity, dict) else {"": capacity}
     unknown = sorted(str(g) for g in caps if g not in groups)
     if unknown:
         raise ValueError(f"{kind} state capacity names unknown axes {unknown}")
     for group, value in caps.items():
-        _restore_capacity(arrays, groups[group], value, kind)
+        most = bound.get(group, _MAX_CAPACITY) if isinstance(bound, dict) else bound
+        _restore_capacity(arrays, groups[group], value, kind, most)
 
 
-def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
+def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str,
+                      bound: int = _MAX_CAPACITY) -> None:
     """Pad the arrays :meth:`Learner.to_state` cut back to ``capacity`` with their fill.
+
+    ``capacity`` must lie between the length in use and ``bound`` (at most
+    ``_MAX_CAPACITY``): a ``ValueError`` is raised before anything is allocated otherwise.
 
     Examples
     --------
@@ -429,12 +469,17 @@ def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
     >>> _restore_capacity(a, {"left": (1, -1)}, 4, "demo")
     >>> a["left"].tolist()
     [[1, 2, -1, -1]]
+    >>> _restore_capacity(a, {"left": (1, -1)}, 1 << 19, "demo", bound=64)
+    Traceback (most recent call last):
+    ...
+    ValueError: demo state capacity 524288 is not an integer in [4, 64]
     """
     used = _axis_length(arrays, axes)
+    most = min(int(bound), _MAX_CAPACITY)
     if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
-            or not used <= capacity <= _MAX_CAPACITY:
+            or not used <= capacity <= most:
         raise ValueError(f"{kind} state capacity {capacity!r} is not an integer in "
-                         f"[{used}, {_MAX_CAPACITY}]")
+                         f"[{used}, {most}]")
     for name, (axis, fill) in axes.items():
         arr = arrays[name]
         shape = list(arr.shape)
@@ -444,6 +489,38 @@ def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
         keep[axis] = slice(0, used)
         out[tuple(keep)] = arr
         arrays[name] = out
+
+
+def check_param_ranges(kind: str, params) -> None:
+    """``ValueError`` unless every parameter the registry bounds for learners of ``kind`` lies
+    in its range (:attr:`models.registry.LearnerSpec.ranges`; kinds it does not know have none).
+
+    The parameters that size a learner's work or memory (trees, split candidates, depth) come
+    from a checkpoint on restore: a value out of range would make a few rows take minutes, so
+    it is refused before the learner is built. ``None`` stands for "no limit" where a learner
+    takes it.
+
+    Examples
+    --------
+    >>> check_param_ranges("adaptive_random_forest", {"n_splits": 10, "max_depth": None})
+    >>> check_param_ranges("adaptive_random_forest", {"n_splits": 10**6})
+    Traceback (most recent call last):
+    ...
+    ValueError: adaptive_random_forest parameter n_splits=1000000 is outside [1, 1000]
+    """
+    from .registry import ranges_of_kind  # the registry imports every learner module
+
+    if not isinstance(params, dict):
+        raise ValueError(f"{kind} parameters must be a map, got {type(params).__name__}")
+    for name, (lo, hi) in ranges_of_kind(kind).items():
+        value = params.get(name)
+        if value is None:
+            continue
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{kind} parameter {name}={value!r} must be a number")
+        if not lo <= value <= hi:
+            raise ValueError(f"{kind} parameter {name}={value!r} is outside [{lo}, {hi}]")
 
 
 def check_layout(arrays: dict, layout: dict, kind: str) -> None:
