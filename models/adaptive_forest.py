@@ -568,6 +568,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         check_index(a["node_feature"][:n], -1, F, "node_feature")
         check_index(a["node_leaf"][:n], -1, q, "node_leaf")
         check_index(a["node_active"][:n], 0, 2, "node_active")
+        check_index(a["node_depth"][:n], 0, max(n, 1), "node_depth")
         check_index(a["leaf_node"][:q], 0, n, "leaf_node")
         check_index(a["leaf_feat"][:q], 0, F, "leaf_feat")
         check_index(a["slot_root"], -1, n, "slot_root")
