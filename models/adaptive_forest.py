@@ -14,6 +14,7 @@ import numpy as np
 from . import _arf_kernels as ak
 from . import _hoeffding as hs
 from . import _ht_kernels as hk
+from ._arf_layout import pools_from_layout1
 from ._rng import seed_states
 from ._trees import grow_axis
 from .adwin import (
@@ -42,7 +43,7 @@ _LEAF_ARRAYS = {
     "leaf_node": (np.int64, -1), "leaf_last_eval": (np.float64, 0.0),
     "leaf_mc": (np.float64, 0.0), "leaf_nb": (np.float64, 0.0),
 }
-_INITIAL_NODES = 8  # per tree; the pools double from there
+_INITIAL_NODES = 8  # per slot; the pools grow by a quarter from there (_grown)
 _INITIAL_LEAVES = 8
 _TREE_ARRAYS = {  # per tree (T,)
     "fg_slot": np.int64, "bg_slot": np.int64, "bg_active": np.uint8,
@@ -51,6 +52,23 @@ _TREE_ARRAYS = {  # per tree (T,)
     # warnings and drifts of each tree in the last learn_many (what events() reports)
     "last_warnings": np.int64, "last_drifts": np.int64,
 }
+
+
+def _grown(size: int, need: int) -> int:
+    """A pool's next capacity: grown by a quarter at a time until it holds ``need`` cells.
+
+    A quarter keeps the unused cells a pool carries below a fifth of it (doubling left up to
+    half of it unused: the state budget counts capacity); the copies stay few (a pool of
+    ``P`` cells was copied about ``4 P`` cells' worth in all).
+
+    Examples
+    --------
+    >>> _grown(160, 161), _grown(160, 300)
+    (200, 312)
+    """
+    while size < need:
+        size += max(size // 4, 1)
+    return size
 
 
 def _round_log2(n: int) -> int:
@@ -298,17 +316,18 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         on it, adding two nodes and one leaf: after ``n`` rows a slot holds at most
         ``1 + 2 n`` nodes and ``1 + n`` leaves (a depth limit ``d``: ``2^(d+1) - 1`` and
         ``2^d``), and dropped trees leave the pools. A pool starts at ``8`` cells per slot and
-        doubles only when fewer than its per-row reserve (``r T`` cells,
-        :data:`models._arf_kernels.NODES_PER_ROW` and ``LEAVES_PER_ROW``) are free, so it
-        never exceeds ``max(16 T, 2 (U + r T))`` for ``U`` the most it held. Trees dropped
-        since leave the capacity above what is used now; never above this.
+        grows only when fewer than its per-row reserve (``r T`` cells,
+        :data:`models._arf_kernels.NODES_PER_ROW` and ``LEAVES_PER_ROW``) are free, by a
+        quarter at a time (:func:`_grown`), so it never exceeds ``max(16 T, 5/4 (U + r T))``
+        for ``U`` the most it held. Trees dropped since leave the capacity above what is used
+        now; never above this.
 
         Examples
         --------
         >>> arf = AdaptiveRandomForest(n_models=10, max_depth=3)
         >>> arf._arrays = {"n_seen": np.array([1000])}
         >>> arf._capacity_bound()
-        {'nodes': 720, 'leaves': 400}
+        {'nodes': 450, 'leaves': 250}
         """
         n_seen = self._arrays["n_seen"]
         rows = max(0, int(n_seen[0])) if n_seen.shape == (1,) else 0
@@ -319,8 +338,8 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             nodes, leaves = min(nodes, (2 << d) - 1), min(leaves, 1 << d)
         T = self.params["n_models"]
         S = 2 * T
-        return {"nodes": max(_INITIAL_NODES * S, 2 * (S * nodes + ak.NODES_PER_ROW * T)),
-                "leaves": max(_INITIAL_LEAVES * S, 2 * (S * leaves + ak.LEAVES_PER_ROW * T))}
+        return {"nodes": max(_INITIAL_NODES * S, 5 * (S * nodes + ak.NODES_PER_ROW * T) // 4),
+                "leaves": max(_INITIAL_LEAVES * S, 5 * (S * leaves + ak.LEAVES_PER_ROW * T) // 4)}
 
     def _grow(self) -> None:
         """Double whatever the kernel stopped for: a pool or a detector's rows."""
@@ -330,8 +349,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             names = [n for n, spec in self.capacity_axes.items() if spec[2] == group]
             size = a[names[0]].shape[0]
             if need + per_row * T > size:
-                while need + per_row * T > size:
-                    size *= 2
+                size = _grown(size, need + per_row * T)
                 for name in names:
                     a[name] = grow_axis(a[name], size, axis=0, fill=self.capacity_axes[name][1])
         for prefix in ("w_", "d_"):
@@ -522,13 +540,15 @@ class AdaptiveRandomForest(ProbabilityClassifier):
 
     @classmethod
     def from_state(cls, state: dict):
-        """Rebuild a forest from :meth:`to_state` output; a state of another layout (a
-        checkpoint written before the node and leaf pools) is refused with the reason."""
+        """Rebuild a forest from :meth:`to_state` output; a state written before the node
+        and leaf pools (layout 1, no ``"layout"`` in its extra) is converted first
+        (:func:`models._arf_layout.pools_from_layout1`) and continues exactly."""
         layout = (state.get("extra") or {}).get("layout", 1) if state.get("arrays") else STATE_LAYOUT
-        if layout != STATE_LAYOUT:
-            raise ValueError(f"{cls.kind} state has layout {layout!r}; this version reads layout "
-                             f"{STATE_LAYOUT} only (trees in shared node and leaf pools): the "
-                             "stream's forest starts anew")
+        if layout == 1:
+            state = pools_from_layout1(state, cls.kind, STATE_LAYOUT)
+        elif layout != STATE_LAYOUT:
+            raise ValueError(f"{cls.kind} state has layout {layout!r}; this version reads "
+                             f"layouts 1 and {STATE_LAYOUT}")
         return super().from_state(state)
 
     def _check_state(self) -> None:

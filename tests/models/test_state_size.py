@@ -3,6 +3,7 @@ measurement rings that start small, and the default pipeline's per-stream budget
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 
 import numpy as np
@@ -187,3 +188,30 @@ def test_arf_with_a_pool_filled_to_its_reserve_restores():
     for learner in (arf, back):
         learner.learn_many(X[i + 1:i + 500], y[i + 1:i + 500])
     np.testing.assert_array_equal(arf.predict_proba_many(X[:300]), back.predict_proba_many(X[:300]))
+
+
+def test_a_checkpoint_written_before_the_pools_continues_exactly():
+    """A forest checkpointed by the former layout (a node capacity per slot, estimators for
+    every node; 3 trees after 700 rows, two of them replaced by their background trees) is
+    converted to the pools and answers what the former code answered after it: the digest was
+    taken with the former code (``tests/models/reference/arf_layout1.msgpack.zlib``, written
+    by it, then the same calls)."""
+    from pathlib import Path
+
+    from schemas.codec import decode_state
+
+    blob = (Path(__file__).parent / "reference" / "arf_layout1.msgpack.zlib").read_bytes()
+    state = decode_state(zlib.decompress(blob))
+    assert "n_nodes" in state["arrays"] and "layout" not in state["extra"]
+    X, y, _ = RotatingHyperplane(n_features=6, mag_change=0.01, seed=4).take(1500)
+    X = np.ascontiguousarray(X)
+    y = [1 - int(v) if 400 <= i < 700 else int(v) for i, v in enumerate(y)]
+    arf = AdaptiveRandomForest.from_state(state)
+    assert arf.n_drifts == 2
+    h = hashlib.sha256()
+    h.update(arf.predict_proba_learn_many(X[700:], y[700:]).tobytes())
+    h.update(arf.predict_proba_many(X[:300]).tobytes())
+    h.update(np.array([arf.n_drifts, arf.n_warnings]).tobytes())
+    assert h.hexdigest() == "5dc15e3b0106c9e37c7af899e8b2e1d91697c30b9014e57cef4ec10c11e52f8d"
+    back = AdaptiveRandomForest.from_state(arf.to_state())  # and it checkpoints as layout 2
+    assert back.to_state()["extra"]["layout"] == 2 and "n_nodes" not in back.to_state()["arrays"]

@@ -54,8 +54,8 @@ def arf_state() -> dict:
 
 def test_a_capacity_beyond_what_the_rows_could_grow_is_refused_before_allocating(arf_state):
     """An 81 kB state claiming a capacity of 524,288 nodes allocated 2.9 GB: each of the 20
-    tree slots adds at most two nodes per row, so 600 rows justify at most 48,160 (twice what
-    the slots could hold, and the per-row reserve)."""
+    tree slots adds at most two nodes per row, so 600 rows justify at most 30,100 (a quarter
+    above what the slots could hold and the per-row reserve)."""
     st = {**arf_state, "capacity": {**arf_state["capacity"], "nodes": 524_288}}
     seconds, peak, raised = _traced(lambda: AdaptiveRandomForest.from_state(st))
     assert isinstance(raised, ValueError) and "capacity 524288" in str(raised)
@@ -63,8 +63,8 @@ def test_a_capacity_beyond_what_the_rows_could_grow_is_refused_before_allocating
     # the capacity the learner had is kept, bit for bit
     back = AdaptiveRandomForest.from_state(arf_state)
     assert back.to_state().get("capacity") == arf_state.get("capacity")
-    assert back._capacity_bound() == {"nodes": 2 * (20 * (1 + 2 * 600) + 6 * 10),
-                                      "leaves": 2 * (20 * (1 + 600) + 4 * 10)}
+    assert back._capacity_bound() == {"nodes": 5 * (20 * (1 + 2 * 600) + 6 * 10) // 4,
+                                      "leaves": 5 * (20 * (1 + 600) + 4 * 10) // 4}
     leaves = {**arf_state, "capacity": {**arf_state["capacity"], "leaves": 24_121}}
     with pytest.raises(ValueError, match="capacity 24121"):
         AdaptiveRandomForest.from_state(leaves)
