@@ -34,8 +34,8 @@ parent's and the cells past ``used`` hold the arrays' fills.
 
 The per-tree ADWIN detectors are two banks in the layout of :mod:`models.adwin` (warning,
 drift), updated through its kernel. Their rows start few (a window of ``w`` values needs about
-``log2(w / 5)`` rows) and grow by doubling like the pools: the kernel returns before a row
-that a pool or a detector might not have room for.
+``log2(w / 5)`` rows) and grow by doubling (the pools by a quarter): the kernel returns before
+a row that a pool or a detector might not have room for.
 """
 
 from __future__ import annotations

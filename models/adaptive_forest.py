@@ -168,6 +168,12 @@ class AdaptiveRandomForest(ProbabilityClassifier):
       Poisson weights and the subsets of its foreground and background trees; the
       sequences differ from both references, so runs agree in distribution, not row for row.
 
+    Memory: the trees of all slots share a node pool and their leaves a leaf pool (the
+    Gaussian estimators are a leaf's, split nodes keep none), each grown by a quarter when a
+    row might not fit and cut to what is used in a checkpoint; a tree replaced by its
+    background tree leaves the pools at once. A stream's forest so costs what its trees hold,
+    not 20 times the largest tree (:mod:`models._arf_kernels`).
+
     After each ``learn_many``, :meth:`events` reports the trees whose drift detector fired
     (``"tree_drift"``: the tree was replaced by its background tree, or by a new one) and
     those whose warning detector fired (``"tree_warning"``: a background tree started),

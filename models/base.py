@@ -247,7 +247,7 @@ class Learner:
     #: the state arrays a learner of this kind holds once it has learned: name ->
     #: (dtype string, number of dimensions). A restored state must match it exactly.
     state_arrays: ClassVar[dict[str, tuple[str, int]]] = {}
-    #: arrays whose capacity grows by doubling along one axis: name -> (axis, fill), or
+    #: arrays whose capacity grows (by doubling, say) along one axis: name -> (axis, fill), or
     #: (axis, fill, group) for arrays of several capacities (each group its own length). Cells
     #: past :meth:`_used_capacity` along it hold ``fill``, so :meth:`to_state` leaves them out
     #: and :meth:`from_state` puts them back: a state costs what the learner uses, not what it

@@ -64,9 +64,9 @@ the answers:
 * (issue 36, part 6) the adaptive random forest keeps its trees in a node pool and its leaves'
   statistics in a leaf pool (no longer one node capacity for every slot and estimators for
   every node; the pools grow by a quarter, and the state records each pool's capacity): its
-  state's arrays changed, so ``adaptive_random_forest`` changed. What it
-  answers did not: the digest of its answers alone (predictions, probabilities, importances,
-  also restored halfway) is ``e8de6304...bba55c`` before and after.
+  state's arrays changed, so ``adaptive_random_forest`` changed. What it answers did not:
+  the digest of its answers alone (predictions, probabilities, importances, also restored
+  halfway) is ``e8de6304...bba55c`` before and after.
 """
 
 from __future__ import annotations
