@@ -114,7 +114,7 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.3f}"
 
 
-def report(before: list[dict], after: list[dict], rev: str, seeds) -> str:
+def report(before: list[dict], after: list[dict], rev: str, head: str, seeds) -> str:
     """The results as markdown: per stream and seed, then the worst and mean per stream."""
     key = {(r["stream"], r["seed"]): r for r in before}
     lines = [
@@ -123,7 +123,7 @@ def report(before: list[dict], after: list[dict], rev: str, seeds) -> str:
         f"pipeline after {ROWS:,} rows fed in batches of {BATCH}; MB = 10^6 bytes of state arrays "
         "(`Pipeline.nbytes`, capacity included: what the worker's state budget counts), peak "
         "over the batches, and the checkpoint (msgpack + zlib 1). Before: "
-        f"`{rev}`; after: this revision. Budget: 1 MB per stream.", "",
+        f"`{rev}`; after: `{head}`. Budget: 1 MB per stream.", "",
         "| stream | seed | before MB | before peak | after MB | after peak | "
         "checkpoint kB before | after |",
         "|---|---|---|---|---|---|---|---|",
@@ -168,7 +168,9 @@ def main() -> None:
         before = run_side(tree, Path(tmp) / "cache", streams, seeds)
     cache = Path(os.environ.get("NUMBA_CACHE_DIR", ROOT / ".numba_cache"))
     after = run_side(ROOT, cache, streams, seeds)
-    text = report(before, after, f"{args.before} ({rev})", seeds)
+    head = subprocess.run(["git", "-C", str(ROOT), "describe", "--all", "--always", "--dirty"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    text = report(before, after, f"{args.before} ({rev})", head, seeds)
     args.out.write_text(text)
     print(text)
 
