@@ -1,19 +1,41 @@
-"""Adaptive random forest kernels: many Hoeffding trees in flat arrays, learned row by row.
+"""Adaptive random forest kernels: many Hoeffding trees in two shared pools, learned row by row.
 
 A forest of ``T`` trees holds ``S = 2 T`` tree *slots* (foreground and background trees);
 ``fg_slot[i]`` and ``bg_slot[i]`` say which slot holds tree ``i``'s foreground and its
 (spare or learning) background tree, so a background tree replaces the foreground by
-swapping two indices. Each slot has the node arrays of :mod:`models._ht_kernels` with a
-leading slot axis, plus ``leaf_feat (S, N, m)``: the random feature subset of each leaf,
-ascending (the features whose estimators it keeps and whose splits it scores). The Gaussian
-estimators ``g_* (S, N, m, K)`` are indexed by position in the leaf's subset, so a leaf
-holds ``m`` of the ``F`` features' statistics; a split's position is turned into the
-feature's column right after the split.
+swapping two indices. ``slot_root[s]`` is the root node of slot ``s`` (-1: no tree, a spare
+slot whose tree was dropped), ``slot_nodes[s]`` its node count.
+
+The nodes of every slot share one *node pool* (capacity ``P``)::
+
+    node_feature, node_threshold, node_left, node_right, node_depth   the trees
+    node_active  uint8    1 for a leaf that still learns statistics and may split
+    node_merit   float64  information gain of a split node's split
+    node_slot    int64    the slot the node belongs to
+    node_leaf    int64    the node's leaf record (-1 for a split node)
+    node_counts  (P, K)   class weights: a leaf's observed ones, a split node's at its split
+
+and the leaves' statistics one *leaf pool* (capacity ``Q``), one record per leaf::
+
+    leaf_node                  int64    the leaf's node
+    leaf_feat (Q, m)           int64    its random feature subset, ascending (the features
+                                        whose estimators it keeps and whose splits it scores)
+    leaf_last_eval             float64  leaf weight at its last split attempt
+    leaf_mc, leaf_nb           float64  weight its majority class / naive Bayes predicted right
+    g_* (Q, m, K)              Gaussian estimators (:mod:`models._hoeffding`), indexed by
+                               position in the subset; a split's position is turned into the
+                               feature's column right after the split
+
+so a tree costs what it holds (not the largest tree's capacity) and only leaves hold
+estimators. ``used = [nodes, leaf records]`` in use: nodes and records are appended at the
+end (a split's left child takes over its parent's record), and dropping a slot's tree
+compacts both pools in place keeping their order, so every child's index stays above its
+parent's and the cells past ``used`` hold the arrays' fills.
 
 The per-tree ADWIN detectors are two banks in the layout of :mod:`models.adwin` (warning,
 drift), updated through its kernel. Their rows start few (a window of ``w`` values needs about
-``log2(w / 5)`` rows) and grow by doubling like the node arrays: the kernel returns before a
-row that a detector might not have room for.
+``log2(w / 5)`` rows) and grow by doubling (the pools by a quarter): the kernel returns before
+a row that a pool or a detector might not have room for.
 """
 
 from __future__ import annotations
@@ -24,10 +46,15 @@ import numpy as np
 
 from . import _hoeffding as hs
 from . import _rng
-from ._ht_kernels import LEAF_NB, LEAF_NBA, _attempt_split
+from ._ht_kernels import LEAF_NB, LEAF_NBA, RESTART, SPLIT, split_decision
 from ._jit import njit
 from ._stats import argmax
 from .adwin import _update_pairs, reset_detector
+
+#: nodes and leaf records one row may add per tree (a background tree started and split,
+#: the foreground tree split and replaced): the free cells the kernel wants before a row
+NODES_PER_ROW = 6
+LEAVES_PER_ROW = 4
 
 
 @njit
@@ -56,115 +83,295 @@ def _gather(x, feats, out):
         out[j] = x[feats[j]]
 
 
+# ------------------------------------------------------------------------------ pools
+
+
 @njit
-def reset_slot(s, rng, g, m, perm, node_feature, node_threshold, node_left, node_right,
-               node_depth, node_active, node_last_eval, node_mc, node_nb, node_merit,
-               node_counts, g_w, g_mean, g_m2, g_min, g_max, leaf_feat, n_nodes):
+def _fresh_record(q, n, leaf_node, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
+                  g_max):
+    """Leaf record ``q`` for node ``n``: empty estimators, no split attempt, no credit."""
+    leaf_node[q] = n
+    leaf_last_eval[q] = 0.0
+    leaf_mc[q] = 0.0
+    leaf_nb[q] = 0.0
+    g_w[q] = 0.0
+    g_mean[q] = 0.0
+    g_m2[q] = 0.0
+    g_min[q] = math.inf
+    g_max[q] = -math.inf
+
+
+@njit
+def _new_leaf(s, depth, q, rng, g, perm, slot_nodes, used, node_feature, node_threshold,
+              node_left, node_right, node_depth, node_active, node_merit, node_slot, node_leaf,
+              node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean,
+              g_m2, g_min, g_max):
+    """Append an empty active leaf at ``depth`` to slot ``s``, with leaf record ``q`` (-1: a
+    new one), its feature subset drawn from tree ``g``'s generator; returns its node."""
+    n = used[0]
+    used[0] = n + 1
+    if q < 0:
+        q = used[1]
+        used[1] = q + 1
+    node_feature[n] = -1
+    node_threshold[n] = 0.0
+    node_left[n] = -1
+    node_right[n] = -1
+    node_depth[n] = depth
+    node_active[n] = 1
+    node_merit[n] = 0.0
+    node_slot[n] = s
+    node_leaf[n] = q
+    node_counts[n] = 0.0
+    _fresh_record(q, n, leaf_node, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
+                  g_max)
+    sample_feats(rng, g, leaf_feat[q], perm.shape[0], perm)
+    slot_nodes[s] += 1
+    return n
+
+
+@njit
+def drop_slot(s, index, slot_root, slot_nodes, used, node_feature, node_threshold, node_left,
+              node_right, node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
+              leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
+              g_max):
+    """Remove the tree of slot ``s`` from both pools, keeping the order of what remains
+    (``index``: scratch of at least ``max(used)`` cells); the freed cells get their fills."""
+    if slot_root[s] < 0:
+        return
+    n_old, q_old = used[0], used[1]
+    # new positions of the leaf records first: they are found through their nodes' slots
+    j = 0
+    for q in range(q_old):
+        if node_slot[leaf_node[q]] != s:
+            leaf_node[j] = leaf_node[q]
+            leaf_feat[j] = leaf_feat[q]
+            leaf_last_eval[j] = leaf_last_eval[q]
+            leaf_mc[j] = leaf_mc[q]
+            leaf_nb[j] = leaf_nb[q]
+            g_w[j] = g_w[q]
+            g_mean[j] = g_mean[q]
+            g_m2[j] = g_m2[q]
+            g_min[j] = g_min[q]
+            g_max[j] = g_max[q]
+            node_leaf[leaf_node[j]] = j
+            j += 1
+    for q in range(j, q_old):
+        _fresh_record(q, -1, leaf_node, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2,
+                      g_min, g_max)
+        leaf_feat[q] = 0
+    used[1] = j
+    j = 0
+    for n in range(n_old):
+        index[n] = -1
+        if node_slot[n] != s:
+            index[n] = j
+            j += 1
+    for n in range(n_old):
+        p = index[n]
+        if p < 0:
+            continue
+        node_feature[p] = node_feature[n]
+        node_threshold[p] = node_threshold[n]
+        node_left[p] = index[node_left[n]] if node_left[n] >= 0 else -1
+        node_right[p] = index[node_right[n]] if node_right[n] >= 0 else -1
+        node_depth[p] = node_depth[n]
+        node_active[p] = node_active[n]
+        node_merit[p] = node_merit[n]
+        node_slot[p] = node_slot[n]
+        node_leaf[p] = node_leaf[n]
+        node_counts[p] = node_counts[n]
+        if node_leaf[p] >= 0:
+            leaf_node[node_leaf[p]] = p
+    for n in range(j, n_old):
+        node_feature[n] = -1
+        node_threshold[n] = 0.0
+        node_left[n] = -1
+        node_right[n] = -1
+        node_depth[n] = 0
+        node_active[n] = 0
+        node_merit[n] = 0.0
+        node_slot[n] = -1
+        node_leaf[n] = -1
+        node_counts[n] = 0.0
+    used[0] = j
+    for r in range(slot_root.shape[0]):
+        if slot_root[r] >= 0:
+            slot_root[r] = index[slot_root[r]]
+    slot_root[s] = -1
+    slot_nodes[s] = 0
+
+
+@njit
+def reset_slot(s, rng, g, perm, index, slot_root, slot_nodes, used, node_feature,
+               node_threshold, node_left, node_right, node_depth, node_active, node_merit,
+               node_slot, node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc,
+               leaf_nb, g_w, g_mean, g_m2, g_min, g_max):
     """Make slot ``s`` a fresh tree: one empty root leaf with a new feature subset."""
-    for j in range(n_nodes[s, 0]):
-        node_feature[s, j] = -1
-        node_threshold[s, j] = 0.0
-        node_left[s, j] = -1
-        node_right[s, j] = -1
-        node_depth[s, j] = 0
-        node_active[s, j] = 0
-        node_last_eval[s, j] = 0.0
-        node_mc[s, j] = 0.0
-        node_nb[s, j] = 0.0
-        node_merit[s, j] = 0.0
-        node_counts[s, j] = 0.0
-        g_w[s, j] = 0.0
-        g_mean[s, j] = 0.0
-        g_m2[s, j] = 0.0
-        g_min[s, j] = math.inf
-        g_max[s, j] = -math.inf
-        leaf_feat[s, j] = 0
-    node_active[s, 0] = 1
-    n_nodes[s, 0] = 1
-    sample_feats(rng, g, leaf_feat[s, 0], perm.shape[0], perm)
+    drop_slot(s, index, slot_root, slot_nodes, used, node_feature, node_threshold, node_left,
+              node_right, node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
+              leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
+              g_max)
+    slot_root[s] = _new_leaf(s, 0, -1, rng, g, perm, slot_nodes, used, node_feature,
+                             node_threshold, node_left, node_right, node_depth, node_active,
+                             node_merit, node_slot, node_leaf, node_counts, leaf_node, leaf_feat,
+                             leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max)
+
+
+# ------------------------------------------------------------------------------ one tree
 
 
 @njit(inline="always")
-def _route(s, x, node_feature, node_threshold, node_left, node_right):
+def _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right):
     """Leaf of the tree in slot ``s`` reached by ``x``."""
-    node = 0
-    while node_feature[s, node] >= 0:
-        node = node_left[s, node] if x[node_feature[s, node]] <= node_threshold[s, node] \
-            else node_right[s, node]
+    node = slot_root[s]
+    while node_feature[node] >= 0:
+        node = node_left[node] if x[node_feature[node]] <= node_threshold[node] \
+            else node_right[node]
     return node
 
 
 @njit
-def _leaf_votes(s, node, x, degenerate, node_counts, g_w, g_mean, g_m2, leaf_feat, scores,
-                x_sub, ones):
+def _leaf_votes(node, x, degenerate, node_leaf, node_counts, leaf_feat, g_w, g_mean, g_m2,
+                scores, x_sub, ones):
     """``(majority class, naive Bayes class, leaf weight)`` of a leaf (-1: no vote).
 
     The naive Bayes class is the argmax of the log joint over the leaf's own subset, as the
     Hoeffding tree kernels compute it both to predict and to score the adaptive counters."""
-    counts = node_counts[s, node]
+    counts = node_counts[node]
     total = 0.0
     for c in range(counts.shape[0]):
         total += counts[c]
     if total <= 0.0:
         return -1, -1, total
-    _gather(x, leaf_feat[s, node], x_sub)
-    hs.naive_bayes_log_joint(x_sub, ones, counts, g_w[s], g_mean[s], g_m2[s], node,
-                             degenerate, scores)
+    q = node_leaf[node]
+    _gather(x, leaf_feat[q], x_sub)
+    hs.naive_bayes_log_joint(x_sub, ones, counts, g_w, g_mean, g_m2, q, degenerate, scores)
     return argmax(counts), argmax(scores), total
 
 
 @njit
-def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, perm,
-                settings_f, settings_i,
-                node_feature, node_threshold, node_left, node_right, node_depth, node_active,
-                node_last_eval, node_mc, node_nb, node_merit, node_counts,
-                g_w, g_mean, g_m2, g_min, g_max, leaf_feat, n_nodes, left, right, best_left,
-                best_right, ones):
+def _split_leaf(s, node, best_f, best_t, merit, best_left, best_right, rng, g, perm,
+                slot_nodes, used, node_feature, node_threshold, node_left, node_right,
+                node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
+                leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2,
+                g_min, g_max):
+    """Leaf ``node`` becomes a split on subset position ``best_f``; its record passes to the
+    left child, the right child gets a new one (each draws its own subset)."""
+    q = node_leaf[node]
+    node_feature[node] = leaf_feat[q, best_f]
+    node_threshold[node] = best_t
+    node_merit[node] = merit
+    node_active[node] = 0
+    node_leaf[node] = -1
+    depth = node_depth[node] + 1
+    for side in range(2):
+        dist = best_left if side == 0 else best_right
+        c = _new_leaf(s, depth, q if side == 0 else -1, rng, g, perm, slot_nodes, used,
+                      node_feature, node_threshold, node_left, node_right, node_depth,
+                      node_active, node_merit, node_slot, node_leaf, node_counts, leaf_node,
+                      leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
+                      g_max)
+        if side == 0:
+            node_left[node] = c
+        else:
+            node_right[node] = c
+        w = 0.0
+        for k in range(dist.shape[0]):
+            node_counts[c, k] = dist[k]
+            w += dist[k]
+        leaf_last_eval[node_leaf[c]] = w  # river: the inherited weight counts as evaluated
+
+
+@njit
+def _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max):
+    """A "no split" answer: the leaf forgets its estimators and keeps its class weights,
+    feature subset and adaptive counters (river's memory manager reactivates it so)."""
+    g_w[q] = 0.0
+    g_mean[q] = 0.0
+    g_m2[q] = 0.0
+    g_min[q] = math.inf
+    g_max[q] = -math.inf
+
+
+@njit
+def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
+                settings_f, settings_i, slot_nodes, used, node_feature, node_threshold,
+                node_left, node_right, node_depth, node_active, node_merit, node_slot,
+                node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb,
+                g_w, g_mean, g_m2, g_min, g_max, left, right, best_left, best_right, ones):
     """One weighted row into leaf ``node`` of the tree in slot ``s`` (the Hoeffding tree's
     row step, with the leaf's random feature subset in place of the global mask);
     ``mc_pred``, ``nb_pred`` and ``total_before`` are the leaf's votes before the row."""
     grace, delta, tau, mbf, max_share = (settings_f[0], settings_f[1], settings_f[2],
                                          settings_f[3], settings_f[4])
     n_splits, leaf_prediction, max_depth = settings_i[0], settings_i[1], settings_i[3]
-    counts = node_counts[s, node]
+    counts = node_counts[node]
     K = counts.shape[0]
-    feats = leaf_feat[s, node]
-    active = node_active[s, node] == 1
+    q = node_leaf[node]
+    feats = leaf_feat[q]
+    active = node_active[node] == 1
     if active and leaf_prediction == LEAF_NBA:
         # river: an empty leaf credits its majority class
         if total_before <= 0.0 or mc_pred == k:
-            node_mc[s, node] += wi
+            leaf_mc[q] += wi
         if total_before > 0.0 and nb_pred == k:
-            node_nb[s, node] += wi
+            leaf_nb[q] += wi
     counts[k] += wi
     if not active:
         return
     for j in range(feats.shape[0]):
-        hs.gaussian_update(g_w[s], g_mean[s], g_m2[s], g_min[s], g_max[s], node, j, k,
-                           x[feats[j]], wi)
-    if node_depth[s, node] >= max_depth:
-        node_active[s, node] = 0
+        hs.gaussian_update(g_w, g_mean, g_m2, g_min, g_max, q, j, k, x[feats[j]], wi)
+    if node_depth[node] >= max_depth:
+        node_active[node] = 0
         return
     total = 0.0
     for c in range(K):
         total += counts[c]
-    if total - node_last_eval[s, node] >= grace:
-        before = n_nodes[s, 0]
-        _attempt_split(node, ones, delta, tau, n_splits, mbf, max_share, -math.inf, False,
-                       node_feature[s], node_threshold[s], node_left[s], node_right[s],
-                       node_depth[s], node_active[s], node_last_eval[s], node_mc[s],
-                       node_nb[s], node_merit[s], node_counts[s], g_w[s], g_mean[s], g_m2[s],
-                       g_min[s], g_max[s], n_nodes[s], left, right, best_left, best_right)
-        node_last_eval[s, node] = total
-        if n_nodes[s, 0] > before:  # split on subset position j: store feature feats[j]
-            node_feature[s, node] = feats[node_feature[s, node]]
-            for c in range(before, n_nodes[s, 0]):
-                sample_feats(rng, g, leaf_feat[s, c], perm.shape[0], perm)
+    if total - leaf_last_eval[q] < grace:
+        return
+    decision, best_f, best_t, merit = split_decision(
+        counts, q, ones, delta, tau, n_splits, mbf, max_share, -math.inf, False, g_w, g_mean,
+        g_m2, g_min, g_max, left, right, best_left, best_right)
+    if decision == SPLIT:
+        _split_leaf(s, node, best_f, best_t, merit, best_left, best_right, rng, g, perm,
+                    slot_nodes, used, node_feature, node_threshold, node_left, node_right,
+                    node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
+                    leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2,
+                    g_min, g_max)
+        return
+    if decision == RESTART:
+        _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max)
+    leaf_last_eval[q] = total
+
+
+# ------------------------------------------------------------------------------ the forest
 
 
 @njit(inline="always")
-def _vote(t, s, node, total, mc, nb, weighted, lp, node_active, node_mc, node_nb, node_counts,
-          tree_correct, tree_seen, scores, proba, out_row):
+def _vote_weight(t, weighted, tree_correct, tree_seen):
+    """Weight of tree ``t``'s vote: its accuracy since it became foreground, 1 while it has
+    none."""
+    if not weighted or tree_correct[t] <= 0.0:
+        return 1.0
+    return tree_correct[t] / tree_seen[t]
+
+
+@njit(inline="always")
+def _uses_nb(node, total, lp, node_active, node_leaf, leaf_mc, leaf_nb):
+    """Whether a leaf with weight ``total`` predicts by naive Bayes (else by its class
+    weights)."""
+    if total <= 0.0 or node_active[node] != 1:
+        return False
+    if lp == LEAF_NB:
+        return True
+    q = node_leaf[node]
+    return lp == LEAF_NBA and leaf_nb[q] >= leaf_mc[q]
+
+
+@njit(inline="always")
+def _vote(t, node, total, use_nb, weighted, node_counts, tree_correct, tree_seen,
+          scores, proba, out_row):
     """Add tree ``t``'s vote for a row to ``out_row``, as :func:`predict_rows` weighs it,
     over its first ``len(out_row)`` classes (those known when the row is predicted);
     ``scores``: the leaf's naive Bayes log joint, as :func:`_leaf_votes` left it (each class's
@@ -172,16 +379,13 @@ def _vote(t, s, node, total, mc, nb, weighted, lp, node_active, node_mc, node_nb
     if total <= 0.0:
         return
     K = out_row.shape[0]
-    wt = 1.0
-    if weighted and tree_correct[t] > 0.0:
-        wt = tree_correct[t] / tree_seen[t]
-    if node_active[s, node] == 1 and (
-            lp == LEAF_NB or (lp == LEAF_NBA and node_nb[s, node] >= node_mc[s, node])):
+    wt = _vote_weight(t, weighted, tree_correct, tree_seen)
+    if use_nb:
         hs.normalise_log(scores[:K], proba[:K])
         for c in range(K):
             out_row[c] += proba[c] * wt
     else:
-        counts = node_counts[s, node]
+        counts = node_counts[node]
         for c in range(K):
             out_row[c] += counts[c] / total * wt
 
@@ -197,19 +401,20 @@ def _normalise(row):
 
 
 @njit
-def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings_i, w_settings,
+def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i, w_settings,
                d_settings,
                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
                n_drifts, n_seen,
-               node_feature, node_threshold, node_left, node_right, node_depth, node_active,
-               node_last_eval, node_mc, node_nb, node_merit, node_counts,
-               g_w, g_mean, g_m2, g_min, g_max, leaf_feat, n_nodes,
+               slot_root, slot_nodes, used, node_feature, node_threshold, node_left, node_right,
+               node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
+               leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb,
+               g_w, g_mean, g_m2, g_min, g_max,
                wb_total, wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick,
                w_drift, w_det, w_seen,
                db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
                d_drift, d_det, d_seen):
     """Learn rows ``start, ...`` (river's ``ARFClassifier.learn_one`` per row); returns the
-    first row not learned (early when a slot may run out of nodes or a detector of rows: the
+    first row not learned (early when a pool may run out of cells or a detector of rows: the
     caller grows them).
 
     With ``out`` of one row per row of ``X`` (test-then-train), each row is first predicted
@@ -218,15 +423,16 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings
     row, and no tree's vote depends on another's learning. A row whose label is -1 is only
     predicted (an unlabelled instance)."""
     T = fg_slot.shape[0]
-    N = node_feature.shape[1]
     F = X.shape[1]
-    K = node_counts.shape[2]
+    K = node_counts.shape[1]
+    m = leaf_feat.shape[1]
     left = np.zeros(K)
     right = np.zeros(K)
     best_left = np.zeros(K)
     best_right = np.zeros(K)
     scores = np.zeros(K)
     perm = np.zeros(F, np.int64)
+    index = np.zeros(node_feature.shape[0], np.int64)
     ones = np.ones(m, np.uint8)
     x_sub = np.zeros(m)
     det = np.zeros(1, np.int64)
@@ -241,9 +447,9 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings
         k_now = max(k_now, y[r] + 1)
     i = start
     while i < X.shape[0]:
-        for s in range(n_nodes.shape[0]):
-            if n_nodes[s, 0] + 2 > N:
-                return i
+        if used[0] + NODES_PER_ROW * T > node_feature.shape[0] \
+                or used[1] + LEAVES_PER_ROW * T > leaf_node.shape[0]:
+            return i
         # one insertion per detector and row adds at most one row (the ADWIN kernel's rule)
         for t in range(T):
             if w_rows[t] >= wb_total.shape[1] or d_rows[t] >= db_total.shape[1]:
@@ -255,21 +461,18 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings
                 out[i, c] = 0.0
         for t in range(T):
             s = fg_slot[t]
-            node = _route(s, x, node_feature, node_threshold, node_left, node_right)
-            mc_pred, nb_pred, tot = _leaf_votes(s, node, x, degenerate, node_counts, g_w,
-                                                g_mean, g_m2, leaf_feat, scores, x_sub,
+            node = _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
+            mc_pred, nb_pred, tot = _leaf_votes(node, x, degenerate, node_leaf, node_counts,
+                                                leaf_feat, g_w, g_mean, g_m2, scores, x_sub,
                                                 ones)
+            use_nb = _uses_nb(node, tot, lp, node_active, node_leaf, leaf_mc, leaf_nb)
             if predict:
-                _vote(t, s, node, tot, mc_pred, nb_pred, weighted, lp, node_active, node_mc,
-                      node_nb, node_counts, tree_correct, tree_seen, scores, proba,
-                      out[i, :k_now])
+                _vote(t, node, tot, use_nb, weighted, node_counts, tree_correct,
+                      tree_seen, scores, proba, out[i, :k_now])
             if k < 0:
                 continue  # an unlabelled row: predicted, not learned
             # the tree's own prediction before learning the row (_predict_row's argmax)
-            pred = mc_pred
-            if tot > 0.0 and node_active[s, node] == 1 and (
-                    lp == LEAF_NB or (lp == LEAF_NBA and node_nb[s, node] >= node_mc[s, node])):
-                pred = nb_pred
+            pred = nb_pred if use_nb else mc_pred
             err = 0.0 if pred == k else 1.0
             tree_seen[t] += 1.0
             if err == 0.0:
@@ -279,20 +482,23 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings
                 continue
             if bg_active[t] == 1:
                 b_s = bg_slot[t]
-                b_node = _route(b_s, x, node_feature, node_threshold, node_left, node_right)
-                b_mc, b_nb, b_tot = _leaf_votes(b_s, b_node, x, degenerate, node_counts, g_w,
-                                                g_mean, g_m2, leaf_feat, scores, x_sub,
+                b_node = _route(b_s, x, slot_root, node_feature, node_threshold, node_left,
+                                node_right)
+                b_mc, b_nb, b_tot = _leaf_votes(b_node, x, degenerate, node_leaf, node_counts,
+                                                leaf_feat, g_w, g_mean, g_m2, scores, x_sub,
                                                 ones)
-                _learn_tree(b_s, b_node, x, k, float(kw), b_mc, b_nb, b_tot, rng, t, m, perm,
-                            settings_f, settings_i, node_feature, node_threshold, node_left,
-                            node_right, node_depth, node_active, node_last_eval, node_mc,
-                            node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min, g_max,
-                            leaf_feat, n_nodes, left, right, best_left, best_right, ones)
-            _learn_tree(s, node, x, k, float(kw), mc_pred, nb_pred, tot, rng, t, m, perm,
-                        settings_f, settings_i, node_feature, node_threshold, node_left,
-                        node_right, node_depth, node_active, node_last_eval, node_mc,
-                        node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min, g_max,
-                        leaf_feat, n_nodes, left, right, best_left, best_right, ones)
+                _learn_tree(b_s, b_node, x, k, float(kw), b_mc, b_nb, b_tot, rng, t, perm,
+                            settings_f, settings_i, slot_nodes, used, node_feature,
+                            node_threshold, node_left, node_right, node_depth, node_active,
+                            node_merit, node_slot, node_leaf, node_counts, leaf_node, leaf_feat,
+                            leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max,
+                            left, right, best_left, best_right, ones)
+            _learn_tree(s, node, x, k, float(kw), mc_pred, nb_pred, tot, rng, t, perm,
+                        settings_f, settings_i, slot_nodes, used, node_feature, node_threshold,
+                        node_left, node_right, node_depth, node_active, node_merit, node_slot,
+                        node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc,
+                        leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left, right, best_left,
+                        best_right, ones)
             det[0] = t
             val[0] = err
             _update_pairs(det, val, 0, flag, w_settings[0], int(w_settings[1]),
@@ -300,10 +506,11 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings
                           wb_count, w_rows, w_total, w_variance, w_width, w_tick, w_drift,
                           w_det, w_seen)
             if flag[0]:
-                reset_slot(bg_slot[t], rng, t, m, perm, node_feature, node_threshold,
-                           node_left, node_right, node_depth, node_active, node_last_eval,
-                           node_mc, node_nb, node_merit, node_counts, g_w, g_mean, g_m2,
-                           g_min, g_max, leaf_feat, n_nodes)
+                reset_slot(bg_slot[t], rng, t, perm, index, slot_root, slot_nodes, used,
+                           node_feature, node_threshold, node_left, node_right, node_depth,
+                           node_active, node_merit, node_slot, node_leaf, node_counts,
+                           leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean,
+                           g_m2, g_min, g_max)
                 bg_active[t] = 1
                 reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
                                w_width, w_tick, w_drift)
@@ -317,13 +524,20 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings
                     fg_slot[t] = bg_slot[t]
                     bg_slot[t] = s
                     bg_active[t] = 0
+                    # the replaced tree is dropped (the slot waits for the next warning)
+                    drop_slot(s, index, slot_root, slot_nodes, used, node_feature,
+                              node_threshold, node_left, node_right, node_depth, node_active,
+                              node_merit, node_slot, node_leaf, node_counts, leaf_node,
+                              leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2,
+                              g_min, g_max)
                     reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total,
                                    w_variance, w_width, w_tick, w_drift)
                 else:
-                    reset_slot(s, rng, t, m, perm, node_feature, node_threshold, node_left,
-                               node_right, node_depth, node_active, node_last_eval, node_mc,
-                               node_nb, node_merit, node_counts, g_w, g_mean, g_m2, g_min,
-                               g_max, leaf_feat, n_nodes)
+                    reset_slot(s, rng, t, perm, index, slot_root, slot_nodes, used,
+                               node_feature, node_threshold, node_left, node_right, node_depth,
+                               node_active, node_merit, node_slot, node_leaf, node_counts,
+                               leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w,
+                               g_mean, g_m2, g_min, g_max)
                 reset_detector(t, db_total, db_var, db_count, d_rows, d_total, d_variance,
                                d_width, d_tick, d_drift)
                 tree_correct[t] = 0.0
@@ -339,20 +553,20 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings
 
 
 @njit
-def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
-                 node_feature, node_threshold, node_left, node_right, node_active, node_mc,
-                 node_nb, node_counts, g_w, g_mean, g_m2, leaf_feat, out):
+def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen, slot_root,
+                 node_feature, node_threshold, node_left, node_right, node_active, node_leaf,
+                 node_counts, leaf_feat, leaf_mc, leaf_nb, g_w, g_mean, g_m2, out):
     """Accuracy-weighted vote of the foreground trees (river's ``predict_proba_one``).
 
     A tree votes with the class distribution of the leaf it routes the row to (naive Bayes
     over the leaf's subset, or the leaf's class weights, as :mod:`models._ht_kernels`
     predicts); a leaf without weight does not vote (river's empty prediction)."""
-    K = node_counts.shape[2]
+    K = node_counts.shape[1]
     lp = settings_i[1]
     degenerate = settings_i[2]
     scores = np.zeros(K)
     proba = np.zeros(K)
-    m = leaf_feat.shape[2]
+    m = leaf_feat.shape[1]
     ones = np.ones(m, np.uint8)
     x_sub = np.zeros(m)
     for i in range(X.shape[0]):
@@ -360,31 +574,20 @@ def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen,
         for c in range(K):
             out[i, c] = 0.0
         for t in range(fg_slot.shape[0]):
-            s = fg_slot[t]
-            node = _route(s, x, node_feature, node_threshold, node_left, node_right)
-            counts = node_counts[s, node]
+            node = _route(fg_slot[t], x, slot_root, node_feature, node_threshold, node_left,
+                          node_right)
+            counts = node_counts[node]
             total = 0.0
             for c in range(K):
                 total += counts[c]
             if total <= 0.0:
                 continue
-            wt = 1.0
-            if weighted and tree_correct[t] > 0.0:
-                wt = tree_correct[t] / tree_seen[t]
-            if node_active[s, node] == 1 and (
-                    lp == LEAF_NB or (lp == LEAF_NBA and node_nb[s, node] >= node_mc[s, node])):
-                _gather(x, leaf_feat[s, node], x_sub)
-                hs.naive_bayes_log_joint(x_sub, ones, counts, g_w[s], g_mean[s], g_m2[s],
-                                         node, degenerate, scores)
-                hs.normalise_log(scores, proba)
-                for c in range(K):
-                    out[i, c] += proba[c] * wt
-            else:
-                for c in range(K):
-                    out[i, c] += counts[c] / total * wt
-        tot = 0.0
-        for c in range(K):
-            tot += out[i, c]
-        if tot > 0.0:
-            for c in range(K):
-                out[i, c] /= tot
+            use_nb = _uses_nb(node, total, lp, node_active, node_leaf, leaf_mc, leaf_nb)
+            if use_nb:
+                q = node_leaf[node]
+                _gather(x, leaf_feat[q], x_sub)
+                hs.naive_bayes_log_joint(x_sub, ones, counts, g_w, g_mean, g_m2, q,
+                                         degenerate, scores)
+            _vote(t, node, total, use_nb, weighted, node_counts, tree_correct,
+                  tree_seen, scores, proba, out[i])
+        _normalise(out[i])

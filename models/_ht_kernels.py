@@ -63,14 +63,19 @@ def _restart_leaf(node, moa, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max):
         node_nb[node] = 0.0
 
 
+#: what a split attempt decided (:func:`split_decision`)
+NO_DECISION = 0  # not attempted (one class), or the best candidate is not clearly best yet
+RESTART = 1  # "no split": the leaf forgets its estimators and goes on learning
+SPLIT = 2  # split on the best feature at its best threshold
+
+
 @njit
-def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
-                   max_share, null_merit, moa, node_feature, node_threshold, node_left, node_right,
-                   node_depth, node_active, node_last_eval, node_mc, node_nb, node_merit,
-                   node_counts, g_w, g_mean, g_m2, g_min, g_max, n_nodes, left, right,
-                   best_left, best_right):
-    """River's ``_attempt_to_split`` for one leaf (see :class:`HoeffdingTree`)."""
-    pre = node_counts[node]
+def split_decision(pre, leaf, mask, delta, tau, n_splits, min_branch_fraction, max_share,
+                   null_merit, moa, g_w, g_mean, g_m2, g_min, g_max, left, right, best_left,
+                   best_right):
+    """River's ``_attempt_to_split`` decision for a leaf with class weights ``pre`` and
+    estimators ``g_*[leaf]``: ``(decision, feature, threshold, merit)``; on :data:`SPLIT`
+    the children's class weights are in ``best_left`` and ``best_right``."""
     present = 0
     total = 0.0
     top = 0.0
@@ -81,24 +86,21 @@ def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
             if pre[k] > top:
                 top = pre[k]
     if present < 2:
-        return
+        return NO_DECISION, -1, 0.0, 0.0
     if top / total > max_share:
         # river answers "no split" for a leaf dominated by one class
-        _restart_leaf(node, moa, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max)
-        return
+        return RESTART, -1, 0.0, 0.0
     # candidates in river's order (the null split first, then the features); after a stable
     # ascending sort the last of the equal best wins, hence ">="
     best = null_merit
     best_f = -1
     best_t = 0.0
     second = -math.inf
-    n_sugg = 1
     F = g_w.shape[1]
     for f in range(F):
         if mask[f] == 0:
             continue
-        n_sugg += 1
-        m, t = hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, node, f, pre, n_splits,
+        m, t = hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, pre, n_splits,
                                      min_branch_fraction, left, right, best_left, best_right)
         if m >= best:
             second = best
@@ -109,12 +111,28 @@ def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
             second = m
     hb = hs.hoeffding_bound(hs.info_gain_range(pre, moa), delta, total)
     if not (best - second > hb or hb < tau):
-        return
+        return NO_DECISION, -1, 0.0, 0.0
     if best_f < 0 or best == -math.inf:
-        _restart_leaf(node, moa, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max)
-        return
-    hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, node, best_f, pre, n_splits,
+        return RESTART, -1, 0.0, 0.0
+    hs.best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, leaf, best_f, pre, n_splits,
                           min_branch_fraction, left, right, best_left, best_right)
+    return SPLIT, best_f, best_t, best
+
+
+@njit
+def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
+                   max_share, null_merit, moa, node_feature, node_threshold, node_left, node_right,
+                   node_depth, node_active, node_last_eval, node_mc, node_nb, node_merit,
+                   node_counts, g_w, g_mean, g_m2, g_min, g_max, n_nodes, left, right,
+                   best_left, best_right):
+    """River's ``_attempt_to_split`` for one leaf (see :class:`HoeffdingTree`)."""
+    decision, best_f, best_t, best = split_decision(
+        node_counts[node], node, mask, delta, tau, n_splits, min_branch_fraction, max_share,
+        null_merit, moa, g_w, g_mean, g_m2, g_min, g_max, left, right, best_left, best_right)
+    if decision == RESTART:
+        _restart_leaf(node, moa, node_mc, node_nb, g_w, g_mean, g_m2, g_min, g_max)
+    if decision != SPLIT:
+        return
     lc = n_nodes[0]
     rc = lc + 1
     n_nodes[0] = lc + 2

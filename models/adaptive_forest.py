@@ -14,6 +14,7 @@ import numpy as np
 from . import _arf_kernels as ak
 from . import _hoeffding as hs
 from . import _ht_kernels as hk
+from ._arf_layout import pools_from_layout1
 from ._rng import seed_states
 from ._trees import grow_axis
 from .adwin import (
@@ -24,18 +25,26 @@ from .adwin import (
     tree_bank_layout,
     tree_bank_settings,
 )
-from .base import ClassIndex, LearnerEvent, ProbabilityClassifier, check_index, check_X
+from .base import ClassIndex, LearnerEvent, ProbabilityClassifier, check_index, check_shapes, check_X
 
 _LEAF = {"mc": hk.LEAF_MC, "nb": hk.LEAF_NB, "nba": hk.LEAF_NBA}
-_INITIAL_NODES = 16
 _SALT = 0xA4F
-_NODE_ARRAYS = {  # name -> (dtype, fill); leading axes (slot, node)
+#: a state's layout: 2 since the node and leaf pools (layout 1: a node capacity per slot)
+STATE_LAYOUT = 2
+# the node pool (P,): name -> (dtype, fill); node_counts (P, K) beside them
+_NODE_ARRAYS = {
     "node_feature": (np.int64, -1), "node_threshold": (np.float64, 0.0),
     "node_left": (np.int64, -1), "node_right": (np.int64, -1), "node_depth": (np.int64, 0),
-    "node_active": (np.uint8, 0), "node_last_eval": (np.float64, 0.0),
-    "node_mc": (np.float64, 0.0), "node_nb": (np.float64, 0.0),
-    "node_merit": (np.float64, 0.0),
+    "node_active": (np.uint8, 0), "node_merit": (np.float64, 0.0),
+    "node_slot": (np.int64, -1), "node_leaf": (np.int64, -1),
 }
+# the leaf pool (Q,); leaf_feat (Q, m) and the Gaussian estimators (Q, m, K) beside them
+_LEAF_ARRAYS = {
+    "leaf_node": (np.int64, -1), "leaf_last_eval": (np.float64, 0.0),
+    "leaf_mc": (np.float64, 0.0), "leaf_nb": (np.float64, 0.0),
+}
+_INITIAL_NODES = 8  # per slot; the pools grow by a quarter from there (_grown)
+_INITIAL_LEAVES = 8
 _TREE_ARRAYS = {  # per tree (T,)
     "fg_slot": np.int64, "bg_slot": np.int64, "bg_active": np.uint8,
     "tree_correct": np.float64, "tree_seen": np.float64,
@@ -43,6 +52,23 @@ _TREE_ARRAYS = {  # per tree (T,)
     # warnings and drifts of each tree in the last learn_many (what events() reports)
     "last_warnings": np.int64, "last_drifts": np.int64,
 }
+
+
+def _grown(size: int, need: int) -> int:
+    """A pool's next capacity: grown by a quarter at a time until it holds ``need`` cells.
+
+    A quarter keeps the unused cells a pool carries below a fifth of it (doubling left up to
+    half of it unused: the state budget counts capacity); the copies stay few (a pool of
+    ``P`` cells was copied about ``4 P`` cells' worth in all).
+
+    Examples
+    --------
+    >>> _grown(160, 161), _grown(160, 300)
+    (200, 312)
+    """
+    while size < need:
+        size += max(size // 4, 1)
+    return size
 
 
 def _round_log2(n: int) -> int:
@@ -142,6 +168,12 @@ class AdaptiveRandomForest(ProbabilityClassifier):
       Poisson weights and the subsets of its foreground and background trees; the
       sequences differ from both references, so runs agree in distribution, not row for row.
 
+    Memory: the trees of all slots share a node pool and their leaves a leaf pool (the
+    Gaussian estimators are a leaf's, split nodes keep none), each grown by a quarter when a
+    row might not fit and cut to what is used in a checkpoint; a tree replaced by its
+    background tree leaves the pools at once. A stream's forest so costs what its trees hold,
+    not 20 times the largest tree (:mod:`models._arf_kernels`).
+
     After each ``learn_many``, :meth:`events` reports the trees whose drift detector fired
     (``"tree_drift"``: the tree was replaced by its background tree, or by a new one) and
     those whose warning detector fired (``"tree_warning"``: a background tree started),
@@ -172,18 +204,22 @@ class AdaptiveRandomForest(ProbabilityClassifier):
 
     kind = "adaptive_random_forest"
     state_arrays = {
-        **{name: (np.dtype(dt).str, 2) for name, (dt, _) in _NODE_ARRAYS.items()},
-        "node_counts": ("<f8", 3), "leaf_feat": ("<i8", 3), "n_nodes": ("<i8", 2),
-        **{name: ("<f8", 4) for name in hs.GAUSSIAN_FILL},
+        **{name: (np.dtype(dt).str, 1) for name, (dt, _) in _NODE_ARRAYS.items()},
+        **{name: (np.dtype(dt).str, 1) for name, (dt, _) in _LEAF_ARRAYS.items()},
+        "node_counts": ("<f8", 2), "leaf_feat": ("<i8", 2),
+        **{name: ("<f8", 3) for name in hs.GAUSSIAN_FILL},
+        "slot_root": ("<i8", 1), "slot_nodes": ("<i8", 1), "used": ("<i8", 1),
         **{name: (np.dtype(dt).str, 1) for name, dt in _TREE_ARRAYS.items()},
         "rng": ("<u8", 1), "n_seen": ("<i8", 1), "n_features": ("<i8", 1),
         **tree_bank_layout("w_"), **tree_bank_layout("d_"),
     }
 
-    # a slot's node cells past its node count hold the fills (reset_slot restores them)
-    capacity_axes = {**{name: (1, fill) for name, (_, fill) in _NODE_ARRAYS.items()},
-                     "node_counts": (1, 0.0), "leaf_feat": (1, 0),
-                     **{name: (1, fill) for name, fill in hs.GAUSSIAN_FILL.items()}}
+    # pool cells past ``used`` hold the fills (the kernels keep them so)
+    capacity_axes = {**{name: (0, fill, "nodes") for name, (_, fill) in _NODE_ARRAYS.items()},
+                     "node_counts": (0, 0.0, "nodes"),
+                     **{name: (0, fill, "leaves") for name, (_, fill) in _LEAF_ARRAYS.items()},
+                     "leaf_feat": (0, 0, "leaves"),
+                     **{name: (0, fill, "leaves") for name, fill in hs.GAUSSIAN_FILL.items()}}
 
     def __init__(self, n_models: int = 10, max_features="sqrt", lambda_value: float = 6.0,
                  grace_period: int = 50, delta: float = 0.01, tau: float = 0.05,
@@ -248,15 +284,17 @@ class AdaptiveRandomForest(ProbabilityClassifier):
 
     def _allocate(self, F: int, K: int) -> None:
         T = self.params["n_models"]
-        S, N, K = 2 * T, _INITIAL_NODES, max(K, 1)
-        a = {name: np.full((S, N), fill, dt) for name, (dt, fill) in _NODE_ARRAYS.items()}
-        a["node_counts"] = np.zeros((S, N, K))
-        m = self.subset_size(F)
-        a["leaf_feat"] = np.zeros((S, N, m), np.int64)
-        a["n_nodes"] = np.ones((S, 1), np.int64)
-        shape = (S, N, m, K)
+        S, K, m = 2 * T, max(K, 1), self.subset_size(F)
+        P, Q = _INITIAL_NODES * S, _INITIAL_LEAVES * S
+        a = {name: np.full(P, fill, dt) for name, (dt, fill) in _NODE_ARRAYS.items()}
+        a["node_counts"] = np.zeros((P, K))
+        a.update({name: np.full(Q, fill, dt) for name, (dt, fill) in _LEAF_ARRAYS.items()})
+        a["leaf_feat"] = np.zeros((Q, m), np.int64)
         for name, fill in hs.GAUSSIAN_FILL.items():
-            a[name] = np.full(shape, fill)
+            a[name] = np.full((Q, m, K), fill)
+        a["slot_root"] = np.full(S, -1, np.int64)
+        a["slot_nodes"] = np.zeros(S, np.int64)
+        a["used"] = np.zeros(2, np.int64)
         for name, dt in _TREE_ARRAYS.items():
             a[name] = np.zeros(T, dt)
         a["fg_slot"][:] = np.arange(T)
@@ -268,70 +306,74 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             a.update(new_tree_bank(T, prefix))
         self._arrays = a
         perm = np.zeros(F, np.int64)
-        for t in range(T):  # the roots' subsets, from each tree's own generator
-            for s in (t, T + t):
-                ak.sample_feats(a["rng"], t, a["leaf_feat"][s, 0], F, perm)
-        a["node_active"][:, 0] = 1
+        index = np.zeros(P, np.int64)
+        for t in range(T):  # the roots and their subsets, from each tree's own generator
+            for slot in (t, T + t):
+                ak.reset_slot(slot, a["rng"], t, perm, index, *self._pool_args())
 
-    def _used_capacity(self) -> int:
-        return int(self._arrays["n_nodes"].max())
+    def _used_capacity(self) -> dict[str, int]:
+        used = self._arrays["used"]
+        return {"nodes": int(used[0]), "leaves": int(used[1])}
 
-    def _capacity_bound(self) -> int:
-        """The most nodes per slot the state's rows could have made room for.
+    def _capacity_bound(self) -> dict[str, int]:
+        """The longest the node and leaf pools could have grown for the state's rows.
 
-        A slot learns each row once and attempts at most one split on it, adding two
-        nodes: it holds at most ``1 + 2 n`` after ``n`` rows. The node axis (``N``, from
-        ``_INITIAL_NODES``) doubles when a slot is two nodes short of it, so before a row
-        ``n < n_seen``: ``N < 1 + 2 n + 2``, and it grows to at most ``4 (n_seen + 1)``.
-        A depth limit bounds a slot by ``2^(max_depth + 1) - 1`` nodes, so ``N`` by
-        ``2^(max_depth + 2)``. Slots are reset when trees are replaced, so the capacity may
-        exceed what is used now; it never exceeds this.
+        Each of the ``2 T`` slots learns a row at most once and attempts at most one split
+        on it, adding two nodes and one leaf: after ``n`` rows a slot holds at most
+        ``1 + 2 n`` nodes and ``1 + n`` leaves (a depth limit ``d``: ``2^(d+1) - 1`` and
+        ``2^d``), and dropped trees leave the pools. A pool starts at ``8`` cells per slot and
+        grows only when fewer than its per-row reserve (``r T`` cells,
+        :data:`models._arf_kernels.NODES_PER_ROW` and ``LEAVES_PER_ROW``) are free, by a
+        quarter at a time (:func:`_grown`), so it never exceeds ``max(16 T, 5/4 (U + r T))``
+        for ``U`` the most it held. Trees dropped since leave the capacity above what is used
+        now; never above this.
 
         Examples
         --------
-        >>> arf = AdaptiveRandomForest(max_depth=3)
+        >>> arf = AdaptiveRandomForest(n_models=10, max_depth=3)
         >>> arf._arrays = {"n_seen": np.array([1000])}
         >>> arf._capacity_bound()
-        32
+        {'nodes': 450, 'leaves': 250}
         """
         n_seen = self._arrays["n_seen"]
         rows = max(0, int(n_seen[0])) if n_seen.shape == (1,) else 0
-        bound = max(_INITIAL_NODES, 4 * (rows + 1))
+        nodes, leaves = 1 + 2 * rows, 1 + rows
         depth = self.params["max_depth"]
         if depth is not None:
-            bound = min(bound, max(_INITIAL_NODES, 1 << min(int(depth) + 2, 62)))
-        return bound
+            d = min(max(int(depth), 0), 62)
+            nodes, leaves = min(nodes, (2 << d) - 1), min(leaves, 1 << d)
+        T = self.params["n_models"]
+        S = 2 * T
+        return {"nodes": max(_INITIAL_NODES * S, 5 * (S * nodes + ak.NODES_PER_ROW * T) // 4),
+                "leaves": max(_INITIAL_LEAVES * S, 5 * (S * leaves + ak.LEAVES_PER_ROW * T) // 4)}
 
     def _grow(self) -> None:
-        """Double whatever the kernel stopped for: a slot's nodes or a detector's rows."""
-        a = self._arrays
-        if (a["n_nodes"][:, 0] + 2 > a["node_feature"].shape[1]).any():
-            self._grow_nodes()
+        """Double whatever the kernel stopped for: a pool or a detector's rows."""
+        a, T = self._arrays, self.params["n_models"]
+        for group, need, per_row in (("nodes", a["used"][0], ak.NODES_PER_ROW),
+                                     ("leaves", a["used"][1], ak.LEAVES_PER_ROW)):
+            names = [n for n, spec in self.capacity_axes.items() if spec[2] == group]
+            size = a[names[0]].shape[0]
+            if need + per_row * T > size:
+                size = _grown(size, need + per_row * T)
+                for name in names:
+                    a[name] = grow_axis(a[name], size, axis=0, fill=self.capacity_axes[name][1])
         for prefix in ("w_", "d_"):
             grow_tree_bank(a, prefix)
 
-    def _grow_nodes(self) -> None:
-        a = self._arrays
-        N = 2 * a["node_feature"].shape[1]
-        for name, (_, fill) in _NODE_ARRAYS.items():
-            a[name] = grow_axis(a[name], N, axis=1, fill=fill)
-        a["node_counts"] = grow_axis(a["node_counts"], N, axis=1)
-        a["leaf_feat"] = grow_axis(a["leaf_feat"], N, axis=1)
-        for name, fill in hs.GAUSSIAN_FILL.items():
-            a[name] = grow_axis(a[name], N, axis=1, fill=fill)
-
     def _grow_classes(self, K: int) -> None:
         a = self._arrays
-        if a["node_counts"].shape[2] < K:
-            a["node_counts"] = grow_axis(a["node_counts"], K, axis=2)
+        if a["node_counts"].shape[1] < K:
+            a["node_counts"] = grow_axis(a["node_counts"], K, axis=1)
             for name, fill in hs.GAUSSIAN_FILL.items():
-                a[name] = grow_axis(a[name], K, axis=3, fill=fill)
+                a[name] = grow_axis(a[name], K, axis=2, fill=fill)
 
-    def _node_args(self):
+    def _pool_args(self):
+        """The pools in the order the kernels take them."""
         a = self._arrays
-        return tuple(a[n] for n in _NODE_ARRAYS) + (
-            a["node_counts"], a["g_w"], a["g_mean"], a["g_m2"], a["g_min"], a["g_max"],
-            a["leaf_feat"], a["n_nodes"])
+        return (a["slot_root"], a["slot_nodes"], a["used"], *(a[n] for n in _NODE_ARRAYS),
+                a["node_counts"], a["leaf_node"], a["leaf_feat"], a["leaf_last_eval"],
+                a["leaf_mc"], a["leaf_nb"], *(a[n] for n in hs.GAUSSIAN_FILL))
 
     # ------------------------------------------------------------------ learning
 
@@ -385,18 +427,17 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             self._allocate(X.shape[1], len(self._classes))
         self._grow_classes(len(self._classes))
         a = self._arrays
-        out = np.zeros((X.shape[0] if predict else 0, a["node_counts"].shape[2]))
-        m = self.subset_size(X.shape[1])
+        out = np.zeros((X.shape[0] if predict else 0, a["node_counts"].shape[1]))
         drifts, warnings = a["n_drifts"].copy(), a["n_warnings"].copy()
         done = 0
         while True:
             a = self._arrays
             done = ak.learn_rows(
                 X, codes, done, out, known, self.params["weighted_vote"], self.params["lambda_value"],
-                m, self._settings_f, self._settings_i, self._w_settings, self._d_settings,
+                self._settings_f, self._settings_i, self._w_settings, self._d_settings,
                 a["rng"], a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"],
                 a["tree_seen"], a["n_warnings"], a["n_drifts"], a["n_seen"],
-                *self._node_args(), *tree_bank_args(a, "w_"), *tree_bank_args(a, "d_"))
+                *self._pool_args(), *tree_bank_args(a, "w_"), *tree_bank_args(a, "d_"))
             if done >= X.shape[0]:
                 break
             self._grow()
@@ -412,12 +453,12 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         if not self._arrays or self.n_seen == 0:
             return np.zeros((X.shape[0], 0))
         a = self._arrays
-        full = np.zeros((X.shape[0], a["node_counts"].shape[2]))
+        full = np.zeros((X.shape[0], a["node_counts"].shape[1]))
         ak.predict_rows(X, self.params["weighted_vote"], self._settings_i, a["fg_slot"],
-                        a["tree_correct"], a["tree_seen"], a["node_feature"],
+                        a["tree_correct"], a["tree_seen"], a["slot_root"], a["node_feature"],
                         a["node_threshold"], a["node_left"], a["node_right"],
-                        a["node_active"], a["node_mc"], a["node_nb"], a["node_counts"],
-                        a["g_w"], a["g_mean"], a["g_m2"], a["leaf_feat"], full)
+                        a["node_active"], a["node_leaf"], a["node_counts"], a["leaf_feat"],
+                        a["leaf_mc"], a["leaf_nb"], a["g_w"], a["g_mean"], a["g_m2"], full)
         return full[:, :len(self._classes)]
 
     # ------------------------------------------------------------------ inspection
@@ -477,7 +518,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         if not self._arrays:
             return []
         a = self._arrays
-        return [int(a["n_nodes"][s, 0]) for s in a["fg_slot"]]
+        return [int(a["slot_nodes"][s]) for s in a["fg_slot"]]
 
     def importances(self) -> dict:
         """``{"split_gain": mean split gain per feature over the foreground trees}``."""
@@ -485,48 +526,55 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             return {"split_gain": np.zeros(0)}
         a = self._arrays
         out = np.zeros(self.n_features)
+        used = int(a["used"][0])
+        slot, feature = a["node_slot"][:used], a["node_feature"][:used]
+        weight = a["node_counts"][:used].sum(axis=1)
         for s in a["fg_slot"]:
-            n = int(a["n_nodes"][s, 0])
-            root = a["node_counts"][s, 0].sum()
-            nf = a["node_feature"][s, :n]
-            for i in np.flatnonzero(nf >= 0):
-                share = a["node_counts"][s, i].sum() / root if root > 0 else 0.0
-                out[nf[i]] += a["node_merit"][s, i] * share
+            root = weight[a["slot_root"][s]]
+            for i in np.flatnonzero((slot == s) & (feature >= 0)):
+                share = weight[i] / root if root > 0 else 0.0
+                out[feature[i]] += a["node_merit"][i] * share
         return {"split_gain": out / len(a["fg_slot"])}
 
     # ------------------------------------------------------------------ state
 
     def _extra_state(self) -> dict:
-        return {"classes": list(self._classes.classes)}
+        return {"classes": list(self._classes.classes), "layout": STATE_LAYOUT}
 
     def _load_extra_state(self, extra: dict) -> None:
         self._classes = ClassIndex(extra.get("classes", ()))
+
+    @classmethod
+    def from_state(cls, state: dict):
+        """Rebuild a forest from :meth:`to_state` output; a state written before the node
+        and leaf pools (layout 1, no ``"layout"`` in its extra) is converted first
+        (:func:`models._arf_layout.pools_from_layout1`) and continues exactly."""
+        layout = (state.get("extra") or {}).get("layout", 1) if state.get("arrays") else STATE_LAYOUT
+        if layout == 1:
+            state = pools_from_layout1(state, cls.kind, STATE_LAYOUT)
+        elif layout != STATE_LAYOUT:
+            raise ValueError(f"{cls.kind} state has layout {layout!r}; this version reads "
+                             f"layouts 1 and {STATE_LAYOUT}")
+        return super().from_state(state)
 
     def _check_state(self) -> None:
         a, kind = self._arrays, self.kind
         T = self.params["n_models"]
         S = 2 * T
-        N = a["node_feature"].shape[1]
+        P, Q = a["node_feature"].shape[0], a["leaf_node"].shape[0]
         F = int(a["n_features"][0]) if a["n_features"].shape == (1,) else -1
-        K = a["node_counts"].shape[2] if a["node_counts"].ndim == 3 else 0
+        K = a["node_counts"].shape[1] if a["node_counts"].ndim == 2 else 0
         m = self.subset_size(F) if F >= 1 else 0
         if F < 1 or K < max(len(self._classes), 1):
             raise ValueError(f"{kind} state: bad feature count or class axis")
-        shapes = {**{n: (S, N) for n in _NODE_ARRAYS}, "node_counts": (S, N, K),
-                  "leaf_feat": (S, N, m), "n_nodes": (S, 1),
-                  **{n: (S, N, m, K) for n in hs.GAUSSIAN_FILL},
+        shapes = {**{n: (P,) for n in _NODE_ARRAYS}, "node_counts": (P, K),
+                  **{n: (Q,) for n in _LEAF_ARRAYS}, "leaf_feat": (Q, m),
+                  **{n: (Q, m, K) for n in hs.GAUSSIAN_FILL}, "slot_root": (S,),
+                  "slot_nodes": (S,), "used": (2,),
                   **{n: (T,) for n in _TREE_ARRAYS}, "rng": (T,), "n_seen": (1,)}
-        for name, shape in shapes.items():
-            if a[name].shape != shape:
-                raise ValueError(f"{kind} state array {name!r} has shape {a[name].shape}, "
-                                 f"expected {shape}")
-        check_index(a["n_nodes"], 1, N + 1, "n_nodes")  # full until the next row grows it
-        check_index(a["node_feature"], -1, F, "node_feature")
-        check_index(a["node_left"], -1, N, "node_left")
-        check_index(a["node_right"], -1, N, "node_right")
-        check_index(a["node_active"], 0, 2, "node_active")
-        check_index(a["node_depth"], 0, N, "node_depth")
-        check_index(a["leaf_feat"], 0, F, "leaf_feat")
+        check_shapes(a, shapes)
+        check_index(a["used"][:1], 0, P + 1, "used")
+        check_index(a["used"][1:], 0, Q + 1, "used")
         check_index(a["bg_active"], 0, 2, "bg_active")
         for last, total in (("last_drifts", "n_drifts"), ("last_warnings", "n_warnings")):
             if (a[last] < 0).any() or (a[last] > a[total]).any():
@@ -535,11 +583,40 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         check_index(slots, 0, S, "fg_slot/bg_slot")
         if np.unique(slots).size != S:
             raise ValueError(f"{kind} state: tree slots are not a permutation")
-        ids = np.arange(N)
-        for s in range(S):
-            internal = a["node_feature"][s] >= 0
-            if (a["node_left"][s][internal] <= ids[internal]).any() \
-                    or (a["node_right"][s][internal] <= ids[internal]).any():
-                raise ValueError(f"{kind} state: a split node points to a missing child")
+        self._check_pools(int(a["used"][0]), int(a["used"][1]), F, S)
         for prefix in ("w_", "d_"):
             check_tree_bank(a, prefix, T)
+
+    def _check_pools(self, n: int, q: int, F: int, S: int) -> None:
+        """The trees in the pools are trees: the kernels route and index without checks."""
+        a, kind = self._arrays, self.kind
+        check_index(a["node_slot"][:n], 0, S, "node_slot")
+        check_index(a["node_feature"][:n], -1, F, "node_feature")
+        check_index(a["node_leaf"][:n], -1, q, "node_leaf")
+        check_index(a["node_active"][:n], 0, 2, "node_active")
+        check_index(a["node_depth"][:n], 0, max(n, 1), "node_depth")
+        check_index(a["leaf_node"][:q], 0, n, "leaf_node")
+        check_index(a["leaf_feat"][:q], 0, F, "leaf_feat")
+        check_index(a["slot_root"], -1, n, "slot_root")
+        ids = np.arange(n)
+        split = a["node_feature"][:n] >= 0
+        for side in ("node_left", "node_right"):
+            child = a[side][:n][split]
+            # children after their parents (no cycle), in the parent's slot
+            if (child <= ids[split]).any() or (child >= n).any() \
+                    or (a["node_slot"][child] != a["node_slot"][:n][split]).any():
+                raise ValueError(f"{kind} state: a split node points to a missing child")
+        leaf = ~split
+        if leaf.sum() != q or (a["node_leaf"][:n][leaf] < 0).any() or (a["node_leaf"][:n][split] >= 0).any() \
+                or (a["leaf_node"][a["node_leaf"][:n][leaf]] != ids[leaf]).any():
+            raise ValueError(f"{kind} state: leaves and leaf records do not match")
+        if a["slot_nodes"].sum() != n or (np.bincount(a["node_slot"][:n], minlength=S)
+                                          != a["slot_nodes"]).any():
+            raise ValueError(f"{kind} state: slot node counts do not match the pool")
+        roots = a["slot_root"]
+        if (roots[a["fg_slot"]] < 0).any() or ((roots[a["bg_slot"]] < 0)
+                                               & (a["bg_active"] == 1)).any():
+            raise ValueError(f"{kind} state: a tree in use has no root")
+        has = roots >= 0
+        if (a["node_slot"][roots[has]] != np.flatnonzero(has)).any():
+            raise ValueError(f"{kind} state: a slot's root belongs to another slot")

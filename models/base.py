@@ -247,11 +247,12 @@ class Learner:
     #: the state arrays a learner of this kind holds once it has learned: name ->
     #: (dtype string, number of dimensions). A restored state must match it exactly.
     state_arrays: ClassVar[dict[str, tuple[str, int]]] = {}
-    #: arrays whose capacity grows by doubling along one axis: name -> (axis, fill). Cells past
-    #: :meth:`_used_capacity` along it hold ``fill``, so :meth:`to_state` leaves them out and
-    #: :meth:`from_state` puts them back: a state costs what the learner uses, not what it
+    #: arrays whose capacity grows (by doubling, say) along one axis: name -> (axis, fill), or
+    #: (axis, fill, group) for arrays of several capacities (each group its own length). Cells
+    #: past :meth:`_used_capacity` along it hold ``fill``, so :meth:`to_state` leaves them out
+    #: and :meth:`from_state` puts them back: a state costs what the learner uses, not what it
     #: reserved.
-    capacity_axes: ClassVar[dict[str, tuple[int, Any]]] = {}
+    capacity_axes: ClassVar[dict[str, tuple]] = {}
     #: rows between two changes of what the learner answers, for a learner that changes
     #: only at the end of a block (a block-forest ranker trains a forest every ``stride``
     #: rows); ``None``: any row may change it. Whoever feeds the learner in mini-batches
@@ -290,20 +291,26 @@ class Learner:
         """Plain-value snapshot: ``{"kind", "params", "extra", "arrays"}`` (arrays copied).
 
         Arrays of :attr:`capacity_axes` are cut to the part in use; ``"capacity"`` then
-        records the length they had, which :meth:`from_state` restores.
+        records the length they had (``{group: length}`` for grouped axes), which
+        :meth:`from_state` restores.
         """
         arrays = {k: np.array(v, copy=True) for k, v in self._arrays.items()}
         state = {"kind": self.kind, "params": dict(self.params), "extra": self._extra_state(),
                  "arrays": arrays}
         if self.capacity_axes and self._arrays:
             used = self._used_capacity()
-            capacity = _axis_length(self._arrays, self.capacity_axes)
-            if used < capacity:
-                for name, (axis, _) in self.capacity_axes.items():
-                    cut = [slice(None)] * arrays[name].ndim
-                    cut[axis] = slice(0, used)
-                    arrays[name] = np.ascontiguousarray(arrays[name][tuple(cut)])
-                state["capacity"] = capacity
+            used = used if isinstance(used, dict) else {"": used}
+            capacities = {}
+            for group, axes in _capacity_groups(self.capacity_axes).items():
+                capacity = _axis_length(self._arrays, axes)
+                if used[group] < capacity:
+                    for name, (axis, _) in axes.items():
+                        cut = [slice(None)] * arrays[name].ndim
+                        cut[axis] = slice(0, used[group])
+                        arrays[name] = np.ascontiguousarray(arrays[name][tuple(cut)])
+                    capacities[group] = capacity
+            if capacities:
+                state["capacity"] = capacities.get("") if list(capacities) == [""] else capacities
         return state
 
     @classmethod
@@ -328,22 +335,24 @@ class Learner:
         if obj._arrays:
             check_layout(obj._arrays, cls.state_arrays, cls.kind)
             if "capacity" in state:
-                _restore_capacity(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind,
-                                  obj._capacity_bound())
+                _restore_capacities(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind,
+                                    obj._capacity_bound())
         obj._load_extra_state(state.get("extra") or {})
         if obj._arrays:
             obj._check_state()
         return obj
 
-    def _used_capacity(self) -> int:
-        """Length of the :attr:`capacity_axes` in use (learners that declare some)."""
+    def _used_capacity(self) -> int | dict[str, int]:
+        """Length of the :attr:`capacity_axes` in use (learners that declare some; per group
+        for grouped axes)."""
         raise NotImplementedError(f"{self.kind} declares capacity_axes without _used_capacity")
 
-    def _capacity_bound(self) -> int:
-        """The longest the :attr:`capacity_axes` of a restored state may be: what the
-        learner's kernels could have grown them to for the rows and parameters of the state
-        (its arrays' layout is checked when this is asked). Learners that declare capacity
-        axes bound it by the rows they learned; ``_MAX_CAPACITY`` caps every one."""
+    def _capacity_bound(self) -> int | dict[str, int]:
+        """The longest the :attr:`capacity_axes` of a restored state may be (per group for
+        grouped axes): what the learner's kernels could have grown them to for the rows and
+        parameters of the state (its arrays' layout is checked when this is asked). Learners
+        that declare capacity axes bound it by the rows they learned; ``_MAX_CAPACITY`` caps
+        every one."""
         return _MAX_CAPACITY
 
     def _check_state(self) -> None:
@@ -406,6 +415,50 @@ def _axis_length(arrays: dict, axes: dict) -> int:
     if len(lengths) != 1:
         raise ValueError(f"capacity axes have different lengths {sorted(lengths)}")
     return lengths.pop()
+
+
+def _capacity_groups(axes: dict) -> dict[str, dict[str, tuple[int, Any]]]:
+    """:attr:`Learner.capacity_axes` by group (``""`` for axes without one).
+
+    Examples
+    --------
+    >>> _capacity_groups({"a": (0, 0), "b": (1, -1, "nodes")})
+    {'': {'a': (0, 0)}, 'nodes': {'b': (1, -1)}}
+    """
+    groups: dict[str, dict[str, tuple[int, Any]]] = {}
+    for name, spec in axes.items():
+        groups.setdefault(spec[2] if len(spec) > 2 else "", {})[name] = tuple(spec[:2])
+    return groups
+
+
+def _restore_capacities(arrays: dict, axes: dict, capacity, kind: str,
+                        bound: int | dict = _MAX_CAPACITY) -> None:
+    """:func:`_restore_capacity` for each group a state's ``"capacity"`` names, each within
+    its group's ``bound`` (one number: the same for every group).
+
+    Examples
+    --------
+    >>> a = {"n": np.array([1]), "q": np.array([2.0])}
+    >>> axes = {"n": (0, -1, "nodes"), "q": (0, 0.0, "leaves")}
+    >>> _restore_capacities(a, axes, {"nodes": 4}, "demo", {"nodes": 8, "leaves": 8})
+    >>> a["n"].tolist(), a["q"].tolist()
+    ([1, -1, -1, -1], [2.0])
+    >>> _restore_capacities(a, axes, {"leaves": 16}, "demo", {"nodes": 8, "leaves": 8})
+    Traceback (most recent call last):
+    ...
+    ValueError: demo state capacity 16 is not an integer in [1, 8]
+    """
+    groups = _capacity_groups(axes)
+    if not isinstance(capacity, dict) and "" not in groups:
+        raise ValueError(f"{kind} state capacity {capacity!r} is not a map of the lengths of "
+                         f"{sorted(groups)}")
+    caps = capacity if isinstance(capacity, dict) else {"": capacity}
+    unknown = sorted(str(g) for g in caps if g not in groups)
+    if unknown:
+        raise ValueError(f"{kind} state capacity names unknown axes {unknown}")
+    for group, value in caps.items():
+        most = bound.get(group, _MAX_CAPACITY) if isinstance(bound, dict) else bound
+        _restore_capacity(arrays, groups[group], value, kind, most)
 
 
 def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str,

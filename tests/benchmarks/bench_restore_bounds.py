@@ -157,7 +157,7 @@ def part3() -> list[str]:
 
     cases = []
     st = _arf_state()
-    bloated = {**st, "capacity": 524_288}
+    bloated = {**st, "capacity": {**st.get("capacity", {}), "nodes": 524_288}}
     cases.append(("ARF state, capacity 524,288 (600 rows)",
                   len(zlib.compress(encode_state(bloated), 1)),
                   lambda: AdaptiveRandomForest.from_state(bloated)))

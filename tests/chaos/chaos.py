@@ -227,7 +227,7 @@ def craft(settings, rng: random.Random, n: int) -> str:
             blob = b"".join([z.compress(bytes(1 << 20)) for _ in range(400)] + [z.flush()])
             writer.write(manifest, {stream: blob})
         else:
-            change = {"capacity": 1 << 16} if kind == "capacity" else {"n_splits": 5000}
+            change = {"capacity": {"nodes": 1 << 22}} if kind == "capacity" else {"n_splits": 5000}
             writer.write(manifest, {stream: ckpt.encode_blob(_tampered(envelopes[stream],
                                                                        **change))})
         producer.commit()

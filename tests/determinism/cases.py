@@ -57,6 +57,16 @@ probability, alert and ranking bit for bit. Then:
   whose rankers learn once per mini-batch (the online random forest, iSOUP) now name the
   former publishing rule (``publish_rankings="top_k"``) and kept their digests bit for bit;
   ``default_interval`` pins the third rule.
+
+History of the learner digests (``LEARNERS``), which cover the final checkpointed state beside
+the answers:
+
+* (issue 36, part 6) the adaptive random forest keeps its trees in a node pool and its leaves'
+  statistics in a leaf pool (no longer one node capacity for every slot and estimators for
+  every node; the pools grow by a quarter, and the state records each pool's capacity): its
+  state's arrays changed, so ``adaptive_random_forest`` changed. What it answers did not:
+  the digest of its answers alone (predictions, probabilities, importances, also restored
+  halfway) is ``e8de6304...bba55c`` before and after.
 """
 
 from __future__ import annotations
@@ -130,7 +140,7 @@ WIRE = {
 #: learner family: digest of its answers and final state (:func:`learner_digests`)
 LEARNERS = {
     "abfs": "bd235a55ca33f87ac52afd8843835a23597c3150b5311965ab45f754a06c4e46",
-    "adaptive_random_forest": "8e3efb3faba45f0f6c028f28274840b690b29f01757e04220a0a3635b6adce3b",
+    "adaptive_random_forest": "1c7c022d63e3d67901df31bcb1e6c850e285c0b24ad3daade9a050ffacdee3ce",
     "adwin": "0f319726d70d1f32eef377bbc229aa6b4a354de61a64738076a703be9b6c8e51",
     "block_forest": "bcef9acf55c47abd7ddf1cc1d2107c8d66f65e1b9bf9fe39a8e4c9cd5e5f5d99",
     "block_forest_regression": "0861bbcb6bf15b208a8a063438eed8f336f3619aa121979f4d04196fbffd1f18",

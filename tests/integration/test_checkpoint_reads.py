@@ -192,7 +192,7 @@ def test_crafted_records_are_refused_before_allocating_and_the_older_checkpoint_
         first = manifest.streams["a"][0]
         commit({}, streams={"a": [first, 10**9, 10**12]})
         commit({"bb": bomb})
-        commit({"a": ckpt.encode_blob(_tampered(good["a"], capacity=524_288))})
+        commit({"a": ckpt.encode_blob(_tampered(good["a"], capacity={"nodes": 524_288}))})
         commit({"bb": ckpt.encode_blob(_tampered(good["bb"], n_splits=10**6))})
         tracemalloc.start()
         t0 = time.perf_counter()

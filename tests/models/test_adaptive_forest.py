@@ -145,16 +145,19 @@ def test_leaves_keep_only_their_feature_subset():
     assert m.subset_size(16) == 4 and AdaptiveRandomForest(max_features="sqrt+1").subset_size(16) == 5
     m.learn_many(X, y)
     a = m._arrays
+    assert a["g_w"].shape[1] == 4  # statistics for the subset only, in leaf records only
+    n = int(a["used"][0])
     for s in a["fg_slot"]:
-        for node in range(int(a["n_nodes"][s, 0])):
-            if a["node_feature"][s, node] >= 0:
+        mine = np.flatnonzero(a["node_slot"][:n] == s)
+        assert len(mine) == a["slot_nodes"][s] and a["slot_root"][s] in mine
+        for node in mine:
+            q = a["node_leaf"][node]
+            if a["node_feature"][node] >= 0:
+                assert q == -1 and 0 <= a["node_feature"][node] < 16  # a split holds no record
                 continue
-            feats = a["leaf_feat"][s, node]
+            assert a["leaf_node"][q] == node
+            feats = a["leaf_feat"][q]
             assert len(set(feats.tolist())) == 4 and (np.diff(feats) > 0).all()
-            assert a["g_w"].shape[2] == 4  # statistics for the subset only
-        for node in np.flatnonzero(a["node_feature"][s, :int(a["n_nodes"][s, 0])] >= 0):
-            # a split node splits on one of its own subset's features
-            assert a["node_feature"][s, node] in a["leaf_feat"][s, node]
 
 
 def test_importances_and_bad_input():

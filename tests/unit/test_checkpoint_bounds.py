@@ -53,28 +53,35 @@ def arf_state() -> dict:
 
 
 def test_a_capacity_beyond_what_the_rows_could_grow_is_refused_before_allocating(arf_state):
-    """An 81 kB state claiming a capacity of 524,288 nodes allocated 2.9 GB: a slot adds at
-    most two nodes per row, so 600 rows justify at most 2,404."""
-    st = {**arf_state, "capacity": 524_288}
+    """An 81 kB state claiming a capacity of 524,288 nodes allocated 2.9 GB: each of the 20
+    tree slots adds at most two nodes per row, so 600 rows justify at most 30,100 (a quarter
+    above what the slots could hold and the per-row reserve)."""
+    st = {**arf_state, "capacity": {**arf_state["capacity"], "nodes": 524_288}}
     seconds, peak, raised = _traced(lambda: AdaptiveRandomForest.from_state(st))
     assert isinstance(raised, ValueError) and "capacity 524288" in str(raised)
     assert peak < 5e6 and seconds < 1.0, (peak, seconds)
     # the capacity the learner had is kept, bit for bit
     back = AdaptiveRandomForest.from_state(arf_state)
     assert back.to_state().get("capacity") == arf_state.get("capacity")
-    assert back._capacity_bound() == 4 * (600 + 1)
+    assert back._capacity_bound() == {"nodes": 5 * (20 * (1 + 2 * 600) + 6 * 10) // 4,
+                                      "leaves": 5 * (20 * (1 + 600) + 4 * 10) // 4}
+    leaves = {**arf_state, "capacity": {**arf_state["capacity"], "leaves": 24_121}}
+    with pytest.raises(ValueError, match="capacity 24121"):
+        AdaptiveRandomForest.from_state(leaves)
 
 
 def test_the_capacity_bound_holds_for_every_capacity_the_kernels_reach():
     """Trees that split at every row they can (grace 1, ties always broken) and a depth limit:
-    the node axis never outgrows the bound, which is what a restore checks."""
+    the node and leaf pools never outgrow the bound, which is what a restore checks."""
     X, y = _rows(1500, seed=2)
     for params in ({"grace_period": 1, "tau": 1.0, "delta": 0.5, "lambda_value": 30.0},
                    {"grace_period": 1, "tau": 1.0, "delta": 0.5, "max_depth": 3}, {}):
         arf = AdaptiveRandomForest(n_models=3, seed=3, **params)
         for a in range(0, 1500, 10):
             arf.learn_many(X[a:a + 10], y[a:a + 10])
-            assert arf._arrays["node_feature"].shape[1] <= arf._capacity_bound()
+            bound = arf._capacity_bound()
+            assert arf._arrays["node_feature"].shape[0] <= bound["nodes"]
+            assert arf._arrays["leaf_node"].shape[0] <= bound["leaves"]
         assert AdaptiveRandomForest.from_state(arf.to_state()).to_state().get("capacity") \
             == arf.to_state().get("capacity")
 
@@ -84,7 +91,7 @@ def test_a_pipeline_whose_learner_claims_a_bloated_capacity_is_refused():
     p = Pipeline("s", PipelineConfig(), X.shape[1])
     p.process(X, y)
     state = p.to_state()
-    state["stages"]["predictor"]["state"]["capacity"] = 1 << 19
+    state["stages"]["predictor"]["state"]["capacity"]["nodes"] = 1 << 19
     with pytest.raises(ValueError, match="capacity 524288"):
         stream_pipeline("s", StreamCheckpoint(group="g", topics=["t"], partition=0, stream="s",
                                               config={}, offsets={"t": 1}, state=state, ts=0))
