@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cart
+from . import _block_cart, _block_windows, _cart
 from . import _fmath as fm
 from ._rng import seed_states
 from ._trees import grow_axis
@@ -49,7 +49,7 @@ class BlockRanker(Learner):
                  memory: str = "mixture", rate: float = 0.001, weights: str = "paired",
                  paired_eta: float = 3.0, long_prior: float = 0.25, eta: float = 0.5,
                  corr_eta: float = 0.0, pool: float = 0.5, young_prior: float = 0.0,
-                 young_blocks: float = 50.0, longest: int = 192):
+                 young_blocks: float = 50.0, longest: int = 192, split_features: int = 16):
         if int(block_size) < 10:
             raise ValueError("block_size must be >= 10")
         if not 1 <= int(stride) <= int(block_size):
@@ -89,6 +89,9 @@ class BlockRanker(Learner):
         if int(longest) < 0:
             raise ValueError("longest must be >= 0 (measurements; 0: the largest power of two "
                              "up to half of those kept)")
+        if int(split_features) < 0:
+            raise ValueError("split_features must be >= 0 (0: every feature of the tree at "
+                             "every split)")
         self.params = {"block_size": int(block_size), "stride": int(stride),
                        "n_trees": int(n_trees),
                        "max_depth": int(max_depth), "mtry": float(mtry),
@@ -98,8 +101,10 @@ class BlockRanker(Learner):
                        "long_prior": float(long_prior), "eta": float(eta),
                        "corr_eta": float(corr_eta), "pool": float(pool),
                        "young_prior": float(young_prior), "young_blocks": float(young_blocks),
-                       "longest": int(longest)}
+                       "longest": int(longest), "split_features": int(split_features)}
         self._arrays: dict[str, np.ndarray] = {}
+        self._columns: tuple | None = None  # the block's sorted columns (:meth:`_sorted_columns`)
+        self._columns_at = -1  # the measurement they were sorted for
         self._init_labels()
 
     # ------------------------------------------------------------------ properties
@@ -130,6 +135,12 @@ class BlockRanker(Learner):
     def memory_bytes(self) -> int:
         """Bytes held by the state arrays."""
         return int(sum(a.nbytes for a in self._arrays.values()))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory: the state arrays and the block's sorted columns."""
+        extra = sum(a.nbytes for a in self._columns[:2]) if self._columns else 0
+        return self.memory_bytes() + extra
 
     # ------------------------------------------------------------------ learning
 
@@ -183,6 +194,39 @@ class BlockRanker(Learner):
         p = self.params
         return max(1, p["max_blocks"] * p["block_size"] // p["stride"])
 
+    def _split_features(self, n_features: int) -> int:
+        """Features each split searches: all of them up to ``split_features``, then the
+        larger of ``split_features`` and the square root of the features (0: all)."""
+        s = self.params["split_features"]
+        if s == 0:
+            return n_features
+        return min(n_features, max(s, int(np.ceil(np.sqrt(n_features)))))
+
+    def _sorted_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """The block's rows in increasing order of each column (ties by slot) and their
+        values in that order (:func:`models._block_cart.sort_columns`).
+
+        Not state: the order is what a sort of the block gives, so a restored learner sorts
+        again and finds the same. Between two measurements of this learner only the rows
+        written since the last one changed (``stride`` of ``block_size``): they are merged
+        into the order kept from then, which costs a pass over each column instead of a sort.
+        """
+        a = self._arrays
+        X, ring = a["block_x"], a["ring"]
+        B, d = X.shape
+        fresh = int(ring[2])
+        if self._columns is None or self._columns_at != self.n_blocks or fresh >= B:
+            order, values = np.empty((d, B), np.int64), np.empty((d, B))
+            _block_cart.sort_columns(X, order, values)
+            self._columns = (order, values, tuple(np.empty(B + 1, t) for t in
+                                                  (np.int64, np.int64, float, np.int64, float)))
+        else:
+            changed = np.zeros(B, np.bool_)
+            changed[(int(ring[0]) - fresh + np.arange(fresh)) % B] = True
+            _block_cart.update_columns(X, changed, *self._columns)
+        self._columns_at = self.n_blocks + 1
+        return self._columns[0], self._columns[1]
+
     def _measure(self) -> None:
         """Train a forest on the last block of rows, keep its importances (a ring)."""
         a = self._arrays
@@ -218,30 +262,20 @@ class BlockRanker(Learner):
         """Measurements between two that share no rows: ``ceil(block_size / stride)``."""
         return -(-self.params["block_size"] // self.params["stride"])
 
-    @staticmethod
-    def _window_means(R: np.ndarray, windows: np.ndarray) -> np.ndarray:
-        """Means of the newest ``w`` rows of ``R`` (all of them when fewer), per window."""
-        counts = np.minimum(windows, R.shape[0])
-        return np.cumsum(R, axis=0)[counts - 1] / counts[:, None]
-
     def _score_windows(self) -> None:
         """Fade every window's loss and add its squared error on the newest measurement,
         predicted by the window that ended ``gap`` measurements earlier (whose trees saw
         none of the newest block's rows, so the error is drift plus independent noise);
         fade the products of the windows' errors (:meth:`_paired_scores`) and the moments of
-        those predictions and targets (:meth:`_correlations`) alike."""
-        R, g = self._recent(), self._gap()
-        if R.shape[0] <= g:
+        those predictions and targets (:meth:`_correlations`) alike
+        (:func:`models._block_windows.score_windows`, on the ring in place)."""
+        if min(self.n_blocks, self._arrays["history"].shape[0]) <= self._gap():
             return
-        a, rate = self._arrays, self.params["rate"]
-        pred, target = self._window_means(R[g:], self._windows()), R[0]
-        err = (pred - target) * (pred - target)
-        for name, new in (("losses", err), ("loss_cross", err[:, None] * err[None, :]),
-                          ("pred_moments", np.stack([pred, pred * pred, pred * target])),
-                          ("target_moments", np.stack([np.ones_like(target), target,
-                                                       target * target]))):
-            a[name] *= 1.0 - rate
-            a[name] += rate * new
+        a = self._arrays
+        _block_windows.score_windows(a["history"], self.n_blocks, self._gap(), self._windows(),
+                                     self.params["rate"], a["losses"], a["loss_cross"],
+                                     a["pred_moments"], a["target_moments"],
+                                     np.empty((2, *a["losses"].shape)))
 
     def _weights(self) -> np.ndarray:
         """Each window's weight per feature, normalized: ``exp(-P_k + prior log(w_k) /
@@ -344,7 +378,9 @@ class BlockRanker(Learner):
 
     def _mixture(self) -> np.ndarray:
         """Per feature: the windows' means weighted by :meth:`_weights`."""
-        means = self._window_means(self._recent(), self._windows())
+        windows = self._windows()
+        means = np.empty((len(windows), self.n_features))
+        _block_windows.window_means(self._arrays["history"], self.n_blocks, 0, windows, means)
         return (self._weights() * means).sum(axis=0)
 
     # ------------------------------------------------------------------ importances
@@ -820,20 +856,14 @@ class BlockForestRanker(BlockRanker, Classifier):
         p, a = self.params, self._arrays
         n_classes = max(len(self._classes), int(codes.max()) + 1)
         T, d = p["n_trees"], X.shape[1]
-        slots = _cart.n_node_slots(p["max_depth"])
-        nodes = [np.zeros((T, slots), np.int64), np.zeros((T, slots)),
-                 np.zeros((T, slots), np.int64), np.zeros((T, slots), np.int64),
-                 np.zeros((T, slots, n_classes))]
-        n_nodes = np.zeros(T, np.int64)
         class_rows, class_start = _cart.class_layout(codes, n_classes)
-        _cart.grow_forest(X, codes, np.ones(X.shape[0]), class_rows, class_start, 0, 0.0,
-                          p["mtry"], p["max_depth"], a["rng"], np.zeros((T, d), np.int64),
-                          *nodes, n_nodes)
-        feature, _, left, right, count = nodes
+        forest, per_tree = np.zeros(d), np.zeros((T, d))
+        _block_cart.forest_importances(X, self._sorted_columns(), codes, n_classes,
+                                       class_rows, class_start, T, p["mtry"],
+                                       self._split_features(d), p["max_depth"], a["rng"],
+                                       forest, per_tree)
         # the forest's mean of T trees: its variance is at least the trees' variance / T
-        per_tree = _cart.mdi_per_tree(feature, left, right, count, n_nodes, d)
-        return (_cart.mdi(feature, left, right, count, n_nodes, np.ones(T), d),
-                per_tree.var(axis=0) / T)
+        return forest, per_tree.var(axis=0) / T
 
     def _extra_state(self) -> dict:
         return {"classes": list(self._classes.classes)}
