@@ -37,6 +37,25 @@ from ._stats import gini
 #: block's sorted column
 SMALL_NODE = 16
 
+#: a split searches every feature of its tree up to this many; wider trees search the larger
+#: of this and the square root of their features
+SPLIT_FEATURES = 16
+
+
+def split_features(n_features: int) -> int:
+    """Features each split of a block tree searches on a stream of ``n_features``.
+
+    Every one up to :data:`SPLIT_FEATURES` (the trees of :mod:`models._cart`, split for
+    split), then the larger of :data:`SPLIT_FEATURES` and ``ceil(sqrt(n_features))``, as a
+    random forest draws its candidates per split: the cost of a tree then grows as the
+    square root of the features instead of in proportion to them.
+
+    >>> split_features(10), split_features(90), split_features(500)
+    (10, 16, 23)
+    """
+    root = int(np.ceil(np.sqrt(n_features)))
+    return min(n_features, max(SPLIT_FEATURES, root))
+
 
 @njit(_nrt=False)
 def _impure(counts):

@@ -57,7 +57,7 @@ class BlockRanker(Learner):
                  memory: str = "mixture", rate: float = 0.001, weights: str = "paired",
                  paired_eta: float = 3.0, long_prior: float = 0.25, eta: float = 0.5,
                  corr_eta: float = 0.0, pool: float = 0.5, young_prior: float = 0.0,
-                 young_blocks: float = 50.0, longest: int = 192, split_features: int = 16):
+                 young_blocks: float = 50.0, longest: int = 192):
         if int(block_size) < 10:
             raise ValueError("block_size must be >= 10")
         if not 1 <= int(stride) <= int(block_size):
@@ -97,9 +97,6 @@ class BlockRanker(Learner):
         if int(longest) < 0:
             raise ValueError("longest must be >= 0 (measurements; 0: the largest power of two "
                              "up to half of those kept)")
-        if int(split_features) < 0:
-            raise ValueError("split_features must be >= 0 (0: every feature of the tree at "
-                             "every split)")
         self.params = {"block_size": int(block_size), "stride": int(stride),
                        "n_trees": int(n_trees),
                        "max_depth": int(max_depth), "mtry": float(mtry),
@@ -109,7 +106,7 @@ class BlockRanker(Learner):
                        "long_prior": float(long_prior), "eta": float(eta),
                        "corr_eta": float(corr_eta), "pool": float(pool),
                        "young_prior": float(young_prior), "young_blocks": float(young_blocks),
-                       "longest": int(longest), "split_features": int(split_features)}
+                       "longest": int(longest)}
         self._arrays: dict[str, np.ndarray] = {}
         self._columns: tuple | None = None  # the block's sorted columns (:meth:`_sorted_columns`)
         self._columns_at = -1  # the measurement they were sorted for
@@ -201,14 +198,6 @@ class BlockRanker(Learner):
         """Measurements kept: ``max_blocks`` blocks' worth of strides."""
         p = self.params
         return max(1, p["max_blocks"] * p["block_size"] // p["stride"])
-
-    def _split_features(self, n_features: int) -> int:
-        """Features each split searches: all of them up to ``split_features``, then the
-        larger of ``split_features`` and the square root of the features (0: all)."""
-        s = self.params["split_features"]
-        if s == 0:
-            return n_features
-        return min(n_features, max(s, int(np.ceil(np.sqrt(n_features)))))
 
     def _sorted_columns(self) -> tuple[np.ndarray, np.ndarray]:
         """The block's rows in increasing order of each column (ties by slot) and their
@@ -869,8 +858,8 @@ class BlockForestRanker(BlockRanker, Classifier):
         forest, per_tree = np.zeros(d), np.zeros((T, d))
         _block_cart.forest_importances(X, self._sorted_columns(), codes, n_classes,
                                        class_rows, class_start, T, p["mtry"],
-                                       self._split_features(d), p["max_depth"], a["rng"],
-                                       forest, per_tree)
+                                       _block_cart.split_features(d), p["max_depth"],
+                                       a["rng"], forest, per_tree)
         # the forest's mean of T trees: its variance is at least the trees' variance / T
         return forest, per_tree.var(axis=0) / T
 

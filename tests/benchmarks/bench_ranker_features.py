@@ -5,7 +5,8 @@ weights, 0.001 per row, seed 1), rows per CPU-second (``time.process_time``, thi
 only) of:
 
 * ``predictor``: the worker's default classification predictor alone, built as the worker
-  builds it, predicting then learning mini-batches of 100 rows (the pipeline's batch size);
+  builds it, its fused test-then-train kernel (``predict_learn_many``) per consume batch, as
+  the pipeline calls it;
 * ``no ranker``: :class:`worker.pipeline.engine.Pipeline` with ``rankers=[]`` (the predictor,
   ADWIN and the pipeline's own work);
 * ``default``: ``Pipeline("s", PipelineConfig(), n_features)``, what a stream with no profile
@@ -65,12 +66,12 @@ def _learner(role: str, params: dict | None):
 
 
 def cpu_predictor(X, y, params: dict | None = None) -> float:
-    """CPU seconds of the default predictor alone: predict, then learn, per mini-batch."""
+    """CPU seconds of the default predictor alone: its fused test-then-train kernel per
+    consume batch."""
     model = _learner(registry.PREDICTOR, params)
     t0 = time.process_time()
-    for a in range(0, len(y), BATCH):
-        model.predict_many(X[a:a + BATCH])
-        model.learn_many(X[a:a + BATCH], y[a:a + BATCH])
+    for a in range(0, len(y), CONSUME):
+        model.predict_learn_many(X[a:a + CONSUME], y[a:a + CONSUME])
     return time.process_time() - t0
 
 

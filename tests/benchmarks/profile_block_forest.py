@@ -5,15 +5,15 @@ the worker builds it) learns a ``d``-feature rotating hyperplane in mini-batches
 and is asked for its importances after each, as the worker's pipeline does. Its methods are
 wrapped with CPU-time counters (``time.process_time``), so each part is timed where it runs:
 
-* ``columns``: the block's columns prepared for the split search (sorted, or ranked), timed
-  by running the same kernel on the same block beside the forest (versions whose forest
-  prepares them: :mod:`models._cart`);
-* ``trees``: the block forest's split search and growth (the forest kernel less ``columns``;
-  the block trees of :mod:`models._block_cart` add up the importances as they grow);
+* ``columns``: the block's columns sorted for the split search (``_sorted_columns``; in
+  versions whose forest kernel sorts them itself, :mod:`models._cart`, the same kernel timed
+  on the same block beside the forest and subtracted from the run);
+* ``trees``: the block forest's split search and growth (the forest kernel less ``columns``);
 * ``importances per block``: the rest of a block's importances (the forest's MDI and its
   spread over the trees, the class layout);
-* ``ring and scoring``: the rest of a measurement in Python (the window mixture's faded losses,
-  their products and moments, the measurement ring);
+* ``window scoring``: the window mixture's faded losses, their products and moments
+  (``_score_windows``);
+* ``ring``: the rest of a measurement (the measurement ring);
 * ``asks``: ``importances()`` (the mixture's weights and means), once per mini-batch;
 * ``other``: the rest of ``learn_many`` (the ring of rows, label codes).
 
@@ -43,7 +43,8 @@ from tests.benchmarks.bench_ranker_features import BATCH, stream  # noqa: E402
 from worker.pipeline.config import PipelineConfig  # noqa: E402
 
 RESULTS = ROOT / "tests" / "benchmarks" / "results" / "ranker_profile.md"
-PARTS = ("columns", "trees", "importances per block", "ring and scoring", "asks", "other")
+PARTS = ("columns", "trees", "importances per block", "window scoring", "ring", "asks",
+         "other")
 
 
 class Timers:
@@ -99,7 +100,10 @@ def profile(d: int, rows: int, params: dict | None) -> tuple[dict[str, float], i
     # whole measurement, forest included (the forest's parts are subtracted below)
     originals["_measure"] = timers.wrap(cls, "_measure", "measure")
     originals["_block_importances"] = timers.wrap(cls, "_block_importances", "block")
+    originals["_score_windows"] = timers.wrap(cls, "_score_windows", "scoring")
     originals["importances"] = timers.wrap(cls, "importances", "asks")
+    if hasattr(cls, "_sorted_columns"):
+        originals["_sorted_columns"] = timers.wrap(cls, "_sorted_columns", "sorted")
     grow = getattr(module, kernel)
 
     def grow_timed(X, codes, *args):
@@ -128,9 +132,10 @@ def profile(d: int, rows: int, params: dict | None) -> tuple[dict[str, float], i
     # the forest kernel prepares the columns itself: the timed copy is subtracted from the
     # run's total, so the parts add up to the run without the duplicate
     total -= s["columns"]
-    parts = {"columns": s["columns"], "trees": s["forest"] - s["columns"],
-             "importances per block": s["block"] - s["forest"] - s["columns"],
-             "ring and scoring": s["measure"] - s["block"], "asks": s["asks"]}
+    parts = {"columns": s["columns"] + s["sorted"], "trees": s["forest"] - s["columns"],
+             "importances per block": s["block"] - s["forest"] - s["columns"] - s["sorted"],
+             "window scoring": s["scoring"],
+             "ring": s["measure"] - s["block"] - s["scoring"], "asks": s["asks"]}
     parts["other"] = total - sum(parts.values())
     return parts, timers.blocks, total
 
