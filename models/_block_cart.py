@@ -9,12 +9,16 @@ kept: every split adds its weighted Gini decrease ``(n_v G_v - n_l G_l - n_r G_r
 to its feature, per tree and for the forest, in the order :func:`models._cart.mdi` adds them.
 
 Why another grower. The trees of :mod:`models._cart` search every node of a level over every
-feature of the tree, on columns sorted once per batch: a tree costs ``O(depth * features *
-rows)`` plus a sort of every column per block, which on a 500-feature stream is most of a
-worker's time (a forest every 10 rows). Here each node keeps its rows together (a partition of
-the in-bag rows, as scikit-learn's trees do) and sorts them for each feature it searches: a
-tree costs ``O(depth * n_split * rows * log(rows))`` and nothing is prepared per column, so
-with ``n_split`` growing as the square root of the features the cost grows as slowly.
+feature of the tree, on columns sorted again for every forest: a tree costs ``O(depth *
+features * rows)`` plus a sort of every column per block, which on a 500-feature stream was
+nearly all of the default pipeline's time (a forest every 10 rows). Here each node keeps its
+rows together (a partition of the in-bag rows, as scikit-learn's trees do) and searches
+``n_split`` features (:func:`split_features`: every one up to 16, then the square root of
+the features). A node of more than :data:`SMALL_NODE` rows reads its rows in a feature's order
+off the block's sorted columns (:func:`sort_columns`; the ranker keeps them from one forest
+to the next and merges in the rows written since, :func:`update_columns`); a smaller node
+sorts its own rows. A tree then costs ``O(depth * n_split * rows)`` and a forest's columns
+``O(features * rows)``, with no sort.
 
 Split choice, as in :mod:`models._cart`: the score of a candidate is scikit-learn's Gini proxy
 ``sum_k l_k**2 / n_l + sum_k r_k**2 / n_r``, its threshold the midpoint of the two values
