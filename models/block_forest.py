@@ -143,9 +143,12 @@ class BlockRanker(Learner):
 
     @property
     def nbytes(self) -> int:
-        """Bytes held in memory: the state arrays and the block's sorted columns."""
-        extra = sum(a.nbytes for a in self._columns[:2]) if self._columns else 0
-        return self.memory_bytes() + extra
+        """Bytes held in memory: the state arrays, and the block's sorted columns with their
+        merge buffers (not state: :meth:`_sorted_columns`)."""
+        if self._columns is None:
+            return self.memory_bytes()
+        order, values, scratch = self._columns
+        return self.memory_bytes() + sum(a.nbytes for a in (order, values, *scratch))
 
     # ------------------------------------------------------------------ learning
 
