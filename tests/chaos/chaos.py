@@ -63,6 +63,7 @@ from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET, SOURCE_PARTITION  # no
 from worker.dev.broker import DEFAULT_JVM_OPTS, LocalBroker, free_port  # noqa: E402
 from worker.dev.produce import make_producer  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
+from worker.watchdog import EXIT_OVERDUE  # noqa: E402
 
 SESSION_MS = 6000
 MALFORMED = (b"\xc1 not msgpack", b'{"v": 1, "stream": "bad"}', b"")
@@ -329,8 +330,12 @@ def main(argv=None) -> int:
                 rc = w.terminate(timeout=120)
                 group.exits[rc] += 1
         broker.stop()
-    # a member that ended on its own (exit 1) failed: kill -9 is -9, SIGTERM 0
-    failed = {rc: n for rc, n in group.exits.items() if rc not in (0, -signal.SIGKILL)}
+    # a member that ended on its own with an error (exit 1) failed: kill -9 is -9, a stop 0,
+    # and a stop or a revocation that outlasted worker.shutdown_timeout_s (the broker down
+    # or its transaction coordinator still loading) is the watchdog's bounded exit, by
+    # design: the next owner restores from the last checkpoint
+    failed = {rc: n for rc, n in group.exits.items()
+              if rc not in (0, -signal.SIGKILL, EXIT_OVERDUE)}
     assert not failed, f"members failed: exit codes {failed} (logs in {work})"
     kinds = Counter(f.split()[0] if not f.startswith("kill") else "kill -9" for _, f in faults)
     report = {"minutes": args.minutes, "seed": args.seed, "valid_inputs": feeder.n_valid,
@@ -350,7 +355,10 @@ def _markdown(report: dict, faults: list) -> str:
              f"{report['minutes']:g} --seed {report['seed']}`", "",
              "Every valid input has exactly one committed prediction identical to an "
              "uninterrupted in-process run; every malformed input is dead-lettered once; drift "
-             "alerts and rankings equal the reference.", "", "```json",
+             "alerts and rankings equal the reference. `member_exits` counts exit statuses: "
+             "-9 killed, 0 stopped, 3 a stop or partition revocation that outlasted "
+             "`worker.shutdown_timeout_s` (the watchdog's exit, the next owner restores "
+             "from the last checkpoint); any other status fails the run.", "", "```json",
              json.dumps({k: v for k, v in report.items()}, indent=2, default=dict), "```", "",
              "## Faults injected", ""]
     lines += [f"- {t:7.1f} s: {what}" for t, what in faults]
