@@ -70,3 +70,29 @@ def score_windows(history, n_blocks, gap, windows, rate, losses, loss_cross, pre
         target_moments[0, f] = target_moments[0, f] * keep + rate * 1.0
         target_moments[1, f] = target_moments[1, f] * keep + rate * t
         target_moments[2, f] = target_moments[2, f] * keep + rate * (t * t)
+
+
+@njit
+def paired_scores(losses, loss_cross, mass, squares, out):
+    """``out[k, f]``: how many standard errors window ``k``'s faded loss lies above the best
+    window's for feature ``f`` (0 for the best), from the faded losses and the products of
+    the windows' errors, as :meth:`models.block_forest.BlockRanker._paired_scores` defines it.
+
+    Every value is the elementwise expression numpy evaluated before (no sums), in the same
+    order, so the scores are the same bits; only the entries of ``loss_cross`` the scores
+    read are divided by ``mass`` (the diagonal and the best window's column).
+    """
+    K, d = losses.shape
+    for f in range(d):
+        b = 0  # the first best window, as numpy's argmin
+        for k in range(1, K):
+            if losses[k, f] / mass < losses[b, f] / mass:
+                b = k
+        best = losses[b, f] / mass
+        own_b = loss_cross[b, b, f] / mass
+        for k in range(K):
+            diff = losses[k, f] / mass - best
+            var = loss_cross[k, k, f] / mass - 2.0 * (loss_cross[k, b, f] / mass) + own_b \
+                - diff * diff
+            se = np.sqrt((var if var > 0.0 else 0.0) * squares) / mass
+            out[k, f] = diff / (se if se > 1e-300 else 1e-300) if diff > 0.0 else 0.0

@@ -110,6 +110,7 @@ class BlockRanker(Learner):
         self._arrays: dict[str, np.ndarray] = {}
         self._columns: tuple | None = None  # the block's sorted columns (:meth:`_sorted_columns`)
         self._columns_at = -1  # the measurement they were sorted for
+        self._window_lengths: np.ndarray | None = None  # :meth:`_windows`, once
         self._init_labels()
 
     # ------------------------------------------------------------------ properties
@@ -256,12 +257,13 @@ class BlockRanker(Learner):
         ``longest``, at most half the kept ones (so a window and the gap before the
         measurement it predicts fit in the ring); ``longest`` 0: 1, 2, 4, ... up to half the
         kept ones."""
-        top = max(1, self._history_rows() // 2)
-        powers = 2 ** np.arange(top.bit_length())  # 1, 2, 4, ... up to top (integers)
-        longest = min(self.params["longest"], top)
-        if longest <= 0:
-            return powers
-        return np.append(powers[powers < longest], longest)
+        if self._window_lengths is None:  # asked at every measurement and every ask
+            top = max(1, self._history_rows() // 2)
+            powers = 2 ** np.arange(top.bit_length())  # 1, 2, 4, ... up to top (integers)
+            longest = min(self.params["longest"], top)
+            self._window_lengths = powers if longest <= 0 else \
+                np.append(powers[powers < longest], longest)
+        return self._window_lengths
 
     def _gap(self) -> int:
         """Measurements between two that share no rows: ``ceil(block_size / stride)``."""
@@ -354,14 +356,12 @@ class BlockRanker(Learner):
         mass, squares = self._fade_mass()
         if mass <= 0.0:
             return np.zeros_like(a["losses"])
-        m1, m2 = a["losses"] / mass, a["loss_cross"] / mass
-        cols = np.arange(m1.shape[1])
-        b = m1.argmin(axis=0)
-        own = np.einsum("kkf->kf", m2)
-        diff = m1 - m1[b, cols]
-        var = own - 2.0 * m2[:, b, cols] + own[b, cols] - diff * diff
-        se = np.sqrt(np.maximum(var, 0.0) * squares) / mass
-        return np.where(diff > 0.0, diff / np.maximum(se, 1e-300), 0.0)
+        # one pass per feature (:func:`models._block_windows.paired_scores`): the weights are
+        # asked after every block, and numpy's temporaries over windows x windows x features
+        # were a third of an ask on 500 features
+        out = np.empty_like(a["losses"])
+        _block_windows.paired_scores(a["losses"], a["loss_cross"], mass, squares, out)
+        return out
 
     def _correlations(self) -> np.ndarray:
         """Per window and feature: the faded correlation between the window's predictions

@@ -114,6 +114,26 @@ def test_window_means_and_scores_are_numpys_bit_for_bit():
         assert got.tobytes() == want_s.tobytes()
 
 
+def test_paired_scores_are_numpys_bit_for_bit():
+    rng = np.random.default_rng(8)
+    L, C = rng.random((9, 40)), rng.random((9, 9, 40))
+    L[3, :5] = L[1, :5]  # tied best windows: the first is the best, as numpy's argmin
+    L[1, :5] = 0.0
+    L[3, :5] = 0.0
+    mass, squares = 0.37, 0.002
+    m1, m2 = L / mass, C / mass
+    cols = np.arange(40)
+    b = m1.argmin(axis=0)
+    own = np.einsum("kkf->kf", m2)
+    diff = m1 - m1[b, cols]
+    var = own - 2.0 * m2[:, b, cols] + own[b, cols] - diff * diff
+    se = np.sqrt(np.maximum(var, 0.0) * squares) / mass
+    want = np.where(diff > 0.0, diff / np.maximum(se, 1e-300), 0.0)
+    got = np.empty_like(L)
+    _block_windows.paired_scores(L, C, mass, squares, got)
+    assert got.tobytes() == want.tobytes()
+
+
 @pytest.mark.parametrize("cls", [BlockForestRanker, BlockForestRegressionRanker])
 def test_a_wide_stream_restored_mid_block_continues_identically(cls):
     # 40 features: splits search a subset of them, on sorted columns that are not state (a
