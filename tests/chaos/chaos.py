@@ -287,7 +287,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rows", type=int, default=12000, help="rows per stream")
     ap.add_argument("--streams", type=int, default=8)
-    ap.add_argument("--state-budget-mb", type=float, default=2.0,
+    ap.add_argument("--state-budget-mb", type=float, default=0.1,
                     help="each member's state budget: small, so streams are passivated")
     ap.add_argument("--out", type=Path, default=None, help="write the report (markdown) here")
     args = ap.parse_args(argv)
@@ -338,6 +338,7 @@ def main(argv=None) -> int:
               if rc not in (0, -signal.SIGKILL, EXIT_OVERDUE)}
     assert not failed, f"members failed: exit codes {failed} (logs in {work})"
     kinds = Counter(f.split()[0] if not f.startswith("kill") else "kill -9" for _, f in faults)
+    result.update(member_log_counts(work))
     report = {"minutes": args.minutes, "seed": args.seed, "valid_inputs": feeder.n_valid,
               "malformed_inputs": feeder.n_malformed, **result, "lost": 0, "duplicated": 0,
               "differing": 0, "faults": dict(kinds), "member_exits": dict(group.exits),
@@ -347,6 +348,26 @@ def main(argv=None) -> int:
     if args.out is not None:
         args.out.write_text(text)
     return 0
+
+
+def member_log_counts(work: Path) -> dict:
+    """What the members' logs say they did: streams passivated (the state budget at work),
+    checkpoints refused (crafted ones), watchdog exits."""
+    passivated = refused = overdue = 0
+    for path in work.glob("m*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue  # the Kafka client's own lines
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            msg = entry.get("msg", "")
+            passivated += int(entry.get("streams", 0)) if msg == "streams passivated" else 0
+            refused += msg == "checkpoint refused"
+            overdue += "did not end within worker.shutdown_timeout_s" in msg
+    return {"streams_passivated": passivated, "checkpoints_refused": refused,
+            "watchdog_exits": overdue}
 
 
 def _markdown(report: dict, faults: list) -> str:
