@@ -1,7 +1,7 @@
 """Feature importances that follow drift at its own speed: block forests and a memory per feature.
 
-Every ``stride`` rows, a small random forest (the CART trees of :mod:`models._cart`) learns
-the latest ``block_size`` rows; its impurity importances (MDI, Breiman 2001) are one
+Every ``stride`` rows, a small random forest (the CART trees of :mod:`models._block_cart`)
+learns the latest ``block_size`` rows; its impurity importances (MDI, Breiman 2001) are one
 *measurement* of what matters now. A feature's importance is a mean of its recent
 measurements over a memory chosen per feature, so each feature gets the memory its own drift
 allows. By default the memory is a mixture of windows weighted by how much worse each window
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cart
+from . import _block_cart, _block_windows, _cart
 from . import _fmath as fm
 from ._rng import seed_states
 from ._trees import grow_axis
@@ -108,6 +108,9 @@ class BlockRanker(Learner):
                        "young_prior": float(young_prior), "young_blocks": float(young_blocks),
                        "longest": int(longest)}
         self._arrays: dict[str, np.ndarray] = {}
+        self._columns: tuple | None = None  # the block's sorted columns (:meth:`_sorted_columns`)
+        self._columns_at = -1  # the measurement they were sorted for
+        self._window_lengths: np.ndarray | None = None  # :meth:`_windows`, once
         self._init_labels()
 
     # ------------------------------------------------------------------ properties
@@ -138,6 +141,15 @@ class BlockRanker(Learner):
     def memory_bytes(self) -> int:
         """Bytes held by the state arrays."""
         return int(sum(a.nbytes for a in self._arrays.values()))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held in memory: the state arrays, and the block's sorted columns with their
+        merge buffers (not state: :meth:`_sorted_columns`)."""
+        if self._columns is None:
+            return self.memory_bytes()
+        order, values, scratch = self._columns
+        return self.memory_bytes() + sum(a.nbytes for a in (order, values, *scratch))
 
     # ------------------------------------------------------------------ learning
 
@@ -196,6 +208,31 @@ class BlockRanker(Learner):
         p = self.params
         return max(1, p["max_blocks"] * p["block_size"] // p["stride"])
 
+    def _sorted_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """The block's rows in increasing order of each column (ties by slot) and their
+        values in that order (:func:`models._block_cart.sort_columns`).
+
+        Not state: the order is what a sort of the block gives, so a restored learner sorts
+        again and finds the same. Between two measurements of this learner only the rows
+        written since the last one changed (``stride`` of ``block_size``): they are merged
+        into the order kept from then, which costs a pass over each column instead of a sort.
+        """
+        a = self._arrays
+        X, ring = a["block_x"], a["ring"]
+        B, d = X.shape
+        fresh = int(ring[2])
+        if self._columns is None or self._columns_at != self.n_blocks or fresh >= B:
+            order, values = np.empty((d, B), np.int64), np.empty((d, B))
+            _block_cart.sort_columns(X, order, values)
+            self._columns = (order, values, tuple(np.empty(B + 1, t) for t in
+                                                  (np.int64, np.int64, float, np.int64, float)))
+        else:
+            changed = np.zeros(B, np.bool_)
+            changed[(int(ring[0]) - fresh + np.arange(fresh)) % B] = True
+            _block_cart.update_columns(X, changed, *self._columns)
+        self._columns_at = self.n_blocks + 1
+        return self._columns[0], self._columns[1]
+
     def _measure(self) -> None:
         """Train a forest on the last block of rows, keep its importances (a ring)."""
         a = self._arrays
@@ -220,41 +257,32 @@ class BlockRanker(Learner):
         ``longest``, at most half the kept ones (so a window and the gap before the
         measurement it predicts fit in the ring); ``longest`` 0: 1, 2, 4, ... up to half the
         kept ones."""
-        top = max(1, self._history_rows() // 2)
-        powers = 2 ** np.arange(top.bit_length())  # 1, 2, 4, ... up to top (integers)
-        longest = min(self.params["longest"], top)
-        if longest <= 0:
-            return powers
-        return np.append(powers[powers < longest], longest)
+        if self._window_lengths is None:  # asked at every measurement and every ask
+            top = max(1, self._history_rows() // 2)
+            powers = 2 ** np.arange(top.bit_length())  # 1, 2, 4, ... up to top (integers)
+            longest = min(self.params["longest"], top)
+            self._window_lengths = powers if longest <= 0 else \
+                np.append(powers[powers < longest], longest)
+        return self._window_lengths
 
     def _gap(self) -> int:
         """Measurements between two that share no rows: ``ceil(block_size / stride)``."""
         return -(-self.params["block_size"] // self.params["stride"])
-
-    @staticmethod
-    def _window_means(R: np.ndarray, windows: np.ndarray) -> np.ndarray:
-        """Means of the newest ``w`` rows of ``R`` (all of them when fewer), per window."""
-        counts = np.minimum(windows, R.shape[0])
-        return np.cumsum(R, axis=0)[counts - 1] / counts[:, None]
 
     def _score_windows(self) -> None:
         """Fade every window's loss and add its squared error on the newest measurement,
         predicted by the window that ended ``gap`` measurements earlier (whose trees saw
         none of the newest block's rows, so the error is drift plus independent noise);
         fade the products of the windows' errors (:meth:`_paired_scores`) and the moments of
-        those predictions and targets (:meth:`_correlations`) alike."""
-        R, g = self._recent(), self._gap()
-        if R.shape[0] <= g:
+        those predictions and targets (:meth:`_correlations`) alike
+        (:func:`models._block_windows.score_windows`, on the ring in place)."""
+        if min(self.n_blocks, self._arrays["history"].shape[0]) <= self._gap():
             return
-        a, rate = self._arrays, self.params["rate"]
-        pred, target = self._window_means(R[g:], self._windows()), R[0]
-        err = (pred - target) * (pred - target)
-        for name, new in (("losses", err), ("loss_cross", err[:, None] * err[None, :]),
-                          ("pred_moments", np.stack([pred, pred * pred, pred * target])),
-                          ("target_moments", np.stack([np.ones_like(target), target,
-                                                       target * target]))):
-            a[name] *= 1.0 - rate
-            a[name] += rate * new
+        a = self._arrays
+        _block_windows.score_windows(a["history"], self.n_blocks, self._gap(), self._windows(),
+                                     self.params["rate"], a["losses"], a["loss_cross"],
+                                     a["pred_moments"], a["target_moments"],
+                                     np.empty((2, *a["losses"].shape)))
 
     def _weights(self) -> np.ndarray:
         """Each window's weight per feature, normalized: ``exp(-P_k + prior log(w_k) /
@@ -328,14 +356,12 @@ class BlockRanker(Learner):
         mass, squares = self._fade_mass()
         if mass <= 0.0:
             return np.zeros_like(a["losses"])
-        m1, m2 = a["losses"] / mass, a["loss_cross"] / mass
-        cols = np.arange(m1.shape[1])
-        b = m1.argmin(axis=0)
-        own = np.einsum("kkf->kf", m2)
-        diff = m1 - m1[b, cols]
-        var = own - 2.0 * m2[:, b, cols] + own[b, cols] - diff * diff
-        se = np.sqrt(np.maximum(var, 0.0) * squares) / mass
-        return np.where(diff > 0.0, diff / np.maximum(se, 1e-300), 0.0)
+        # one pass per feature (:func:`models._block_windows.paired_scores`): the weights are
+        # asked after every block, and numpy's temporaries over windows x windows x features
+        # were a third of an ask on 500 features
+        out = np.empty_like(a["losses"])
+        _block_windows.paired_scores(a["losses"], a["loss_cross"], mass, squares, out)
+        return out
 
     def _correlations(self) -> np.ndarray:
         """Per window and feature: the faded correlation between the window's predictions
@@ -357,7 +383,9 @@ class BlockRanker(Learner):
 
     def _mixture(self) -> np.ndarray:
         """Per feature: the windows' means weighted by :meth:`_weights`."""
-        means = self._window_means(self._recent(), self._windows())
+        windows = self._windows()
+        means = np.empty((len(windows), self.n_features))
+        _block_windows.window_means(self._arrays["history"], self.n_blocks, 0, windows, means)
         return (self._weights() * means).sum(axis=0)
 
     # ------------------------------------------------------------------ importances
@@ -787,7 +815,11 @@ class BlockForestRanker(BlockRanker, Classifier):
       6,400-7,300 and 8,900-12,100 unpooled; 8,400-9,200 and 11,600-13,300 under Lepski's
       rule; 20,500-21,700 and 25,400-28,600 with no ranker. The state holds 100 rows, up
       to 640 measurements and, per feature, a loss and three moments per window and a
-      product per pair of windows (9 windows: 81).
+      product per pair of windows (9 windows: 81). On wide streams a split searches the square
+      root of the features (16 at least; :func:`models._block_cart.split_features`), so the
+      cost grows with the square root of the features, not in proportion to them
+      (``results/ranker_features.md``: on 500 features the default pipeline runs at 0.42 of
+      its predictor's rows per CPU-second, 0.04 before).
 
     References
     ----------
@@ -834,20 +866,14 @@ class BlockForestRanker(BlockRanker, Classifier):
         p, a = self.params, self._arrays
         n_classes = max(len(self._classes), int(codes.max()) + 1)
         T, d = p["n_trees"], X.shape[1]
-        slots = _cart.n_node_slots(p["max_depth"])
-        nodes = [np.zeros((T, slots), np.int64), np.zeros((T, slots)),
-                 np.zeros((T, slots), np.int64), np.zeros((T, slots), np.int64),
-                 np.zeros((T, slots, n_classes))]
-        n_nodes = np.zeros(T, np.int64)
         class_rows, class_start = _cart.class_layout(codes, n_classes)
-        _cart.grow_forest(X, codes, np.ones(X.shape[0]), class_rows, class_start, 0, 0.0,
-                          p["mtry"], p["max_depth"], a["rng"], np.zeros((T, d), np.int64),
-                          *nodes, n_nodes)
-        feature, _, left, right, count = nodes
+        forest, per_tree = np.zeros(d), np.zeros((T, d))
+        _block_cart.forest_importances(X, self._sorted_columns(), codes, n_classes,
+                                       class_rows, class_start, T, p["mtry"],
+                                       _block_cart.split_features(d), p["max_depth"],
+                                       a["rng"], forest, per_tree)
         # the forest's mean of T trees: its variance is at least the trees' variance / T
-        per_tree = _cart.mdi_per_tree(feature, left, right, count, n_nodes, d)
-        return (_cart.mdi(feature, left, right, count, n_nodes, np.ones(T), d),
-                per_tree.var(axis=0) / T)
+        return forest, per_tree.var(axis=0) / T
 
     def _extra_state(self) -> dict:
         return {"classes": list(self._classes.classes)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _block_cart
 from . import _cart_regression as cr
 from .base import check_targets
 from .block_forest import BlockRanker
@@ -109,7 +110,9 @@ class BlockForestRegressionRanker(BlockRanker):
         sd = Y.std(axis=0)
         Z = np.ascontiguousarray((Y - Y.mean(axis=0)) / np.where(sd > 0, sd, 1.0))
         raw = np.zeros((T, d))
-        cr.forest_decreases(X, Z, T, p["mtry"], p["max_depth"], self._arrays["rng"], raw)
+        cr.forest_decreases(X, Z, self._sorted_columns(), T, p["mtry"],
+                            _block_cart.split_features(d), p["max_depth"], self._arrays["rng"],
+                            raw)
         total = raw.sum()
         forest = raw.sum(axis=0) / total if total > 0 else np.zeros(d)
         tree_totals = raw.sum(axis=1, keepdims=True)

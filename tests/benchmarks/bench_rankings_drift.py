@@ -125,6 +125,7 @@ class Setting:
     n_rows: int
     switch_every: int
     seed_base: int
+    n_features: int = D
 
     @property
     def sigma(self) -> float:
@@ -136,7 +137,7 @@ class Setting:
 
     def stream(self, seed: int, n_rows: int | None = None):
         """``X, y, |W|`` of one stream of this setting."""
-        gen = RotatingHyperplane(n_features=D, n_drift_features=self.k, mag_change=self.speed,
+        gen = RotatingHyperplane(n_features=self.n_features, n_drift_features=self.k, mag_change=self.speed,
                                  sigma=self.sigma, noise=NOISE, seed=seed,
                                  clip=self.walk == "clipped", switch_every=self.switch_every)
         return gen.take(self.n_rows if n_rows is None else n_rows)
@@ -144,11 +145,13 @@ class Setting:
     def quick(self) -> Setting:
         """The ``--quick`` version: a fifth of the rows (at least 1,000), switches likewise."""
         return Setting(self.name, self.k, self.speed, self.walk, max(1000, self.n_rows // 5),
-                       self.switch_every // 5, self.seed_base)
+                       self.switch_every // 5, self.seed_base, self.n_features)
 
 
-def all_settings() -> list[Setting]:
-    """Every setting, in table order (the order fixes the seeds)."""
+def all_settings(n_features: int = D) -> list[Setting]:
+    """Every setting, in table order (the order fixes the seeds); streams of ``n_features``
+    features other than :data:`D` name it (``d=90``), so their scores never join another
+    width's."""
     out = []
     for k in (2, 5):
         for walk in ("unclipped", "clipped"):
@@ -157,8 +160,9 @@ def all_settings() -> list[Setting]:
                 out.append(Setting(f"K={k},T={speed:g},{walk}", k, speed, walk, n, 0, 0))
     out.append(Setting(f"abrupt,P={SWITCH_EVERY}", 2, 0.0, "abrupt", ABRUPT_ROWS,
                        SWITCH_EVERY, 0))
-    return [Setting(s.name, s.k, s.speed, s.walk, s.n_rows, s.switch_every, 1000 * i + 1)
-            for i, s in enumerate(out)]
+    width = "" if n_features == D else f",d={n_features}"
+    return [Setting(s.name + width, s.k, s.speed, s.walk, s.n_rows, s.switch_every,
+                    1000 * i + 1, n_features) for i, s in enumerate(out)]
 
 
 def select(settings: list[Setting], filters: list[str] | None) -> list[Setting]:
@@ -210,14 +214,15 @@ class _Rankers:
         return {k: np.array(v) for k, v in out.items()}
 
 
-def default_rankers(seed: int, params: dict | None = None, prefix: str = "default") -> _Rankers:
+def default_rankers(seed: int, params: dict | None = None, prefix: str = "default",
+                    n_features: int = D) -> _Rankers:
     """The rankers of a stream with no profile (or a profile of learner ``params``), built by
     the worker's own pipeline code with the same seeds."""
     from worker.pipeline.config import PipelineConfig
     from worker.pipeline.engine import Pipeline
 
     config = PipelineConfig(params=params) if params else PipelineConfig()
-    pipe = Pipeline(f"rankings-drift-{seed}", config, n_features=D)
+    pipe = Pipeline(f"rankings-drift-{seed}", config, n_features=n_features)
     pipe.check_label(0)  # fixes the classification task and builds its stages
     return _Rankers([(prefix, s.learner, s.spec.rankings) for s in pipe.rankers])
 
@@ -237,16 +242,21 @@ def named_ranker(spec: str, seed: int) -> _Rankers:
     return _Rankers([(prefix, reg.build(params, (registry.RANKER,), seed=seed), reg.rankings)])
 
 
-def window_series(X, y, times, window: int, n_trees: int, seed: int) -> dict[str, np.ndarray]:
-    """A forest refitted at every ask on the last ``window`` rows: MDI and OOB MDA."""
+def window_series(X, y, times, window: int, n_trees: int, seed: int,
+                  mda: bool = True) -> dict[str, np.ndarray]:
+    """A forest refitted at every ask on the last ``window`` rows: MDI and (``mda``) OOB
+    MDA."""
     rng = np.random.default_rng(seed)
-    mdi, mda = [], []
+    mdi, perm = [], []
     for t in times:
         a, b = window_forest_importances(X[max(0, t - window):t], y[max(0, t - window):t],
-                                         n_trees, rng)
+                                         n_trees, rng, mda)
         mdi.append(a)
-        mda.append(b)
-    return {f"win{window}:mdi": np.array(mdi), f"win{window}:mda": np.array(mda)}
+        perm.append(b)
+    out = {f"win{window}:mdi": np.array(mdi)}
+    if mda:
+        out[f"win{window}:mda"] = np.array(perm)
+    return out
 
 
 def moa_series(X, y, times, seed: int) -> dict[str, np.ndarray]:
@@ -280,12 +290,14 @@ def method_series(spec: str, X, y, times, seed: int, n_trees: int) -> dict[str, 
     """Importance series of one method spec: ``default``, ``profile:JSON``, ``window:W``,
     ``moa`` or a ranker spec ``NAME[:JSON]``; one entry per column."""
     if spec == "default":
-        return default_rankers(seed).series(X, y, times)
+        return default_rankers(seed, n_features=X.shape[1]).series(X, y, times)
     if spec.startswith("profile:"):
         _, params, prefix = parse_ranker(spec)  # prefix: "profile" and the params
-        return default_rankers(seed, params, prefix).series(X, y, times)
+        return default_rankers(seed, params, prefix, X.shape[1]).series(X, y, times)
     if spec.startswith("window:"):
         return window_series(X, y, times, int(spec.split(":")[1]), n_trees, seed)
+    if spec.startswith("window-mdi:"):
+        return window_series(X, y, times, int(spec.split(":")[1]), n_trees, seed, mda=False)
     if spec == "moa":
         return moa_series(X, y, times, seed)
     return named_ranker(spec, seed).series(X, y, times)
@@ -354,7 +366,7 @@ def _job(args):
 def warm(specs: list[str]) -> None:
     """Compile the numba kernels of the online rankers on a short stream (numba caches them
     on disk, so every later process starts warm)."""
-    online = [s for s in specs if s == "default" or not (s.startswith("window:") or s == "moa")]
+    online = [s for s in specs if s == "default" or not (s.startswith("window") or s == "moa")]
     score_stream(all_settings()[0], 0, online, n_rows=400)
 
 
@@ -524,6 +536,13 @@ def parse_args(argv=None):
                         help="also score the default rankers with a profile's learner params, "
                              "JSON such as '{\"block_forest\":{\"pool\":0}}' (repeatable)")
     parser.add_argument("--trees", type=int, default=10, help="trees per window forest")
+    parser.add_argument("--features", type=int, default=D,
+                        help=f"features per stream (default {D}, the protocol's; others name "
+                             "their width in the settings, d=N)")
+    parser.add_argument("--window-mdi-only", action="store_true",
+                        help="window forests without their permutation importance (no "
+                             "win*:mda columns): it costs a forest's predictions per feature "
+                             "and ask, which wide streams cannot afford")
     parser.add_argument("--no-default", action="store_true", help="skip the default rankers")
     parser.add_argument("--no-windows", action="store_true", help="skip the window forests")
     parser.add_argument("--no-moa", action="store_true", help="skip MOA's ARF importances")
@@ -541,7 +560,8 @@ def method_specs(args) -> list[str]:
     specs = [] if args.no_default else ["default"]
     specs += [f"profile:{p}" for p in args.profile]
     specs += list(args.ranker)
-    specs += [] if args.no_windows else [f"window:{w}" for w in WINDOWS]
+    kind = "window-mdi" if args.window_mdi_only else "window"
+    specs += [] if args.no_windows else [f"{kind}:{w}" for w in WINDOWS]
     specs += [] if args.no_moa else ["moa"]
     return specs
 
@@ -550,7 +570,7 @@ def main(argv=None) -> int:
     from worker.pipeline.config import PipelineConfig
 
     args = parse_args(argv)
-    settings = select(all_settings(), args.settings)
+    settings = select(all_settings(args.features), args.settings)
     seeds = 3 if args.quick else args.seeds
     if args.quick:
         settings = [s.quick() for s in settings]

@@ -133,15 +133,19 @@ def oob_permutation_importance(forest, Xw, yw, rng) -> np.ndarray:
     return total / max(used, 1)
 
 
-def window_forest_importances(Xw, yw, n_trees: int, rng) -> tuple[np.ndarray, np.ndarray]:
+def window_forest_importances(Xw, yw, n_trees: int, rng,
+                              mda: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """``(MDI, MDA)`` of an offline random forest fitted on one window of rows.
 
     scikit-learn's ``RandomForestClassifier`` (``max_features="sqrt"``, bootstrap), seeded
-    from ``rng``: its impurity importance and :func:`oob_permutation_importance`.
+    from ``rng``: its impurity importance and :func:`oob_permutation_importance` (``None``
+    without ``mda``).
     """
     from sklearn.ensemble import RandomForestClassifier
 
     rf = RandomForestClassifier(n_estimators=n_trees, max_features="sqrt",
                                 random_state=int(rng.integers(2**31)), n_jobs=1)
     rf.fit(Xw, yw)
+    if not mda:
+        return rf.feature_importances_, None
     return rf.feature_importances_, oob_permutation_importance(rf, Xw, yw, rng)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from models import _block_cart
 from models import _cart_regression as cr
 from models._rng import seed_states
 from models.block_forest_regression import BlockForestRegressionRanker
@@ -23,14 +24,21 @@ def _switching(n: int, switch: int, seed: int = 0):
     return X, Y + rng.normal(0, 0.02, Y.shape) * [1, 1000]
 
 
+def _columns(X):
+    """The block's sorted columns, as the ranker passes them to the trees."""
+    order, values = np.empty(X.shape[::-1], np.int64), np.empty(X.shape[::-1])
+    _block_cart.sort_columns(X, order, values)
+    return order, values
+
+
 def test_one_tree_finds_the_split_that_explains_the_targets():
     # y is a step at x_1 = 0.5 (x_0 is noise): the root splits on feature 1, halfway
     rng = np.random.default_rng(1)
     X = rng.random((400, 2))
     Y = np.column_stack([np.where(X[:, 1] > 0.5, 1.0, -1.0), np.where(X[:, 1] > 0.5, 2.0, 0.0)])
     out = np.zeros(2)
-    orders = np.array([np.argsort(X[:, f], kind="mergesort") for f in range(2)])
-    cr.tree_decreases(X, Y, np.ones(400), orders, np.array([0, 1]), 1, out)
+    cr.tree_decreases(X, Y, np.ones(400), _columns(X), np.array([0, 1]), 2, 1,
+                      seed_states(1, 1, 1), out)
     # the split removes all of the squared error, counted over the root's weight
     assert out[0] == 0.0 and out[1] == pytest.approx(((Y - Y.mean(axis=0)) ** 2).sum() / 400)
 
@@ -96,8 +104,8 @@ def test_the_forest_kernel_is_deterministic_per_seed():
     rng = np.random.default_rng(3)
     X, Y = rng.random((200, 6)), rng.random((200, 2))
     a, b = np.zeros((10, 6)), np.zeros((10, 6))
-    cr.forest_decreases(X, Y, 10, 0.5, 4, seed_states(9, 1, 1), a)
-    cr.forest_decreases(X, Y, 10, 0.5, 4, seed_states(9, 1, 1), b)
+    cr.forest_decreases(X, Y, _columns(X), 10, 0.5, 6, 4, seed_states(9, 1, 1), a)
+    cr.forest_decreases(X, Y, _columns(X), 10, 0.5, 6, 4, seed_states(9, 1, 1), b)
     np.testing.assert_array_equal(a, b)
     # mtry 0.5: trees differ in their features, so some tree leaves some feature out
     assert (a == 0.0).any() and (a.sum(axis=1) > 0).all()

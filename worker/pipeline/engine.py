@@ -42,6 +42,7 @@ into other consume batches and a run restored from a checkpoint give identical o
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,14 @@ STATE_VERSION = 2
 def _own(a: np.ndarray) -> np.ndarray:
     """``a`` itself if it owns its data, else a copy."""
     return a if a.base is None else np.array(a)
+
+
+
+@lru_cache(maxsize=64)
+def _positional_names(n_features: int) -> tuple[str, ...]:
+    """``x0, x1, ...``: the feature names of a stream that sends lists, built once per width
+    (every ranking and alert names its features)."""
+    return tuple(f"x{j}" for j in range(n_features))
 
 
 class Pipeline:
@@ -183,11 +192,11 @@ class Pipeline:
         return Stage(name, registry.get(name), self.predictor.learner.selector, (SELECTOR,))
 
     @property
-    def names(self) -> list[str]:
+    def names(self) -> list[str] | tuple[str, ...]:
         """Feature names used in rankings (``x0, x1, ...`` when the stream sends lists)."""
         if self.feature_names:
             return self.feature_names
-        return [f"x{j}" for j in range(self.n_features)]
+        return _positional_names(self.n_features)
 
     @property
     def model_name(self) -> str:
@@ -483,8 +492,10 @@ class Pipeline:
                 if only_changed and self.last_topk.get(method) == top:
                     continue
                 self.last_topk[method] = top
+                # one list per ranking of every feature: built from Python ints and floats
+                # (a ranking follows every block, and wide streams have hundreds of features)
                 out.rankings.append(RankingOut(
-                    row, method, [names[c] for c in order], [float(scores[c]) for c in order],
+                    row, method, [names[c] for c in order.tolist()], scores[order].tolist(),
                     n_seen))
 
     # -- state ---------------------------------------------------------------------------------

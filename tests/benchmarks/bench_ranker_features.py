@@ -1,0 +1,151 @@
+"""What the default ranking costs as features grow: the predictor alone against the pipeline.
+
+For rotating hyperplanes of ``--features`` features (10, 90 and 500 by default; two drifting
+weights, 0.001 per row, seed 1), rows per CPU-second (``time.process_time``, this process
+only) of:
+
+* ``predictor``: the worker's default classification predictor alone, built as the worker
+  builds it, its fused test-then-train kernel (``predict_learn_many``) per consume batch, as
+  the pipeline calls it;
+* ``no ranker``: :class:`worker.pipeline.engine.Pipeline` with ``rankers=[]`` (the predictor,
+  ADWIN and the pipeline's own work);
+* ``default``: ``Pipeline("s", PipelineConfig(), n_features)``, what a stream with no profile
+  gets;
+* ``ranker``: the default classification ranker alone, learning mini-batches of 100 rows and
+  asked for its importances after each, as the pipeline does.
+
+The pipelines are fed as the worker feeds them: ``process`` on consume batches of 2,000 rows.
+Every measurement runs once on 2,000 rows first (kernels compiled or loaded from the cache),
+then ``--repeats`` times on ``--rows`` rows; the table gives the median and the range.
+``default / predictor`` is the ratio of the medians.
+
+Usage::
+
+    python tests/benchmarks/bench_ranker_features.py --repeats 3
+    python tests/benchmarks/bench_ranker_features.py --features 500 --profile '{"block_forest":{"n_trees":5}}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from models import registry  # noqa: E402
+from models.hyperplane import RotatingHyperplane  # noqa: E402
+from worker.pipeline.config import PipelineConfig  # noqa: E402
+from worker.pipeline.engine import Pipeline  # noqa: E402
+
+RESULTS = ROOT / "tests" / "benchmarks" / "results" / "ranker_features.md"
+CONSUME = 2_000  # rows per process() call: the worker's default consume batch
+BATCH = 100  # the pipeline's mini-batch
+WARM = 2_000
+
+
+def stream(d: int, n: int):
+    """``X`` and int labels of a ``d``-feature rotating hyperplane."""
+    X, y, _ = RotatingHyperplane(n_features=d, n_drift_features=2, mag_change=0.001,
+                                 seed=1).take(n)
+    return np.ascontiguousarray(X), [int(v) for v in y]
+
+
+def _learner(role: str, params: dict | None):
+    cfg = PipelineConfig(params=params) if params else PipelineConfig()
+    name = (cfg.predictor_for(registry.CLASSIFICATION) if role == registry.PREDICTOR
+            else cfg.rankers_for(registry.CLASSIFICATION)[0])
+    return registry.get(name).build(cfg.params_of(name), (role,), seed=1)
+
+
+def cpu_predictor(X, y, params: dict | None = None) -> float:
+    """CPU seconds of the default predictor alone: its fused test-then-train kernel per
+    consume batch."""
+    model = _learner(registry.PREDICTOR, params)
+    t0 = time.process_time()
+    for a in range(0, len(y), CONSUME):
+        model.predict_learn_many(X[a:a + CONSUME], y[a:a + CONSUME])
+    return time.process_time() - t0
+
+
+def cpu_ranker(X, y, params: dict | None = None) -> float:
+    """CPU seconds of the default ranker alone: learn, then importances, per mini-batch."""
+    model = _learner(registry.RANKER, params)
+    t0 = time.process_time()
+    for a in range(0, len(y), BATCH):
+        model.learn_many(X[a:a + BATCH], y[a:a + BATCH])
+        model.importances()
+    return time.process_time() - t0
+
+
+def cpu_pipeline(X, y, config: dict) -> float:
+    """CPU seconds of a pipeline fed consume batches of 2,000 rows."""
+    pipeline = Pipeline("s", PipelineConfig(**config), X.shape[1])
+    t0 = time.process_time()
+    for a in range(0, len(y), CONSUME):
+        pipeline.process(X[a:a + CONSUME], y[a:a + CONSUME])
+    return time.process_time() - t0
+
+
+def measure(d: int, rows: int, repeats: int, params: dict | None) -> dict[str, list[float]]:
+    """Rows per CPU-second of every column on the ``d``-feature stream."""
+    X, y = stream(d, rows)
+    config = {"params": params} if params else {}
+    runs = {"predictor": lambda a, b: cpu_predictor(a, b),
+            "no ranker": lambda a, b: cpu_pipeline(a, b, {"rankers": []}),
+            "default": lambda a, b: cpu_pipeline(a, b, config),
+            "ranker": lambda a, b: cpu_ranker(a, b, params)}
+    out = {}
+    for name, run in runs.items():
+        run(X[:WARM], y[:WARM])
+        out[name] = [rows / run(X, y) for _ in range(repeats)]
+    return out
+
+
+def _cell(values: list[float]) -> str:
+    return f"{np.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--features", type=int, nargs="+", default=[10, 90, 500])
+    ap.add_argument("--rows", type=int, default=10_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--profile", type=json.loads, default=None,
+                    help="learner params of the default pipeline, JSON "
+                         "('{\"block_forest\":{\"n_trees\":5}}')")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    command = "python tests/benchmarks/bench_ranker_features.py " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    lines = ["# What the default ranking costs as features grow", "",
+             f"Command: `{command.strip()}`  ", f"Commit: {commit}  ",
+             f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
+             f"Rows per CPU-second, median (range) of {args.repeats} runs of {args.rows:,} rows "
+             "after a warm-up; pipelines fed consume batches of 2,000 rows "
+             f"(`tests/benchmarks/bench_ranker_features.py`){'; profile ' if args.profile else ''}"
+             f"{json.dumps(args.profile) if args.profile else ''}.", "",
+             "| features | predictor | no ranker | default | ranker alone | default / predictor |",
+             "|---|---|---|---|---|---|"]
+    for d in args.features:
+        runs = measure(d, args.rows, args.repeats, args.profile)
+        ratio = np.median(runs["default"]) / np.median(runs["predictor"])
+        lines.append(f"| {d} | " + " | ".join(_cell(runs[k]) for k in
+                                               ("predictor", "no ranker", "default", "ranker"))
+                     + f" | {ratio:.2f} |")
+        print(lines[-1], flush=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print(args.out.read_text())
+
+
+if __name__ == "__main__":
+    main()
