@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import _fmath as fm
-from ._isoup_base import DETECTOR_ARRAYS, ISOUPBase, detector_args, new_detectors
+from ._isoup_base import BG, DRIFT_ARRAYS, ISOUPBase, drift_args, new_drift_state
 from .adwin import check_tree_bank
 from .base import check_shapes
 
@@ -102,16 +102,23 @@ fading_factor, max_thresholds, max_depth
     """
 
     kind = "isoup_symrf"
-    state_arrays = {**ISOUPBase.state_arrays, **DETECTOR_ARRAYS}
+    state_arrays = {**ISOUPBase.state_arrays, **DRIFT_ARRAYS}
 
     def __init__(self, n_models: int = 10, subspace: str = "sqrt", grace_period: int = 200,
                  delta: float = 1e-7, tau: float = 0.05, leaf_prediction: str = "adaptive",
                  learning_ratio: float = 0.02, learning_ratio_decay: float = 0.001,
                  fading_factor: float = 0.95, max_thresholds: int = 32,
-                 max_depth: int | None = None, drift_delta: float | None = None,
-                 seed: int = 1):
+                 max_depth: int | None = None, drift_delta: float | None = 0.01,
+                 replacement_window: int | None = 1000, replacement_z: float = 2.0,
+                 seed: int = 1, perceptron: str = "capped"):
         if subspace not in SUBSPACES:
             raise ValueError(f"subspace must be one of {sorted(SUBSPACES)}, got {subspace!r}")
+        if drift_delta is not None and not 0.0 < float(drift_delta) < 1.0:
+            raise ValueError("drift_delta must be None or in (0, 1)")
+        if replacement_window is not None and int(replacement_window) < 1:
+            raise ValueError("replacement_window must be None or >= 1")
+        if not float(replacement_z) >= 0.0:
+            raise ValueError("replacement_z must be >= 0")
         self.params = {"n_models": int(n_models), "subspace": subspace,
                        "grace_period": grace_period, "delta": float(delta), "tau": float(tau),
                        "leaf_prediction": leaf_prediction, "learning_ratio": float(learning_ratio),
@@ -120,12 +127,16 @@ fading_factor, max_thresholds, max_depth
                        "max_thresholds": int(max_thresholds),
                        "max_depth": None if max_depth is None else int(max_depth),
                        "drift_delta": None if drift_delta is None else float(drift_delta),
-                       "seed": int(seed)}
-        if drift_delta is not None and not 0.0 < float(drift_delta) < 1.0:
-            raise ValueError("drift_delta must be None or in (0, 1)")
+                       "replacement_window": None if replacement_window is None else int(replacement_window),
+                       "replacement_z": float(replacement_z),
+                       "seed": int(seed), "perceptron": perceptron}
+        # a background is compared over a faded window of about replacement_window rows
+        # and must have been compared over a grace period (time for its first split)
+        fade = 1.0 if replacement_window is None else 1.0 - 1.0 / int(replacement_window)
+        self._replace = (fade, float(replacement_z), float(grace_period))
         self._init_settings(n_models, True, SUBSPACES[subspace], grace_period, delta, tau,
                             leaf_prediction, learning_ratio, learning_ratio_decay, fading_factor,
-                            max_thresholds, max_depth, seed)
+                            max_thresholds, max_depth, seed, perceptron)
 
     def importances(self) -> dict:
         """``{"symbolic": score per feature, "share": scores normalised to sum 1}``."""
@@ -137,23 +148,37 @@ fading_factor, max_thresholds, max_depth
 
     @property
     def n_drifts(self) -> np.ndarray:
-        """Per tree: how many times its detector replaced it."""
+        """Per tree: how many times its background tree replaced it."""
         return self._arrays["n_drifts"].copy() if self._arrays else np.zeros(0, np.int64)
 
+    @property
+    def n_backgrounds(self) -> np.ndarray:
+        """Per tree: how many background trees its detector started."""
+        return self._arrays["n_backgrounds"].copy() if self._arrays else np.zeros(0, np.int64)
+
     def _detection(self) -> tuple:
-        return detector_args(self._arrays, self.params["drift_delta"])
+        return drift_args(self._arrays, self.params["drift_delta"], self._replace)
 
     @classmethod
-    def from_state(cls, state: dict):
-        """Rebuild from :meth:`to_state`; a state written before the trees had detectors
-        gets empty ones (it continues as a forest whose detectors start now)."""
-        arrays = state.get("arrays") or {}
-        if arrays and "n_drifts" not in arrays:
-            state = {**state, "arrays": {**arrays,
-                                         **new_detectors(len(arrays["n_nodes"]))}}
-        return super().from_state(state)
+    def _upgrade_v1(cls, state: dict) -> dict:
+        """A version-1 forest continues with its trees, MOA's perceptron update and its
+        ``drift_delta``: ``None`` (the former default) still follows no drift; a number now
+        starts background trees, since the replacement without one is gone. Detectors
+        written with it go on; states written before there were detectors get empty ones."""
+        state = super()._upgrade_v1(state)
+        arrays = dict(state.get("arrays") or {})
+        if arrays:
+            T = len(arrays["n_nodes"])
+            F, M = len(arrays["x_mean"]), len(arrays["y_mean"])
+            P, K = np.shape(arrays["slot_features"])[2], np.shape(arrays["obs_key"])[3]
+            fresh = new_drift_state(T, F, M, P, K, int(state["params"].get("seed", 1)))
+            arrays = {**{k: v for k, v in fresh.items() if k not in arrays}, **arrays}
+        params = {"drift_delta": None, **state["params"]}
+        return {**state, "params": params, "arrays": arrays}
 
     def _check_state(self) -> None:
         super()._check_state()
         check_tree_bank(self._arrays, "d_", self._n_models)
-        check_shapes(self._arrays, {"n_drifts": (self._n_models,)})
+        check_shapes(self._arrays, {"n_drifts": (self._n_models,), "n_backgrounds": (self._n_models,),
+                                    BG + "cmp": (self._n_models, 5), BG + "rng": (self._n_models,)})
+        self._check_trees(BG, 0)

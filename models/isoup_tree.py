@@ -106,16 +106,18 @@ class ISOUPTree(ISOUPBase):
     def __init__(self, grace_period: int = 200, delta: float = 1e-7, tau: float = 0.05,
                  leaf_prediction: str = "adaptive", learning_ratio: float = 0.02,
                  learning_ratio_decay: float = 0.001, fading_factor: float = 0.95,
-                 max_thresholds: int = 32, max_depth: int | None = None, seed: int = 1):
+                 max_thresholds: int = 32, max_depth: int | None = None, seed: int = 1,
+                 perceptron: str = "capped"):
         self.params = {"grace_period": grace_period, "delta": float(delta), "tau": float(tau),
                        "leaf_prediction": leaf_prediction, "learning_ratio": float(learning_ratio),
                        "learning_ratio_decay": float(learning_ratio_decay),
                        "fading_factor": float(fading_factor),
                        "max_thresholds": int(max_thresholds),
-                       "max_depth": None if max_depth is None else int(max_depth), "seed": int(seed)}
+                       "max_depth": None if max_depth is None else int(max_depth), "seed": int(seed),
+                       "perceptron": perceptron}
         self._init_settings(1, False, _all_features, grace_period, delta, tau, leaf_prediction,
                             learning_ratio, learning_ratio_decay, fading_factor, max_thresholds,
-                            max_depth, seed)
+                            max_depth, seed, perceptron)
 
     def importances(self) -> dict:
         """``{"splits": split nodes per feature, "symbolic": sum of 0.5 ** depth}``."""
