@@ -162,8 +162,43 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, m, pe
                 sample_feats(rng, g, leaf_feat[s, c], perm.shape[0], perm)
 
 
+@njit(inline="always")
+def _vote(t, s, node, total, mc, nb, weighted, lp, node_active, node_mc, node_nb, node_counts,
+          tree_correct, tree_seen, scores, proba, out_row):
+    """Add tree ``t``'s vote for a row to ``out_row``, as :func:`predict_rows` weighs it,
+    over its first ``len(out_row)`` classes (those known when the row is predicted);
+    ``scores``: the leaf's naive Bayes log joint, as :func:`_leaf_votes` left it (each class's
+    score does not depend on the others)."""
+    if total <= 0.0:
+        return
+    K = out_row.shape[0]
+    wt = 1.0
+    if weighted and tree_correct[t] > 0.0:
+        wt = tree_correct[t] / tree_seen[t]
+    if node_active[s, node] == 1 and (
+            lp == LEAF_NB or (lp == LEAF_NBA and node_nb[s, node] >= node_mc[s, node])):
+        hs.normalise_log(scores[:K], proba[:K])
+        for c in range(K):
+            out_row[c] += proba[c] * wt
+    else:
+        counts = node_counts[s, node]
+        for c in range(K):
+            out_row[c] += counts[c] / total * wt
+
+
+@njit(inline="always")
+def _normalise(row):
+    tot = 0.0
+    for c in range(row.shape[0]):
+        tot += row[c]
+    if tot > 0.0:
+        for c in range(row.shape[0]):
+            row[c] /= tot
+
+
 @njit
-def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settings,
+def learn_rows(X, y, start, out, k_known, weighted, lam, m, settings_f, settings_i, w_settings,
+               d_settings,
                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
                n_drifts, n_seen,
                node_feature, node_threshold, node_left, node_right, node_depth, node_active,
@@ -175,7 +210,13 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                d_drift, d_det, d_seen):
     """Learn rows ``start, ...`` (river's ``ARFClassifier.learn_one`` per row); returns the
     first row not learned (early when a slot may run out of nodes or a detector of rows: the
-    caller grows them)."""
+    caller grows them).
+
+    With ``out`` of one row per row of ``X`` (test-then-train), each row is first predicted
+    by the forest as it stands (``out[i]``: the probabilities :func:`predict_rows` gives,
+    ``weighted`` by the trees' accuracy), then learned: each tree votes before it learns the
+    row, and no tree's vote depends on another's learning. A row whose label is -1 is only
+    predicted (an unlabelled instance)."""
     T = fg_slot.shape[0]
     N = node_feature.shape[1]
     F = X.shape[1]
@@ -193,6 +234,11 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
     degenerate = settings_i[2]
     val = np.zeros(1)
     flag = np.zeros(1, np.bool_)
+    proba = np.zeros(K)
+    predict = out.shape[0] > 0
+    k_now = k_known  # classes known when row i is predicted (indices follow first appearance)
+    for r in range(start):
+        k_now = max(k_now, y[r] + 1)
     i = start
     while i < X.shape[0]:
         for s in range(n_nodes.shape[0]):
@@ -204,12 +250,21 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                 return i
         x = X[i]
         k = y[i]
+        if predict:
+            for c in range(K):
+                out[i, c] = 0.0
         for t in range(T):
             s = fg_slot[t]
             node = _route(s, x, node_feature, node_threshold, node_left, node_right)
             mc_pred, nb_pred, tot = _leaf_votes(s, node, x, degenerate, node_counts, g_w,
                                                 g_mean, g_m2, leaf_feat, scores, x_sub,
                                                 ones)
+            if predict:
+                _vote(t, s, node, tot, mc_pred, nb_pred, weighted, lp, node_active, node_mc,
+                      node_nb, node_counts, tree_correct, tree_seen, scores, proba,
+                      out[i, :k_now])
+            if k < 0:
+                continue  # an unlabelled row: predicted, not learned
             # the tree's own prediction before learning the row (_predict_row's argmax)
             pred = mc_pred
             if tot > 0.0 and node_active[s, node] == 1 and (
@@ -274,7 +329,11 @@ def learn_rows(X, y, start, lam, m, settings_f, settings_i, w_settings, d_settin
                 tree_correct[t] = 0.0
                 tree_seen[t] = 0.0
                 n_drifts[t] += 1
-        n_seen[0] += 1
+        if predict:
+            _normalise(out[i])
+        if k >= 0:
+            n_seen[0] += 1
+            k_now = max(k_now, k + 1)
         i += 1
     return i
 

@@ -94,20 +94,49 @@ class GaussianLearner(ProbabilityClassifier):
         sample_weight : array-like of shape (n,), optional
             Instance weights (``>= 0``; a row of weight 0 is counted but not learned).
         """
+        X, codes, w = self._prepared(X, y, sample_weight)
+        if X.shape[0]:
+            self._learn(X, codes, w)
+
+    def predict_proba_learn_many(self, X, y, sample_weight=None) -> np.ndarray:
+        """Test-then-train in one kernel call: each row's class probabilities from the model
+        as it stood just before that row was learned, then the row learned (Domingos &
+        Hulten 2000's prequential setting, row by row).
+
+        The same as ``predict_proba_many(X[i:i+1])`` then ``learn_many`` of that row for
+        every row in turn, without a Python call per row. Columns follow :attr:`classes`
+        after the call (a row predicted before a class appeared has probability 0 for it; a
+        row predicted before anything was learned has all zeros).
+        """
+        known = len(self._classes)  # a row is predicted over the classes known by then
+        X, codes, w = self._prepared(X, y, sample_weight)
+        if X.shape[0] == 0:
+            return np.zeros((0, len(self._classes)))
+        out = np.zeros((X.shape[0], self._class_capacity()))
+        self._learn(X, codes, w, out, known)
+        return out[:, :len(self._classes)]
+
+    def _prepared(self, X, y, sample_weight):
+        """``(X, class indices, weights)`` checked, the state allocated and grown for them."""
         X = check_X(X, self.n_features)
         if y is None:
             raise ValueError(f"{type(self).__name__} needs labels: y must not be None")
         codes = self._classes.encode(y, n_rows=X.shape[0])
         w = check_weights(sample_weight, X.shape[0])
         if X.shape[0] == 0:
-            return
+            return X, codes, w
         if not self._arrays:
             self._allocate(X.shape[1], len(self._classes))
             pending = getattr(self, "_pending_mask", None)
             if pending is not None:
                 self.set_feature_mask(pending)
         self._grow_classes(len(self._classes))
-        self._learn(X, codes, w)
+        return X, codes, w
+
+    def _class_capacity(self) -> int:
+        """Length of the class axis of the state (at least the classes known)."""
+        name, (axis, _) = next(iter(self._class_axis.items()))
+        return self._arrays[name].shape[axis]
 
     def _grow_classes(self, n_classes: int) -> None:
         a = self._arrays

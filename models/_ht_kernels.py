@@ -141,7 +141,7 @@ def _attempt_split(node, mask, delta, tau, n_splits, min_branch_fraction,
 
 
 @njit
-def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_splits,
+def learn_rows(X, y, w, mask, start, prequential, out, k_known, grace, delta, tau, n_splits,
                min_branch_fraction, max_share, null_merit, leaf_prediction, degenerate, max_depth,
                moa,
                node_feature, node_threshold, node_left, node_right, node_depth, node_active,
@@ -150,7 +150,8 @@ def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_spli
     """Learn rows ``start, start+1, ...``; returns the first row not learned.
 
     With ``prequential``, each row is first predicted into ``out[i]`` by the tree as it
-    stands (test-then-train inside one call).
+    stands (test-then-train inside one call), over the classes known then: ``k_known`` before
+    the call, and those of the rows learned since (class indices follow first appearance).
 
     Stops early (returns that row) when fewer than two free nodes are left, so that the
     caller can double the node capacity and call again.
@@ -162,6 +163,9 @@ def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_spli
     best_left = np.zeros(K)
     best_right = np.zeros(K)
     scores = np.zeros(K)
+    k_now = k_known
+    for r in range(start):
+        k_now = max(k_now, y[r] + 1)
     i = start
     while i < X.shape[0]:
         if n_nodes[0] + 2 > N:
@@ -169,10 +173,11 @@ def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_spli
         x = X[i]
         k = y[i]
         wi = w[i]
-        if prequential:
+        if prequential and n_seen[0] > 0:  # before any row: no prediction (zeros)
             _predict_row(x, mask, leaf_prediction, degenerate, node_feature, node_threshold,
                          node_left, node_right, node_active, node_mc, node_nb, node_counts,
-                         g_w, g_mean, g_m2, out[i], scores)
+                         g_w, g_mean, g_m2, out[i, :k_now], scores)
+        k_now = max(k_now, k + 1)
         n_seen[0] += 1
         i += 1
         if wi <= 0.0:
@@ -221,16 +226,18 @@ def learn_rows(X, y, w, mask, start, prequential, out, grace, delta, tau, n_spli
 def _predict_row(x, mask, leaf_prediction, degenerate, node_feature, node_threshold,
                  node_left, node_right, node_active, node_mc, node_nb, node_counts,
                  g_w, g_mean, g_m2, out, scores):
-    """Class probabilities of one row into ``out``."""
-    K = node_counts.shape[1]
+    """Class probabilities of one row into ``out``, over its first ``len(out)`` classes (the
+    classes known when the row is predicted)."""
+    K = out.shape[0]
     node = route(x, mask, node_feature, node_threshold, node_left, node_right)
-    counts = node_counts[node]
+    counts = node_counts[node, :K]
     use_nb = node_feature[node] < 0 and node_active[node] == 1 and (
         leaf_prediction == LEAF_NB
         or (leaf_prediction == LEAF_NBA and node_nb[node] >= node_mc[node]))
     if use_nb:
-        hs.naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, node, degenerate, scores)
-        hs.normalise_log(scores, out)
+        hs.naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, node, degenerate,
+                                 scores[:K])
+        hs.normalise_log(scores[:K], out)
         return
     total = 0.0
     for c in range(K):

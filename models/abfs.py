@@ -453,14 +453,36 @@ class ABFSClassifier(Learner):
 
     @property
     def classes(self) -> list:
-        """Class labels of the downstream learner (the columns of the probabilities)."""
-        return self.learner.classes if self.learner.n_seen else self.selector.classes
+        """Class labels in the selector's order of first appearance (the columns of the
+        probabilities): stable, where the downstream learner's order starts again at each
+        reset."""
+        return self.selector.classes
+
+    @property
+    def fused(self) -> bool:
+        """Whether :meth:`predict_proba_learn_many` runs on the downstream learner's own
+        test-then-train kernel (a learner of mini-batches would be fed a row at a time)."""
+        return hasattr(self.learner, "predict_proba_learn_many")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the selector's and the downstream learner's state."""
+        return self.selector.nbytes + self.learner.nbytes + self._template.nbytes
 
     def events(self) -> list[LearnerEvent]:
         return self.selector.events()
 
     def importances(self) -> dict:
-        return self.selector.importances()
+        """The downstream learner's importances (if it ranks) and the selector's ``abfs``."""
+        return {**self.learner.importances(), **self.selector.importances()}
+
+    def _columns(self, proba: np.ndarray, learner_classes: list) -> np.ndarray:
+        """Probabilities over the downstream learner's classes, moved to :attr:`classes`."""
+        out = np.zeros((proba.shape[0], len(self.selector.classes)))
+        index = {c: k for k, c in enumerate(self.selector.classes)}
+        for j, c in enumerate(learner_classes[:proba.shape[1]]):
+            out[:, index[c]] = proba[:, j]
+        return out
 
     def _filter(self) -> list[int] | None:
         """Columns the downstream learner sees (``None``: all)."""
@@ -479,15 +501,26 @@ class ABFSClassifier(Learner):
         self._learn(X, y, sample_weight, None)
 
     def predict_learn_many(self, X, y, sample_weight=None) -> list:
-        """Test-then-train: the label predicted for each row just before it was learned.
+        """Test-then-train: the label predicted for each row just before it was learned
+        (``None`` while the downstream learner has learned nothing)."""
+        proba = self.predict_proba_learn_many(X, y, sample_weight)
+        classes = self.classes
+        # no probabilities: predicted while the downstream learner had learned nothing
+        return [classes[int(np.argmax(p))] if p.sum() > 0.0 else None for p in proba]
+
+    def predict_proba_learn_many(self, X, y, sample_weight=None) -> np.ndarray:
+        """Test-then-train: each row's probabilities (columns: :attr:`classes` after the
+        call) from the downstream learner as it stood just before the row was learned.
 
         Between two changes of the subset the downstream learner's own
-        ``predict_learn_many`` (one kernel call) does the work when it has one; otherwise
-        each row is predicted and learned in turn.
+        ``predict_proba_learn_many`` (one kernel call) does the work when it has one;
+        otherwise each row is predicted and learned in turn.
         """
-        out: list = []
-        self._learn(X, y, sample_weight, out)
-        return out
+        chunks: list = []  # (rows' probabilities, the downstream learner's classes then)
+        self._learn(X, y, sample_weight, chunks)
+        if not chunks:
+            return np.zeros((0, len(self.classes)))
+        return np.concatenate([self._columns(p, c) for p, c in chunks])
 
     def _learn(self, X, y, sample_weight, preds) -> None:
         X, codes, w = self.selector._prepare(X, y, sample_weight)
@@ -497,64 +530,80 @@ class ABFSClassifier(Learner):
         # the subset the downstream learner sees changes only once the selector has
         # learned an event row: rows before it (and its prediction) use the old one
         filt = [self._filter()]
-        fast = hasattr(self.learner, "predict_learn_many")
+        fast = self.fused
 
         def predict_one(i):
+            """One row's probabilities (none while the downstream learner is empty)."""
             if not self.learner.n_seen:
-                return None
-            self.learner.set_feature_mask(filt[0])
-            return self.learner.predict_many(X[i:i + 1])[0]
+                preds.append((np.zeros((1, 0)), []))
+                return
+            preds.append((self.learner.predict_proba_many(self._seen(X[i:i + 1], filt[0])),
+                          self.learner.classes))
+
+        def learn(lo, hi, method="learn_many"):
+            part = None if weights is None else weights[lo:hi]
+            args = (self._seen(X[lo:hi], filt[0]), labels[lo:hi])
+            return getattr(self.learner, method)(*args, *(() if part is None else (part,)))
 
         def train(lo, hi):
             if hi <= lo:
                 return
-            self.learner.set_feature_mask(filt[0])
-            part = None if weights is None else weights[lo:hi]
             if preds is None:
-                self.learner.learn_many(X[lo:hi], labels[lo:hi], part)
+                learn(lo, hi)
             elif fast:
-                preds.extend(self.learner.predict_learn_many(X[lo:hi], labels[lo:hi], part))
+                preds.append((learn(lo, hi, "predict_proba_learn_many"), self.learner.classes))
             else:
                 for i in range(lo, hi):
-                    preds.append(predict_one(i))
-                    self.learner.learn_many(X[i:i + 1], labels[i:i + 1],
-                                            None if weights is None else weights[i:i + 1])
+                    predict_one(i)
+                    learn(i, i + 1)
 
         def before(row):
             train(done[0], row)
             if preds is not None:
-                preds.append(predict_one(row))
+                predict_one(row)
 
         def after(row, drift):
             filt[0] = self._filter()
             if drift:
                 self.learner = fresh_copy(self._template)
                 WX, wcodes = self.selector._window_codes()
-                self.learner.set_feature_mask(filt[0])
-                self.learner.learn_many(WX, self.selector._classes.decode(wcodes))
-            self.learner.set_feature_mask(filt[0])
-            self.learner.learn_many(X[row:row + 1], labels[row:row + 1],
-                                    None if weights is None else weights[row:row + 1])
+                self.learner.learn_many(self._seen(WX, filt[0]),
+                                        self.selector._classes.decode(wcodes))
+            learn(row, row + 1)
             done[0] = row + 1
 
         self.selector._run(X, codes, w, before, after)
         train(done[0], X.shape[0])
         self._arrays["n_seen"][0] += X.shape[0]
 
+    def _seen(self, X: np.ndarray, columns: list[int] | None) -> np.ndarray:
+        """The rows as the downstream learner sees them: its feature mask set to ``columns``
+        (the reference's missing features), or, for a learner without masks, the other
+        columns read as 0."""
+        if hasattr(self.learner, "set_feature_mask"):
+            self.learner.set_feature_mask(columns)
+            return X
+        if columns is None:
+            return X
+        out = np.zeros_like(X)
+        out[:, columns] = X[:, columns]
+        return out
+
     def predict_proba_many(self, X) -> np.ndarray:
         """The downstream learner's probabilities on filtered rows (columns: ``classes``)."""
         X = check_X(X, self.selector.n_features)
         if not self.learner.n_seen:
             return np.zeros((X.shape[0], 0))
-        self.learner.set_feature_mask(self._filter())
-        return self.learner.predict_proba_many(X)
+        P = self.learner.predict_proba_many(self._seen(X, self._filter()))
+        return self._columns(P, self.learner.classes)
 
     def predict_many(self, X) -> list:
-        X = check_X(X, self.selector.n_features)
+        """The most probable class of each row (the lowest of :attr:`classes` on ties, as
+        every classifier here breaks them); ``None`` before the downstream learner learned."""
+        proba = self.predict_proba_many(X)
         if not self.learner.n_seen:
-            return [None] * X.shape[0]
-        self.learner.set_feature_mask(self._filter())
-        return self.learner.predict_many(X)
+            return [None] * proba.shape[0]
+        return [self.classes[k] for k in np.argmax(proba, axis=1).tolist()]
 
     def to_state(self) -> dict:
         state = super().to_state()

@@ -276,6 +276,32 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     def _used_capacity(self) -> int:
         return int(self._arrays["n_nodes"].max())
 
+    def _capacity_bound(self) -> int:
+        """The most nodes per slot the state's rows could have made room for.
+
+        A slot learns each row once and attempts at most one split on it, adding two
+        nodes: it holds at most ``1 + 2 n`` after ``n`` rows. The node axis (``N``, from
+        ``_INITIAL_NODES``) doubles when a slot is two nodes short of it, so before a row
+        ``n < n_seen``: ``N < 1 + 2 n + 2``, and it grows to at most ``4 (n_seen + 1)``.
+        A depth limit bounds a slot by ``2^(max_depth + 1) - 1`` nodes, so ``N`` by
+        ``2^(max_depth + 2)``. Slots are reset when trees are replaced, so the capacity may
+        exceed what is used now; it never exceeds this.
+
+        Examples
+        --------
+        >>> arf = AdaptiveRandomForest(max_depth=3)
+        >>> arf._arrays = {"n_seen": np.array([1000])}
+        >>> arf._capacity_bound()
+        32
+        """
+        n_seen = self._arrays["n_seen"]
+        rows = max(0, int(n_seen[0])) if n_seen.shape == (1,) else 0
+        bound = max(_INITIAL_NODES, 4 * (rows + 1))
+        depth = self.params["max_depth"]
+        if depth is not None:
+            bound = min(bound, max(_INITIAL_NODES, 1 << min(int(depth) + 2, 62)))
+        return bound
+
     def _grow(self) -> None:
         """Double whatever the kernel stopped for: a slot's nodes or a detector's rows."""
         a = self._arrays
@@ -319,35 +345,64 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         y : sequence of labels (ints or strings)
             One label per row; new labels may appear at any time.
         """
+        self._learn(X, y, predict=False)
+
+    def predict_proba_learn_many(self, X, y) -> np.ndarray:
+        """Test-then-train in one kernel call: each row's class probabilities from the forest
+        as it stood just before that row was learned (Gama et al. 2013's prequential
+        evaluation, row by row), then the row learned; a row labelled ``None`` is only
+        predicted.
+
+        The same as ``predict_proba_many(X[i:i+1])`` then ``learn_many(X[i:i+1], y[i:i+1])``
+        for every labelled row in turn, without a Python call per row. Columns follow
+        :attr:`classes` after the call: a row predicted before a class appeared has
+        probability 0 for it; a row predicted before anything was learned has all zeros.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).random((400, 3))
+        >>> y = ["a" if v > 0.5 else "b" for v in X[:, 0]]
+        >>> arf = AdaptiveRandomForest(n_models=3, seed=1)
+        >>> P = arf.predict_proba_learn_many(X, y)
+        >>> P.shape, float(P[0].sum()), round(float(P[-1].sum()), 6)
+        ((400, 2), 0.0, 1.0)
+        """
+        return self._learn(X, y, predict=True)
+
+    def _learn(self, X, y, predict: bool) -> np.ndarray | None:
         X = check_X(X, self.n_features)
         if y is None:
             raise ValueError("AdaptiveRandomForest needs labels: y must not be None")
-        codes = self._classes.encode(y, n_rows=X.shape[0])
-        if X.shape[0] == 0:
+        known = len(self._classes)  # a row is predicted over the classes known by then
+        codes = self._classes.encode(y, n_rows=X.shape[0], missing=predict)
+        if X.shape[0] == 0 or (codes < 0).all() and not self._arrays:
             if self._arrays:  # nothing learned: nothing to report
                 self._arrays["last_drifts"][:] = 0
                 self._arrays["last_warnings"][:] = 0
-            return
+            return np.zeros((X.shape[0], len(self._classes))) if predict else None
         if not self._arrays:
             self._allocate(X.shape[1], len(self._classes))
         self._grow_classes(len(self._classes))
         a = self._arrays
+        out = np.zeros((X.shape[0] if predict else 0, a["node_counts"].shape[2]))
         m = self.subset_size(X.shape[1])
         drifts, warnings = a["n_drifts"].copy(), a["n_warnings"].copy()
         done = 0
         while True:
             a = self._arrays
             done = ak.learn_rows(
-                X, codes, done, self.params["lambda_value"], m, self._settings_f,
-                self._settings_i, self._w_settings, self._d_settings, a["rng"],
-                a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"], a["tree_seen"],
-                a["n_warnings"], a["n_drifts"], a["n_seen"], *self._node_args(),
-                *tree_bank_args(a, "w_"), *tree_bank_args(a, "d_"))
+                X, codes, done, out, known, self.params["weighted_vote"], self.params["lambda_value"],
+                m, self._settings_f, self._settings_i, self._w_settings, self._d_settings,
+                a["rng"], a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"],
+                a["tree_seen"], a["n_warnings"], a["n_drifts"], a["n_seen"],
+                *self._node_args(), *tree_bank_args(a, "w_"), *tree_bank_args(a, "d_"))
             if done >= X.shape[0]:
                 break
             self._grow()
         a["last_drifts"][:] = a["n_drifts"] - drifts
         a["last_warnings"][:] = a["n_warnings"] - warnings
+        return out[:, :len(self._classes)] if predict else None
 
     # ------------------------------------------------------------------ prediction
 

@@ -132,13 +132,24 @@ class ClassIndex:
     def __len__(self) -> int:
         return len(self.classes)
 
-    def encode(self, y, n_rows: int | None = None, grow: bool = True) -> np.ndarray:
-        """Class indices of ``y``; unseen labels are appended when ``grow`` is true."""
+    def encode(self, y, n_rows: int | None = None, grow: bool = True,
+               missing: bool = False) -> np.ndarray:
+        """Class indices of ``y``; unseen labels are appended when ``grow`` is true. With
+        ``missing``, a ``None`` label (an unlabelled row) is encoded as -1.
+
+        Examples
+        --------
+        >>> ClassIndex(["a"]).encode(["a", None, "b"], missing=True).tolist()
+        [0, -1, 1]
+        """
         labels = list(np.asarray(y, dtype=object).ravel()) if not isinstance(y, list) else y
         if n_rows is not None and len(labels) != n_rows:
             raise ValueError(f"y has {len(labels)} labels but X has {n_rows} rows")
         out = np.empty(len(labels), dtype=np.int64)
         for i, raw in enumerate(labels):
+            if raw is None and missing:
+                out[i] = -1
+                continue
             label = _plain_label(raw)
             k = self._index.get(label)
             if k is None:
@@ -205,7 +216,7 @@ class StateField:
 
 
 _KINDS: dict[str, type] = {}
-_MAX_CAPACITY = 1 << 26  # a restored capacity axis is never longer (a bad record's guard)
+_MAX_CAPACITY = 1 << 26  # a restored capacity axis is never longer, whatever else it claims
 
 
 def learner_class(kind: str) -> type:
@@ -292,9 +303,17 @@ class Learner:
 
     @classmethod
     def from_state(cls, state: dict):
-        """Rebuild a learner from :meth:`to_state` output (also after msgpack)."""
+        """Rebuild a learner from :meth:`to_state` output (also after msgpack).
+
+        A state is read from a checkpoint, untrusted: the parameters that size work or memory
+        must lie in the registry's ranges (:func:`check_param_ranges`) and a capacity must not
+        exceed what the learner could have grown to (:meth:`_capacity_bound`), both checked
+        before anything is built or allocated for them; then the arrays' layout and the
+        learner's invariants (:meth:`_check_state`).
+        """
         if state.get("kind") != cls.kind:
             raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
+        check_param_ranges(cls.kind, state["params"])
         obj = cls(**state["params"])
         obj._arrays = {
             k: np.ascontiguousarray(np.array(v, copy=True)) for k, v in state["arrays"].items()
@@ -304,7 +323,8 @@ class Learner:
         if obj._arrays:
             check_layout(obj._arrays, cls.state_arrays, cls.kind)
             if "capacity" in state:
-                _restore_capacity(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind)
+                _restore_capacity(obj._arrays, cls.capacity_axes, state["capacity"], cls.kind,
+                                  obj._capacity_bound())
         obj._load_extra_state(state.get("extra") or {})
         if obj._arrays:
             obj._check_state()
@@ -313,6 +333,13 @@ class Learner:
     def _used_capacity(self) -> int:
         """Length of the :attr:`capacity_axes` in use (learners that declare some)."""
         raise NotImplementedError(f"{self.kind} declares capacity_axes without _used_capacity")
+
+    def _capacity_bound(self) -> int:
+        """The longest the :attr:`capacity_axes` of a restored state may be: what the
+        learner's kernels could have grown them to for the rows and parameters of the state
+        (its arrays' layout is checked when this is asked). Learners that declare capacity
+        axes bound it by the rows they learned; ``_MAX_CAPACITY`` caps every one."""
+        return _MAX_CAPACITY
 
     def _check_state(self) -> None:
         """Raise ``ValueError`` when restored arrays break the learner's invariants.
@@ -357,6 +384,16 @@ class ProbabilityClassifier(Classifier):
             return [None] * proba.shape[0]
         return self._classes.decode(np.argmax(proba, axis=1))
 
+    def predict_learn_many(self, X, y) -> list:
+        """Test-then-train labels from the subclass's ``predict_proba_learn_many``: the most
+        probable class of each row before it was learned, ``None`` where the model had no
+        evidence yet (all probabilities zero)."""
+        proba = self.predict_proba_learn_many(X, y)
+        if proba.shape[1] == 0:
+            return [None] * proba.shape[0]
+        labels = self._classes.decode(np.argmax(proba, axis=1))
+        return [None if p.sum() <= 0.0 else lab for lab, p in zip(labels, proba)]
+
 
 def _axis_length(arrays: dict, axes: dict) -> int:
     """The common length of the capacity axes (``ValueError`` if they disagree)."""
@@ -366,8 +403,12 @@ def _axis_length(arrays: dict, axes: dict) -> int:
     return lengths.pop()
 
 
-def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
+def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str,
+                      bound: int = _MAX_CAPACITY) -> None:
     """Pad the arrays :meth:`Learner.to_state` cut back to ``capacity`` with their fill.
+
+    ``capacity`` must lie between the length in use and ``bound`` (at most
+    ``_MAX_CAPACITY``): a ``ValueError`` is raised before anything is allocated otherwise.
 
     Examples
     --------
@@ -375,12 +416,17 @@ def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
     >>> _restore_capacity(a, {"left": (1, -1)}, 4, "demo")
     >>> a["left"].tolist()
     [[1, 2, -1, -1]]
+    >>> _restore_capacity(a, {"left": (1, -1)}, 1 << 19, "demo", bound=64)
+    Traceback (most recent call last):
+    ...
+    ValueError: demo state capacity 524288 is not an integer in [4, 64]
     """
     used = _axis_length(arrays, axes)
+    most = min(int(bound), _MAX_CAPACITY)
     if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
-            or not used <= capacity <= _MAX_CAPACITY:
+            or not used <= capacity <= most:
         raise ValueError(f"{kind} state capacity {capacity!r} is not an integer in "
-                         f"[{used}, {_MAX_CAPACITY}]")
+                         f"[{used}, {most}]")
     for name, (axis, fill) in axes.items():
         arr = arrays[name]
         shape = list(arr.shape)
@@ -390,6 +436,38 @@ def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str) -> None:
         keep[axis] = slice(0, used)
         out[tuple(keep)] = arr
         arrays[name] = out
+
+
+def check_param_ranges(kind: str, params) -> None:
+    """``ValueError`` unless every parameter the registry bounds for learners of ``kind`` lies
+    in its range (:attr:`models.registry.LearnerSpec.ranges`; kinds it does not know have none).
+
+    The parameters that size a learner's work or memory (trees, split candidates, depth) come
+    from a checkpoint on restore: a value out of range would make a few rows take minutes, so
+    it is refused before the learner is built. ``None`` stands for "no limit" where a learner
+    takes it.
+
+    Examples
+    --------
+    >>> check_param_ranges("adaptive_random_forest", {"n_splits": 10, "max_depth": None})
+    >>> check_param_ranges("adaptive_random_forest", {"n_splits": 10**6})
+    Traceback (most recent call last):
+    ...
+    ValueError: adaptive_random_forest parameter n_splits=1000000 is outside [1, 1000]
+    """
+    from .registry import ranges_of_kind  # the registry imports every learner module
+
+    if not isinstance(params, dict):
+        raise ValueError(f"{kind} parameters must be a map, got {type(params).__name__}")
+    for name, (lo, hi) in ranges_of_kind(kind).items():
+        value = params.get(name)
+        if value is None:
+            continue
+        if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"{kind} parameter {name}={value!r} must be a number")
+        if not lo <= value <= hi:
+            raise ValueError(f"{kind} parameter {name}={value!r} is outside [{lo}, {hi}]")
 
 
 def check_layout(arrays: dict, layout: dict, kind: str) -> None:

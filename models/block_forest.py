@@ -21,7 +21,15 @@ from . import _cart
 from . import _fmath as fm
 from ._rng import seed_states
 from ._trees import grow_axis
-from .base import Classifier, ClassIndex, Learner, check_index, check_shapes, check_X
+from .base import (
+    Classifier,
+    ClassIndex,
+    Learner,
+    check_index,
+    check_param_ranges,
+    check_shapes,
+    check_X,
+)
 
 _SALT = 0xB10C
 _FIRST_ROWS = 16  # measurements held at first; the ring doubles up to max_blocks' worth
@@ -435,6 +443,7 @@ class BlockRanker(Learner):
             # written before the longest candidate was a setting: powers of two, as written
             params = {**params, "longest": 0}
         if lacked and "history" in arrays:
+            check_param_ranges(cls.kind, params)  # before a learner is built with them
             K = len(cls(**params)._windows())
             F = np.asarray(arrays["history"]).shape[1]
             shapes = {"losses": (K, F), "loss_cross": (K, K, F), "pred_moments": (3, K, F),

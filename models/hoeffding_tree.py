@@ -157,14 +157,14 @@ class HoeffdingTree(GaussianLearner):
 
     # ------------------------------------------------------------------ kernels
 
-    def _learn(self, X, codes, w, out=None) -> None:
+    def _learn(self, X, codes, w, out=None, k_known: int = 0) -> None:
         prequential = out is not None
         if out is None:
             out = np.zeros((1, 1))
         done = 0
         while True:
             done = hk.learn_rows(X, codes, w, self._arrays["mask"], done, prequential, out,
-                                 *self._settings, *self._node_args())
+                                 k_known, *self._settings, *self._node_args())
             if done >= X.shape[0]:
                 return
             self._grow_nodes()
@@ -186,7 +186,7 @@ class HoeffdingTree(GaussianLearner):
             self._allocate(X.shape[1], len(self._classes))
         self._grow_classes(len(self._classes))
         out = np.zeros((X.shape[0], self._arrays["node_counts"].shape[1]))
-        self._learn(X, codes, w, out)
+        self._learn(X, codes, w, out, len(self._classes))
         labels = self._classes.decode(np.argmax(out, axis=1))
         if first:
             labels[0] = None

@@ -10,8 +10,19 @@ from ._jit import njit
 
 
 @njit
-def _learn_rows(X, y, w, mask, counts, g_w, g_mean, g_m2, g_min, g_max, n_seen):
+def _learn_rows(X, y, w, mask, counts, g_w, g_mean, g_m2, g_min, g_max, n_seen, degenerate, out,
+                k_known):
+    """Learn the rows in order; with ``out`` of one row per row (test-then-train), each row is
+    first predicted into ``out[i]`` by the model as it stands (zeros before any row), over the
+    classes known by then (``k_known`` before the call, and those of the rows since)."""
+    scores = np.zeros(counts.shape[1])
+    k_now = k_known
     for i in range(X.shape[0]):
+        if out.shape[0] and n_seen[0] > 0:
+            hs.naive_bayes_log_joint(X[i], mask, counts[0, :k_now], g_w, g_mean, g_m2, 0,
+                                     degenerate, scores[:k_now])
+            hs.normalise_log(scores[:k_now], out[i, :k_now])
+        k_now = max(k_now, y[i] + 1)
         n_seen[0] += 1
         wi = w[i]
         if wi <= 0.0:
@@ -86,10 +97,11 @@ class NaiveBayes(GaussianLearner):
             **hs.allocate_gaussians(1, n_features, n_classes),
         }
 
-    def _learn(self, X, codes, w) -> None:
+    def _learn(self, X, codes, w, out=None, k_known: int = 0) -> None:
         a = self._arrays
         _learn_rows(X, codes, w, a["mask"], a["counts"], a["g_w"], a["g_mean"], a["g_m2"],
-                    a["g_min"], a["g_max"], a["n_seen"])
+                    a["g_min"], a["g_max"], a["n_seen"], self._degenerate,
+                    np.zeros((0, 0)) if out is None else out, k_known)
 
     def _proba(self, X, out) -> None:
         a = self._arrays

@@ -304,6 +304,13 @@ class OnlineRandomForest(ProbabilityClassifier):
         """
         self._learn(X, y, predict=False)
 
+    def predict_proba_learn_many(self, X, y) -> np.ndarray:
+        """Test-then-train in one kernel call: each row's class probabilities from the forest
+        as it stood just before that row was learned (zeros before any evidence), then the
+        row learned; columns follow :attr:`classes` after the call."""
+        proba = self._learn(X, y, predict=True)
+        return np.zeros((0, len(self._classes))) if proba is None else proba
+
     def predict_learn_many(self, X, y) -> list:
         """Test-then-train: predict each row with the forest as it stands, then learn it.
 

@@ -23,9 +23,11 @@ A spec declares
   other kinds, and events a rule holds back, are only counted
   (``streamforest_learner_events_total``). ``None`` publishes every event. A detector's
   kinds are its signals, ``"drift"`` and (with ``warnings``) ``"warning"``;
-* ``retrains``: a selector whose ``retrain`` flag, after a ``learn_many``, asks for the
-  predictor to be rebuilt and trained on its ``window()`` (``(X, class indices)``), as the
-  reference ABFS code does after a feature drift;
+* ``composes``: for a selector, the class that puts a stream's predictor behind it,
+  ``composes(predictor, selector)``: a learner with the predictor's surface and the
+  selector as its ``selector`` attribute (ABFS: :class:`~models.abfs.ABFSClassifier`, the
+  reference code's composition: the predictor sees the selected columns, and after a feature
+  drift a fresh one is trained on the selector's window);
 * ``warnings``: a detector that also flags warning zones
   (``update_many(x, return_warnings=True)`` and ``warning_detected``);
 * ``arrivals``: a predictor that learns one generation per arriving feature column; its
@@ -33,7 +35,12 @@ A spec declares
   with every held labelled row, ``X`` one column wider than the time before);
 * ``defaults``: constructor arguments the worker uses beyond the class defaults;
   ``role_params``: arguments a role requires (a ranker must track importances);
-* ``small_params``: small arguments for the contract suite and the warm-up.
+* ``small_params``: small arguments for the contract suite and the warm-up;
+* ``ranges``: the closed range ``(low, high)`` of each parameter that sizes the learner's
+  work or memory (trees, split candidates, depth, windows). Settings outside it stop the
+  worker at start, and a checkpointed state carrying a value outside it is refused
+  (:func:`models.base.check_param_ranges`): a checkpoint is read from a topic, and
+  ``n_splits=10**6`` would make 300 rows take minutes.
 
 Examples
 --------
@@ -57,7 +64,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .abfs import ABFS
+from .abfs import ABFS, ABFSClassifier
 from .adaptive_forest import AdaptiveRandomForest
 from .adwin import ADWIN
 from .block_forest import BlockForestRanker
@@ -182,12 +189,13 @@ class LearnerSpec:
     rankings: tuple = ()  # ((importances() key, ranking method), ...)
     events: tuple = ()
     alerts: tuple | None = None  # AlertRules (or bare kinds) of published events; None: all
-    retrains: bool = False
+    composes: Any = None
     warnings: bool = False
     arrivals: bool = False
     defaults: Mapping = field(default_factory=dict)
     role_params: Mapping = field(default_factory=dict)  # role -> {param: required value}
     small_params: Mapping = field(default_factory=dict)
+    ranges: Mapping = field(default_factory=dict)  # param -> (low, high), both included
 
     def __post_init__(self) -> None:
         bad_tasks = set(self.tasks) - set(TASKS)
@@ -200,10 +208,21 @@ class LearnerSpec:
         if self.arrivals and PREDICTOR not in self.roles:
             raise ValueError(f"learner {self.name!r} learns from feature arrivals but is no "
                              "predictor")
-        for name in ("defaults", "small_params", "role_params"):
+        for name in ("defaults", "small_params", "role_params", "ranges"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         object.__setattr__(self, "alerts", _rules(self.alerts))
         self._check_alerts()
+        self._check_ranges()
+
+    def _check_ranges(self) -> None:
+        """Ranges name parameters of the class, and its defaults lie inside them."""
+        known = self.parameters
+        for name, (lo, hi) in self.ranges.items():
+            default = {**{k: p.default for k, p in known.items()}, **self.defaults}.get(name)
+            if name not in known or not lo <= hi or (
+                    isinstance(default, int | float) and not lo <= default <= hi):
+                raise ValueError(f"learner {self.name!r}: range of {name!r} names no parameter, "
+                                 f"is empty or leaves out the default {default!r}")
 
     def _check_alerts(self) -> None:
         """Rules name kinds this learner reports and attributes its class has."""
@@ -279,6 +298,18 @@ def names(role: str | None = None, task: str | None = None) -> list[str]:
                   if (role is None or role in s.roles) and (task is None or task in s.tasks))
 
 
+def ranges_of_kind(kind: str) -> Mapping:
+    """The parameter ranges of the family whose states have ``kind`` (none for a kind no
+    spec has: a learner nested in another's state, bounded by its own family)."""
+    for spec in REGISTRY.values():
+        if getattr(spec.cls, "kind", None) == kind:
+            return spec.ranges
+    return _NO_RANGES
+
+
+_NO_RANGES: Mapping = MappingProxyType({})
+
+
 def by_kind(kind: str) -> LearnerSpec:
     """The spec whose class has ``kind`` (the tag of a learner's ``to_state()``)."""
     for spec in REGISTRY.values():
@@ -314,11 +345,22 @@ def _shown(value: Any) -> str:
         if isinstance(value, bool | None) else repr(value)
 
 
+def _range_problem(bounds: tuple | None, value: Any) -> str | None:
+    """Why ``value`` is outside ``bounds`` (``None``: it is inside, or nothing bounds it)."""
+    if bounds is None or value is None:
+        return None
+    lo, hi = bounds
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be a number in [{lo}, {hi}], got {_shown(value)}"
+    return None if lo <= value <= hi else f"must be in [{lo}, {hi}], got {value!r}"
+
+
 def check_params(name: str, params: Mapping, role: str) -> list[tuple[str, str]]:
     """Problems of ``params`` for learner ``name`` in ``role``: ``[(parameter, what to fix)]``.
 
-    Unknown names (with the closest known one), values of the wrong type, values that
-    contradict what the role needs, and values the learner's constructor refuses.
+    Unknown names (with the closest known one), values of the wrong type or outside the
+    spec's ranges, values that contradict what the role needs, and values the learner's
+    constructor refuses.
     """
     spec = get(name)
     known = spec.parameters
@@ -332,7 +374,8 @@ def check_params(name: str, params: Mapping, role: str) -> list[tuple[str, str]]
             fix = f"did you mean {hint[0]}?" if hint else f"known: {', '.join(sorted(known))}"
             problems.append((key, f"unknown parameter of {name}; {fix}"))
         else:
-            why = _type_problem(value, known[key].default)
+            why = _type_problem(value, known[key].default) or _range_problem(
+                spec.ranges.get(key), value)
             if why:
                 problems.append((key, why))
     required = spec.role_params.get(role, {})
@@ -349,6 +392,12 @@ def check_params(name: str, params: Mapping, role: str) -> list[tuple[str, str]]
 
 # --------------------------------------------------------------------------- the families
 
+# ranges of the parameters that size work or memory: generous (ten to a hundred times the
+# defaults), so that no configuration that finishes its rows in reasonable time is refused
+_TREES = (1, 1000)  # trees of a forest: work and memory grow with each
+_SPLITS = (1, 1000)  # candidate thresholds per feature and split attempt
+_DEPTH = (0, 64)  # a depth limit (None: none; rows bound the trees then)
+
 register(LearnerSpec(
     name="forgetful_forest", cls=ForgetfulRandomForest,
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
@@ -363,6 +412,7 @@ register(LearnerSpec(
     alerts=(AlertRule("collapse", share=0.25, involved="n_collapsed", members="n_trees",
                       quiet=1000),),
     small_params={"n_trees": 4, "bagging": True, "dense_max_values": 4},
+    ranges={"n_trees": _TREES, "dense_max_values": (0, 256)},
 ))
 register(LearnerSpec(
     name="forgetful_tree", cls=ForgetfulDecisionTree,
@@ -373,6 +423,7 @@ register(LearnerSpec(
     events=("collapse",),
     alerts=(AlertRule("collapse", quiet=1000),),
     small_params={"dense_max_values": 4},
+    ranges={"dense_max_values": (0, 256)},
 ))
 register(LearnerSpec(
     name="online_random_forest", cls=OnlineRandomForest,
@@ -382,12 +433,14 @@ register(LearnerSpec(
     role_params={RANKER: {"track_importance": True}},
     small_params={"n_trees": 4, "n_tests": 8, "min_samples": 5, "max_depth": 5,
                   "gamma": 0.002, "track_importance": True, "importance_decay": 0.001},
+    ranges={"n_trees": _TREES, "n_tests": _SPLITS, "max_depth": (1, 40)},
 ))
 register(LearnerSpec(
     name="adwin", cls=ADWIN,
     tasks=frozenset(TASKS), roles=frozenset({DETECTOR}),
     summary="ADWIN (Bifet & Gavalda 2007) on the prequential loss",
     alerts=("drift",),
+    ranges={"max_buckets": (1, 1000)},
 ))
 register(LearnerSpec(
     name="ddm", cls=DDM,
@@ -406,6 +459,7 @@ register(LearnerSpec(
     # every learn_many adds a generation: an always-on stream keeps the newest 20 (600 trees)
     defaults={"max_generations": 20},
     small_params={"n_trees": 4},
+    ranges={"n_trees": _TREES, "max_depth": (1, 20), "max_generations": (0, 10_000)},
 ))
 register(LearnerSpec(
     name="naive_bayes", cls=NaiveBayes,
@@ -417,6 +471,7 @@ register(LearnerSpec(
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
     summary="Hoeffding tree (Domingos & Hulten 2000), river/MOA defaults",
     small_params={"grace_period": 50},
+    ranges={"n_splits": _SPLITS, "max_depth": _DEPTH},
 ))
 register(LearnerSpec(
     name="abfs", cls=ABFS,
@@ -425,14 +480,16 @@ register(LearnerSpec(
     rankings=(("abfs", "abfs"),),
     # a layer's detector firing names the feature that stopped helping: a drift; a changed
     # subset is the selector at work, counted only
-    events=("feature_drift", "selection"), alerts=("feature_drift",), retrains=True,
+    events=("feature_drift", "selection"), alerts=("feature_drift",), composes=ABFSClassifier,
     small_params={"grace_period": 50, "selection_threshold": 0.05},
+    ranges={"n_splits": _SPLITS, "grace_period": (1, 100_000)},
 ))
 register(LearnerSpec(
     name="isoup_tree", cls=ISOUPTree,
     tasks=frozenset({REGRESSION}), roles=frozenset({PREDICTOR}),
     summary="iSOUP-Tree (Osojnik, Panov & Dzeroski 2018): multi-target Hoeffding model tree",
     small_params={"grace_period": 50, "max_thresholds": 16},
+    ranges={"max_thresholds": (1, 1024), "max_depth": _DEPTH},
 ))
 register(LearnerSpec(
     name="isoup_symrf", cls=ISOUPSymRF,
@@ -441,6 +498,7 @@ register(LearnerSpec(
             "subspaces per leaf and the symbolic feature ranking",
     rankings=(("symbolic", "symrf"),),
     small_params={"n_models": 3, "grace_period": 50, "max_thresholds": 16},
+    ranges={"n_models": _TREES, "max_thresholds": (1, 1024), "max_depth": _DEPTH},
 ))
 register(LearnerSpec(
     name="adaptive_random_forest", cls=AdaptiveRandomForest,
@@ -461,7 +519,12 @@ register(LearnerSpec(
     alerts=(AlertRule("tree_drift", share=0.3, involved="n_drifted", members="n_models",
                       quiet=1000),),
     small_params={"n_models": 3, "grace_period": 20},
+    ranges={"n_models": _TREES, "n_splits": _SPLITS, "max_depth": _DEPTH,
+            "lambda_value": (0.0, 30.0)},
 ))
+
+_BLOCK_FOREST = {"block_size": (10, 100_000), "n_trees": _TREES, "max_depth": (1, 20),
+                 "max_blocks": (1, 100_000), "longest": (0, 100_000)}
 
 register(LearnerSpec(
     name="block_forest", cls=BlockForestRanker,
@@ -473,6 +536,7 @@ register(LearnerSpec(
             "stream's features",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
+    ranges=_BLOCK_FOREST,
 ))
 
 register(LearnerSpec(
@@ -482,4 +546,5 @@ register(LearnerSpec(
             "of rows, each feature's block importances averaged over a mixture of memories",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
+    ranges=_BLOCK_FOREST,
 ))

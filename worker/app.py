@@ -24,11 +24,14 @@ Abortable errors abort the transaction and rewind: every assigned partition is r
 from its last checkpoint and replayed up to the committed offsets, so in-memory state never
 runs ahead of what was committed. Fatal producer errors do the same after making a new
 producer (a producer fenced again and again means another process shares the transactional
-id: the worker exits). Rebalances (cooperative-sticky): new partitions are paused in the
-callback and restored by the loop; revoked ones get a bounded final checkpoint and are
-dropped; lost ones are dropped without committing. Every transaction, checkpoint-only ones
-included, sends the consumed offsets with the group metadata, so a zombie member's writes
-are fenced by the group generation (KIP-447).
+id: the worker exits). A passivated stream that cannot be restored on demand
+(:mod:`worker.residency`) rewinds its partition alone, before the batch's transaction begins:
+the partition is restored as at start, with its fallbacks (:mod:`worker.recovery`).
+Rebalances (cooperative-sticky): new partitions are paused in the callback and restored by
+the loop; revoked ones get a bounded final checkpoint and are dropped; lost ones are dropped
+without committing. Every transaction, checkpoint-only ones included, sends the consumed
+offsets with the group metadata, so a zombie member's writes are fenced by the group
+generation (KIP-447).
 
 Anything else that goes wrong (a bug, memory, a fatal consumer error such as a deleted input
 topic or a failed authorization) ends the worker: the open transaction is aborted, no
@@ -88,6 +91,14 @@ class WorkerFailed(RuntimeError):
     """The worker cannot go on (see the module doc); the message says why."""
 
 
+class RestoreOnDemandFailed(AbortableError):
+    """Passivated streams could not be read back from their partition's checkpoint.
+
+    :meth:`Worker._prefetch` restores the partition again (with the fallback of a restore
+    at start); met anywhere else, it aborts the batch and rewinds every partition.
+    """
+
+
 def _send_and_commit(producer, offsets, metadata) -> None:
     """End a batch's transaction (runs on the commit thread)."""
     producer.send_offsets(offsets, metadata)
@@ -126,6 +137,7 @@ class Worker:
         self.writer: ckpt.CheckpointWriter | None = None
         self._last_lag = 0.0
         self.budget = Budget(int(settings.worker.state_budget_mb * 1024 * 1024))
+        self.limits = ckpt.Limits.from_settings(settings)  # what checkpoint records may claim
         self._restore_timeout_s = 60.0
         self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__,
                                     self._streams_changed)
@@ -448,23 +460,55 @@ class Worker:
     def _load_streams(self, task: PartitionTask, streams: list[str]) -> dict:
         """Passivated streams' pipelines, from the checkpoint the partition's manifest names.
 
-        Their envelopes may have been written in the transaction of the previous batch:
-        its commit ends first, so that a ``read_committed`` reader sees them.
+        Their envelopes may have been written in the transaction of the previous batch: its
+        commit ends first, and the read waits until the partition's last stable offset
+        reaches them (a read_committed reader sees a committed transaction only once its
+        markers are written, which happens after the commit returns). A checkpoint that
+        cannot be read or restored raises :class:`RestoreOnDemandFailed`.
         """
         self._settle()
-        envelopes = ckpt.read_streams(self.reader, self.topics.checkpoints, task.partition,
-                                      task.manifest, streams, self._restore_timeout_s)
+        try:
+            envelopes = ckpt.read_streams(self.reader, self.topics.checkpoints, task.partition,
+                                          task.manifest, streams, self._restore_timeout_s,
+                                          task.manifest_end, self.limits)
+            pipelines = {s: stream_pipeline(s, env) for s, env in envelopes.items()}
+        except (RuntimeError, ValueError, TimeoutError, MemoryError, KafkaException) as exc:
+            # CheckpointError is a RuntimeError; so are the timeouts and read errors
+            raise RestoreOnDemandFailed(f"{type(exc).__name__}: {exc}") from exc
         self.metrics.restored_on_demand.inc(len(envelopes))
         event(log, logging.DEBUG, "streams restored", partition=task.partition,
               streams=len(envelopes))
-        return {s: stream_pipeline(s, env) for s, env in envelopes.items()}
+        return pipelines
 
     def _prefetch(self, task: PartitionTask, rel) -> None:
-        """Restore, in one read, the passivated streams the released records are keyed by."""
+        """Restore, in one read, the passivated streams the released records are keyed by.
+
+        When the read fails the partition is restored again from its checkpoints, as at start
+        (an older checkpoint, else a rebuild from the input), and its records are read again
+        after that: ``task.ready`` is then false.
+        """
         if not task.pipelines.passivated:
             return
         keys = dict.fromkeys(map(_m_key, rel.a + rel.b))
-        task.pipelines.prefetch(k.decode("utf-8", "replace") for k in keys if k is not None)
+        try:
+            task.pipelines.prefetch(k.decode("utf-8", "replace") for k in keys if k is not None)
+        except RestoreOnDemandFailed as exc:
+            self._restore_again(task, str(exc))
+
+    def _restore_again(self, task: PartitionTask, why: str) -> None:
+        """Drop a partition's state and restore it from its checkpoints in the next step.
+
+        The batches before were committed (a restore on demand waits for that), so the
+        restore replays silently what the dropped state had learned since its checkpoint.
+        """
+        event(log, logging.WARNING, "restore on demand failed: restoring the partition from "
+              "its checkpoints again", partition=task.partition, error=why)
+        self.metrics.restore_failures.inc()
+        task.ready = False
+        task.pipelines.clear()
+        task.dirty.clear()
+        self.to_restore.add(task.partition)
+        self.consumer.pause(self._both([task.partition]))
 
     def _passivate(self) -> None:
         """Within the budget's low-water mark again (after the checkpoints of a batch)."""
@@ -486,7 +530,8 @@ class Worker:
             try:
                 r = restore_partition(self.consumer, self.reader, self.group, task.topic, p,
                                       self.topics.checkpoints, task.features,
-                                      budget_bytes=self.budget.left(self.tasks, p))
+                                      budget_bytes=self.budget.left(self.tasks, p),
+                                      limits=self.limits)
             except Exception as exc:  # noqa: BLE001 (broker trouble: stay paused, retry)
                 event(log, logging.ERROR, "restore failed, will retry", partition=p,
                       error=f"{type(exc).__name__}: {exc}")
@@ -511,6 +556,7 @@ class Worker:
             task.held = set()
             task.manifest = r.manifest or ckpt.empty_manifest(
                 self.group, task.topic, p, r.start, task.features, r.fstart)
+            task.manifest_end = r.end
             task.since_ckpt = 0
             task.last_ckpt = time.monotonic()
             task.restore_t0 = time.monotonic() - r.seconds
@@ -557,6 +603,8 @@ class Worker:
             task = tasks[p]
             # 2. decode, group by stream (passivated streams come back first)
             self._prefetch(task, rel)
+            if not task.ready:  # they could not: the partition is restored again
+                continue
             streams = (self.decoder.decode(task, rel.a, rel.a_offsets, dead, w.max_message_bytes)
                        if rel.a else {})
             arrivals = (self.decoder.decode_arrivals(task, rel.b, dead, w.max_message_bytes)
@@ -581,8 +629,8 @@ class Worker:
         self.metrics.replayed.inc(n_replay)
         self.metrics.instances_in.inc(n_live)
         # 4. one transaction: outputs, dead letters, checkpoints, offsets
-        moved = [p for p in released if tasks[p].position > tasks[p].committed
-                 or tasks[p].fposition > tasks[p].fcommitted]
+        moved = [p for p in released if tasks[p].ready and (
+            tasks[p].position > tasks[p].committed or tasks[p].fposition > tasks[p].fcommitted)]
         self.n_batches += 1
         self.faults.raise_if("raise_before_begin", self.n_batches)
         if not moved and not outputs and not dead:
@@ -809,7 +857,7 @@ class Worker:
             for s in sorted(task.dirty) if s in task.pipelines
         }
         base = task.manifest.model_copy(update={"offsets": offsets, "topics": topics, "ts": ts})
-        manifest, n_bytes = self.writer.write(base, blobs)
+        manifest, n_bytes, task.manifest_end = self.writer.write(base, blobs, task.manifest_end)
         task.manifest = manifest
         task.merge.checkpointed()
         task.dirty.clear()

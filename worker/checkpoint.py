@@ -21,9 +21,20 @@ manifest keeps pointing at the older chunks of the others, which compaction keep
 they are still the latest record of their key.
 
 Reading: the latest committed manifest is found by reading the partition's tail backwards
-in growing windows with a ``read_committed`` consumer (aborted checkpoints are invisible),
-then each stream's chunks are read at the offsets the manifest names, and each envelope is
-checked to be the one the manifest means (group, input topic, partition, stream, offsets).
+in growing windows with a ``read_committed`` consumer (aborted checkpoints are invisible).
+Every chunk a manifest names precedes the manifest's own record, so a stream's chunks are read
+by key from the offset of its first chunk up to, at most, that record's offset (the manifest's
+*end*): other writers sharing the topic (another group, another input topic) may have put their
+records between them. A read waits until the partition's last stable offset reaches what it
+reads: a transaction's commit markers are written after ``commit_transaction()`` returns, so
+a committed checkpoint read at once may not be visible yet. Each envelope is checked to be the
+one the manifest means (group, input topic, partition, stream, offsets).
+
+A checkpoint record is untrusted input: every size it claims is bounded before anything is
+allocated for it (:class:`Limits`). A manifest's chunk counts must fit the records between a
+chunk and the manifest and the bytes it says the envelope has; an envelope must not inflate
+past a multiple of its stored bytes or the worker's state budget (whichever is larger); the
+learners bound their capacities and parameters themselves (:mod:`models.base`).
 """
 
 from __future__ import annotations
@@ -32,15 +43,24 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
+import msgpack
 from confluent_kafka import KafkaError, TopicPartition
 
 from schemas.checkpoint import CheckpointManifest, StreamCheckpoint
 from schemas.codec import decode, encode
 
 _ZLIB_FIRST = 0x78  # the first byte of every zlib stream (deflate, 32 KB window)
-_MAX_STATE_BYTES = 1 << 31  # an envelope never inflates past this (a bad record's guard)
+_MAX_STATE_BYTES = 1 << 31  # an envelope never inflates past this, whatever the limits say
 _CHUNK_SLACK = 4096  # room for key, headers and record overhead under the size limit
+_MIN_CHUNK = 1024  # every chunk but an envelope's last has at least this many bytes
+# the pipelines' states compress 1.2-38x at level 1 (every learner family, 1 to 5,000 rows, of
+# random features and of small integers, tests/benchmarks/bench_restore_bounds.py): an
+# envelope inflating past 64x is not one of them unless it fits the state budget
+_INFLATE_RATIO = 64
+_INFLATE_FLOOR = 1 << 20  # small envelopes are never refused for their ratio
+_INFLATE_STEP = 1 << 20  # what measuring an inflated size holds of it at a time
 
 Manifest = CheckpointManifest
 
@@ -89,29 +109,171 @@ def encode_blob(envelope: StreamCheckpoint, level: int = 1) -> bytes:
     return zlib.compress(packed, level) if level > 0 else packed
 
 
-def inflate(blob: bytes) -> bytes:
+@dataclass(frozen=True)
+class Limits:
+    """What a checkpoint read from the topic may claim before the worker allocates for it.
+
+    Parameters
+    ----------
+    state_budget : int
+        ``worker.state_budget_mb`` in bytes: the memory the worker's streams may hold.
+    max_objects : int
+        msgpack values one envelope may hold (maps, lists, strings, numbers and arrays each
+        count one): what the settings let a state have (:meth:`from_settings`). A value
+        decodes to a Python object of up to about 100 bytes even when it takes one byte
+        (an empty list), so the count, not the bytes, bounds what decoding allocates.
+
+    Examples
+    --------
+    >>> Limits(state_budget=10 << 20).inflated(1 << 20)  # 64 x the stored bytes
+    67108864
+    >>> Limits(state_budget=10 << 20).inflated(1000)  # at least the budget
+    10485760
+    """
+
+    state_budget: int = 1 << 30
+    max_objects: int = 336_200  # what the default settings give (from_settings)
+
+    @classmethod
+    def from_settings(cls, settings) -> Limits:
+        """The limits the settings justify.
+
+        A state's lists are its held rows' ids and labels (``feature_stream_rows`` each),
+        feature names (``max_features``, twice: names and fills), each learner's classes
+        (``max_classes``; a pipeline has fewer than 32 learners) and the labels waiting for a
+        mini-batch (``batch_size`` of any profile); the pipelines' other values are a few
+        hundred (416 at most measured). 100,000 more leave room.
+
+        Examples
+        --------
+        >>> from worker.settings import load_settings
+        >>> Limits.from_settings(load_settings({})) == Limits()
+        True
+        """
+        s = settings
+        batch = max([s.learners.batch_size] + [p.batch_size or 0 for p in s.profiles])
+        objects = (100_000 + 2 * s.learners.feature_stream_rows + 2 * s.worker.max_features
+                   + 32 * s.worker.max_classes + 2 * batch)
+        return cls(int(s.worker.state_budget_mb * 1024 * 1024), objects)
+
+    def inflated(self, stored: int) -> int:
+        """Bytes an envelope stored in ``stored`` bytes may inflate to.
+
+        A state compresses by what its arrays repeat; the pipelines' states measured 1.2-38x
+        (38: a forgetful forest holding rows of small integers), so 64x the stored bytes
+        leaves room, and an envelope that fits the worker's whole state budget is taken
+        whatever its ratio (a stream of constant features). A zlib bomb is refused as soon as
+        its output passes the bound, never inflated to its end.
+        """
+        return min(_MAX_STATE_BYTES, max(_INFLATE_RATIO * stored, self.state_budget,
+                                         _INFLATE_FLOOR))
+
+
+def count_values(packed: bytes, most: int) -> int:
+    """The number of msgpack values in ``packed`` (one top-level value), or a ``ValueError``
+    as soon as it passes ``most``.
+
+    One pass of the msgpack decoder that keeps nothing: each map or list is counted and
+    dropped as soon as it is read, and arrays (extensions) are not decoded; no list or map
+    may be longer than ``most`` either. Its cost is one step per value: a state is a few
+    hundred values besides its lists.
+
+    Examples
+    --------
+    >>> import msgpack
+    >>> count_values(msgpack.packb({"a": [1, 2.5, "x"], "b": b"bytes"}), 100)
+    8
+    >>> count_values(msgpack.packb([[]] * 99 + [[1, 2]]), 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: the checkpoint holds more than 100 values
+    >>> count_values(msgpack.packb([[]] * 1000), 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: the checkpoint's msgpack is refused: 1000 exceeds max_array_len(100)
+    """
+    n = [1]
+
+    def counted(obj) -> None:
+        n[0] += 2 * len(obj) if isinstance(obj, dict) else len(obj)
+        if n[0] > most:
+            raise _TooMany
+
+    try:
+        msgpack.unpackb(packed, raw=True, strict_map_key=False, list_hook=counted,
+                        object_hook=counted, ext_hook=_skip_ext, max_array_len=most,
+                        max_map_len=most)
+    except _TooMany:
+        raise ValueError(f"the checkpoint holds more than {most} values") from None
+    except Exception as exc:  # noqa: BLE001 (the decoder's errors vary: each refuses it)
+        raise ValueError(f"the checkpoint's msgpack is refused: {exc}") from None
+    return n[0]
+
+
+class _TooMany(Exception):
+    """Raised inside the decoder's hooks to end a count."""
+
+
+def _skip_ext(_code: int, _data: bytes) -> None:
+    return None
+
+
+def inflate(blob: bytes, limit: int = _MAX_STATE_BYTES) -> bytes:
     """The msgpack of a blob :func:`encode_blob` wrote, compressed or not.
 
     A msgpack map starts with a byte of ``0x80``-``0x8f``, ``0xde`` or ``0xdf``; a zlib stream
     with ``0x78``: blobs of both kinds (older checkpoints are plain) read alike. Raises
-    ``ValueError`` for a corrupt stream or one that would inflate past ``_MAX_STATE_BYTES``.
+    ``ValueError`` for a corrupt stream or one that would inflate past ``limit`` bytes.
+
+    A first pass measures the output, holding at most ``_INFLATE_STEP`` bytes of it and
+    stopping as soon as it passes ``limit``; the second allocates it once, at its size. A zlib
+    bomb costs the time to inflate ``limit`` bytes (about 1 s per GB) and no memory.
     """
     if not blob or blob[0] != _ZLIB_FIRST:
         return blob
+    size = _inflated_size(blob, limit)
+    return zlib.decompress(blob, bufsize=max(size, 1))
+
+
+def _inflated_size(blob: bytes, limit: int) -> int:
+    """Bytes ``blob`` inflates to (``ValueError``: corrupt, truncated or past ``limit``)."""
     d = zlib.decompressobj()
+    size, data = 0, blob
     try:
-        out = d.decompress(blob, _MAX_STATE_BYTES)
+        while not d.eof:
+            piece = d.decompress(data, _INFLATE_STEP)
+            size += len(piece)
+            if size > limit:
+                raise ValueError(f"compressed checkpoint inflates past {limit} bytes")
+            data = d.unconsumed_tail
+            if not piece and not data:
+                break  # every byte read and no end: truncated
     except zlib.error as exc:
         raise ValueError(f"corrupt compressed checkpoint: {exc}") from None
-    if d.unconsumed_tail or not d.eof:
-        raise ValueError(f"compressed checkpoint is truncated or inflates past "
-                         f"{_MAX_STATE_BYTES} bytes")
-    return out
+    if not d.eof:
+        raise ValueError("compressed checkpoint is truncated")
+    return size
 
 
-def decode_blob(blob: bytes) -> StreamCheckpoint:
-    """The envelope of reassembled chunks (validated: a :class:`~schemas.DecodeError` if not)."""
-    packed = inflate(blob)
+def decode_blob(blob: bytes, limits: Limits | None = None) -> StreamCheckpoint:
+    """The envelope of reassembled chunks (validated: a :class:`~schemas.DecodeError` if not).
+
+    ``limits`` bound what the blob may inflate to (:meth:`Limits.inflated`) and how many
+    values it may hold (:func:`count_values`), both checked before anything is decoded;
+    default: a worker with the default settings. A ``ValueError`` says what was refused.
+
+    Peak memory: restoring a stream (this, then its pipeline rebuilt from the envelope,
+    :func:`worker.recovery.stream_pipeline`) holds at most 4 times the inflated msgpack at
+    its peak (2.1-3.6 measured on the largest states of every learner family,
+    ``tests/benchmarks/bench_restore_bounds.py``): the inflated bytes, the arrays decoded
+    from them, the learners' copies and their restored capacity. The inflated size is at
+    most ``limits.inflated(len(blob))`` and the values decoded at most ``limits.max_objects``
+    (about 100 bytes each at worst), both known before anything is decoded; a refused blob
+    costs at most one step of its inflation (``_INFLATE_STEP``).
+    """
+    limits = limits or Limits()
+    packed = inflate(blob, limits.inflated(len(blob)))
+    count_values(packed, limits.max_objects)
     return decode(packed, StreamCheckpoint, max_bytes=max(len(packed), 1))
 
 
@@ -144,25 +306,28 @@ class CheckpointWriter:
         self.faults = faults
         self.n_chunks_written = 0
 
-    def write(self, manifest: CheckpointManifest,
-              blobs: dict[str, bytes]) -> tuple[CheckpointManifest, int]:
+    def write(self, manifest: CheckpointManifest, blobs: dict[str, bytes],
+              end: int = 0) -> Written:
         """Produce the blobs of changed streams, then the updated manifest.
 
-        ``manifest`` carries the new offsets and the previous checkpoint's streams; returns
-        the new manifest and the number of bytes written. Chunks are flushed before the
-        manifest is produced, because the manifest names their offsets.
+        ``manifest`` carries the new offsets and the previous checkpoint's streams, ``end`` the
+        previous manifest's end (see :class:`Written`). Chunks are flushed before the manifest
+        is produced, because the manifest names their offsets.
         """
         p = manifest.partition
         group, topic = manifest.group, manifest.topics[0]
         firsts: dict[str, int] = {}  # stream -> offset of its first chunk on the topic
+        last = [end - 1]  # offset of the last chunk delivered
         errors: list = []
         written = 0
 
         def on_delivery(err, msg, stream, _firsts=firsts, _errors=errors):
             if err is not None:
                 _errors.append(err)
-            elif msg.offset() < _firsts.get(stream, 1 << 62):
+                return
+            if msg.offset() < _firsts.get(stream, 1 << 62):
                 _firsts[stream] = msg.offset()
+            last[0] = max(last[0], msg.offset())
 
         sizes: dict[str, tuple[int, int]] = {}
         for stream, blob in blobs.items():
@@ -196,44 +361,60 @@ class CheckpointWriter:
         new = manifest.model_copy(update={"streams": streams})
         value = encode(new)[0]
         self.producer.produce(self.topic, value, manifest_key(group, topic, p), partition=p)
-        return new, written + len(value)
+        return Written(new, written + len(value), last[0] + 1)
+
+
+class Written(NamedTuple):
+    """What :meth:`CheckpointWriter.write` wrote.
+
+    ``end`` bounds the chunks the manifest names: each lies below it (one past the last chunk
+    written so far, at most the manifest's own offset, which is only known once it is
+    delivered). A restore on demand reads up to it, waiting until it is visible.
+    """
+
+    manifest: CheckpointManifest
+    n_bytes: int
+    end: int
 
 
 # --- reading --------------------------------------------------------------------------------
 
 
 def _read_range(reader, topic: str, partition: int, start: int, stop: int | None,
-                timeout_s: float, want=None):
-    """Messages of ``[start, stop)`` (or to the end), read_committed, via ``reader``.
+                timeout_s: float, take) -> None:
+    """Hand the messages of ``[start, stop)`` (or to the end) to ``take``, read_committed.
 
-    ``want``: optional predicate on the message key; only matching messages are kept.
-    ``consume`` is asked for exactly the messages still expected, with a short timeout, so a
-    read returns as soon as the range is complete (control records and aborted messages in
-    the range are never delivered: the end-of-partition event or a later offset ends it).
+    ``take(msg)`` returns true to end the read early. ``consume`` is asked for at most the
+    messages still expected, with a short timeout, so a read returns as soon as the range is
+    complete (control records and aborted messages in the range are never delivered: the
+    end-of-partition event or a later offset ends it). An end-of-partition event below
+    ``stop`` is the last stable offset short of the range: the transaction that wrote it is
+    committed but its markers are not written yet, or another writer's transaction is still
+    open before it. The read waits for it, within ``timeout_s``.
     """
     reader.assign([TopicPartition(topic, partition, start)])
-    out = []
     deadline = time.monotonic() + timeout_s
     position = start
     try:
         while True:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic}[{partition}] from {start} timed out")
+                raise TimeoutError(f"reading {topic}[{partition}] from {start} to {stop} timed "
+                                   f"out at {position} after {timeout_s:g} s")
             n = 1000 if stop is None else max(1, min(1000, stop - position))
             for m in reader.consume(n, 0.05):
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        return out
+                        if stop is None or m.offset() >= stop:
+                            return
+                        continue  # not visible yet: wait for the last stable offset
                     raise RuntimeError(f"reading {topic}[{partition}]: {err}")
                 off = m.offset()
                 if stop is not None and off >= stop:
-                    return out
+                    return
                 position = off + 1
-                if want is None or want(m.key()):
-                    out.append(m)
-                if stop is not None and position >= stop:
-                    return out
+                if take(m) or (stop is not None and position >= stop):
+                    return
     finally:
         reader.unassign()
 
@@ -268,8 +449,14 @@ def _manifests(reader, topic: str, partition: int, mkey: bytes, timeout_s: float
     window, stop, start = 64, None, high
     while start > low:
         start = max(low, start - window)
-        msgs = _read_range(reader, topic, partition, start, stop, timeout_s,
-                           want=lambda k: k == mkey)
+        msgs: list = []
+
+        def keep(m, _msgs=msgs) -> bool:
+            if m.key() == mkey:
+                _msgs.append(m)
+            return False  # the whole window is read
+
+        _read_range(reader, topic, partition, start, stop, timeout_s, keep)
         for m in reversed(msgs):
             yield m
             limit -= 1
@@ -292,46 +479,111 @@ def _decode_manifest(msg, group: str, input_topic: str, partition: int) -> Check
     return manifest
 
 
+def check_spans(manifest: CheckpointManifest, end: int) -> None:
+    """``CheckpointError`` unless every chunk span of ``manifest`` is possible below ``end``.
+
+    A stream's ``[first, n, size]`` says its envelope of ``size`` bytes is ``n`` chunks from
+    offset ``first``: ``n`` distinct records between ``first`` and ``end`` (the manifest's
+    own offset, above every chunk it names), each but the last at least ``_MIN_CHUNK`` bytes.
+    A span that breaks this is refused before anything is read or allocated for it.
+
+    Examples
+    --------
+    >>> m = empty_manifest("g", "t", 0, 5).model_copy(update={"streams": {"s": [10, 3, 2100]}})
+    >>> check_spans(m, 13)
+    >>> check_spans(m.model_copy(update={"streams": {"s": [10, 10**9, 2100]}}), 13)
+    Traceback (most recent call last):
+    ...
+    worker.checkpoint.CheckpointError: the manifest claims 1000000000 chunks of stream 's' ...
+    """
+    for s, (first, n, size) in manifest.streams.items():
+        most = min(end - first, max(1, -(-size // _MIN_CHUNK)))
+        if not 1 <= n <= most:
+            raise CheckpointError(
+                f"the manifest claims {n} chunks of stream {s!r} from offset {first}: at most "
+                f"{max(0, end - first)} records lie below the manifest (offset {end}), at most "
+                f"{max(1, -(-size // _MIN_CHUNK))} chunks hold {size} bytes")
+
+
+def _chunk_index(key: bytes | None, prefix: bytes) -> tuple[str, int] | None:
+    """``(stream, i)`` of a chunk key under ``prefix`` (``None``: another record's key)."""
+    if not key or not key.startswith(prefix):
+        return None
+    stream, _, i = key[len(prefix):].rpartition(b"\x00")
+    if not stream or not i.isdigit() or len(i) > 12:
+        return None
+    return stream.decode("utf-8", "replace"), int(i)
+
+
 def iter_envelopes(reader, topic: str, partition: int, manifest: CheckpointManifest,
-                   timeout_s: float) -> Iterator[tuple[str, StreamCheckpoint]]:
+                   timeout_s: float, end: int,
+                   limits: Limits | None = None) -> Iterator[tuple[str, StreamCheckpoint]]:
     """``(stream, envelope)`` of every stream ``manifest`` names, checked, in the order of
     their chunks on the topic (``CheckpointError`` for a missing or corrupt one).
 
-    Streams whose chunks are close (typically those of one checkpoint) are read in one pass;
-    each envelope is handed over as soon as its chunks are in, so a caller that keeps less
-    than every state (a restore under a memory budget) never holds them all.
+    ``end`` is the manifest's end: its own offset on the topic (or :attr:`Written.end`);
+    every chunk it names lies below. A stream's chunks are its keys found from its first
+    chunk on, each the first of its key there; records of other writers may lie between
+    them. Streams whose chunks are close (typically those of one checkpoint) are read in one
+    pass, which ends as soon as all their chunks are in; each envelope is handed over then,
+    so a caller that keeps less than every state (a restore under a memory budget) never
+    holds them all. Only chunks actually read are held: a count a manifest claims never
+    sizes anything (:func:`check_spans`).
     """
-    group, input_topic = manifest.group, manifest.topics[0]
+    check_spans(manifest, end)
+    limits = limits or Limits()
+    prefix = _sep(b"s", manifest.group, manifest.topics[0]) + b"\x00"
     entries = sorted(manifest.streams.items(), key=lambda kv: kv[1][0])
     k = 0
     while k < len(entries):
-        first = entries[k][1][0]
         j = k
-        last = first + entries[k][1][1]
+        last = entries[k][1][0] + entries[k][1][1]
         # merge entries whose chunks are close (typically one checkpoint's records)
         while j + 1 < len(entries) and entries[j + 1][1][0] <= last + 16:
             j += 1
             last = max(last, entries[j][1][0] + entries[j][1][1])
-        wanted = {chunk_key(group, input_topic, s, i): (s, i)
-                  for s, e in entries[k:j + 1] for i in range(e[1])}
-        msgs = _read_range(reader, topic, partition, first, last, timeout_s,
-                           want=wanted.__contains__)
-        parts: dict[str, dict[int, bytes]] = {}
-        for m in msgs:
-            s, i = wanted[m.key()]
-            if m.offset() >= manifest.streams[s][0]:  # older versions of the key are stale
-                parts.setdefault(s, {})[i] = m.value()
-        del msgs
+        group = dict(entries[k:j + 1])
+        parts = _read_chunks(reader, topic, partition, group, prefix, end, timeout_s)
         for s, e in entries[k:j + 1]:
-            yield s, _envelope(parts.pop(s, {}), e, s, manifest, topic, partition)
+            yield s, _envelope(parts.pop(s), e, s, manifest, topic, partition, limits)
         k = j + 1
 
 
+def _read_chunks(reader, topic: str, partition: int, spans: dict, prefix: bytes, end: int,
+                 timeout_s: float) -> dict[str, dict[int, bytes]]:
+    """``stream -> {i: chunk}`` of ``spans`` (``stream -> [first, n, size]``), read from the
+    first span's offset until every chunk is in or ``end`` is reached."""
+    parts: dict[str, dict[int, bytes]] = {s: {} for s in spans}
+    missing = [sum(e[1] for e in spans.values())]
+
+    def take(m) -> bool:
+        found = _chunk_index(m.key(), prefix)
+        if found is None:
+            return False
+        s, i = found
+        e = spans.get(s)
+        # a key found before the stream's first chunk is an older version of it
+        if e is None or i >= e[1] or m.offset() < e[0] or i in parts[s]:
+            return False
+        parts[s][i] = m.value()
+        missing[0] -= 1
+        return missing[0] == 0
+
+    start = min(e[0] for e in spans.values())
+    _read_range(reader, topic, partition, start, end, timeout_s, take)
+    return parts
+
+
 def read_streams(reader, topic: str, partition: int, manifest: CheckpointManifest,
-                 streams: list[str], timeout_s: float) -> dict[str, StreamCheckpoint]:
-    """The envelopes of some of the streams ``manifest`` names (a restore on demand)."""
+                 streams: list[str], timeout_s: float, end: int,
+                 limits: Limits | None = None) -> dict[str, StreamCheckpoint]:
+    """The envelopes of some of the streams ``manifest`` names (a restore on demand).
+
+    ``end``: the manifest's end (:func:`iter_envelopes`); the read waits until the partition's
+    last stable offset reaches the chunks, within ``timeout_s``.
+    """
     some = manifest.model_copy(update={"streams": {s: manifest.streams[s] for s in streams}})
-    return dict(iter_envelopes(reader, topic, partition, some, timeout_s))
+    return dict(iter_envelopes(reader, topic, partition, some, timeout_s, end, limits))
 
 
 def _stored_bytes(manifest: CheckpointManifest) -> int:
@@ -339,17 +591,18 @@ def _stored_bytes(manifest: CheckpointManifest) -> int:
 
 
 def _envelope(got: dict[int, bytes], entry, s: str, manifest, topic: str,
-              partition: int) -> StreamCheckpoint:
+              partition: int, limits: Limits) -> StreamCheckpoint:
     if len(got) != entry[1]:
         raise CheckpointError(
             f"checkpoint of stream {s!r} on {topic}[{partition}] is incomplete: "
             f"{len(got)} of {entry[1]} chunks found from offset {entry[0]}")
-    blob = b"".join(got[i] for i in range(entry[1]))
-    if len(blob) != entry[2]:
-        raise CheckpointError(f"checkpoint of stream {s!r} has {len(blob)} bytes, "
+    size = sum(map(len, got.values()))
+    if size != entry[2]:
+        raise CheckpointError(f"checkpoint of stream {s!r} has {size} bytes, "
                               f"expected {entry[2]}")
+    blob = b"".join(got.pop(i) for i in range(entry[1]))
     try:
-        env = decode_blob(blob)
+        env = decode_blob(blob, limits)
     except ValueError as exc:
         raise CheckpointError(f"checkpoint of stream {s!r} cannot be read: {exc}") from None
     _verify(env, manifest, s)
@@ -365,20 +618,22 @@ class Loaded:
     n_bytes: int
     refused: list[str]  # why each newer checkpoint could not be used, newest first
     value: object = None  # what ``accept`` returned for the one used
+    end: int = 0  # the offset of the used manifest's record: its chunks lie below
 
 
 def read_usable(reader, topic: str, partition: int, group: str, input_topic: str,
                 timeout_s: float = 60.0, max_offset: int | None = None, accept=None,
-                max_candidates: int = 8) -> Loaded:
+                max_candidates: int = 8, limits: Limits | None = None) -> Loaded:
     """The newest checkpoint of an input partition that can be used, and why newer ones could not.
 
     Candidates are the manifests still on the topic, newest first. One is skipped when it
     covers input beyond ``max_offset`` (the group's committed offset), and refused when its
-    chunks are missing, corrupt or not the ones it names (:class:`CheckpointError`), or when
-    ``accept(manifest, envelopes)`` raises (e.g. a learner state that fails its checks:
-    ``envelopes`` is the iterator of :func:`iter_envelopes`, which ``accept`` must exhaust); the
-    next older one is tried then. ``Loaded.manifest`` is ``None`` when no candidate is usable:
-    the caller rebuilds the state from the input.
+    chunks are missing, corrupt or not the ones it names, or claim more than ``limits``
+    allow (:class:`CheckpointError`), or when ``accept(manifest, envelopes)`` raises (e.g. a
+    learner state that fails its checks, or one too large to hold: ``envelopes`` is the
+    iterator of :func:`iter_envelopes`, which ``accept`` must exhaust); the next older one is
+    tried then. ``Loaded.manifest`` is ``None`` when no candidate is usable: the caller
+    rebuilds the state from the input.
     """
     mkey = manifest_key(group, input_topic, partition)
     refused: list[str] = []
@@ -390,7 +645,8 @@ def read_usable(reader, topic: str, partition: int, group: str, input_topic: str
                 refused.append(f"checkpoint at {msg.offset()} covers input to {covered}, beyond "
                                f"the committed offset {max_offset}")
                 continue
-            envelopes = iter_envelopes(reader, topic, partition, manifest, timeout_s)
+            envelopes = iter_envelopes(reader, topic, partition, manifest, timeout_s,
+                                       msg.offset(), limits)
             if accept is None:
                 envelopes, value = dict(envelopes), None
             else:  # accept reads every envelope (and may keep less than all of them)
@@ -398,16 +654,19 @@ def read_usable(reader, topic: str, partition: int, group: str, input_topic: str
         except CheckpointError as exc:
             refused.append(str(exc))
             continue
-        except (ValueError, KeyError, TypeError) as exc:  # what accept() found wrong
+        # what accept() found wrong; MemoryError: a state the process cannot hold is as
+        # unusable as a corrupt one (an older checkpoint may still fit)
+        except (ValueError, KeyError, TypeError, MemoryError) as exc:
             refused.append(f"checkpoint at {msg.offset()} cannot be restored: "
                            f"{type(exc).__name__}: {exc}")
             continue
-        return Loaded(manifest, envelopes, _stored_bytes(manifest), refused, value)
+        return Loaded(manifest, envelopes, _stored_bytes(manifest), refused, value,
+                      msg.offset())
     return Loaded(None, {}, 0, refused)
 
 
 def read_latest(reader, topic: str, partition: int, group: str, input_topic: str,
-                timeout_s: float = 60.0
+                timeout_s: float = 60.0, limits: Limits | None = None
                 ) -> tuple[CheckpointManifest | None, dict[str, StreamCheckpoint], int]:
     """Latest committed manifest of an input partition, the envelopes it names, their bytes.
 
@@ -421,6 +680,8 @@ def read_latest(reader, topic: str, partition: int, group: str, input_topic: str
         Input partition (= checkpoint partition).
     group, input_topic : str
         Consumer group and input topic: part of the keys.
+    limits : Limits, optional
+        What the records may claim (default: a worker with the default state budget).
 
     Raises
     ------
@@ -431,11 +692,12 @@ def read_latest(reader, topic: str, partition: int, group: str, input_topic: str
     mkey = manifest_key(group, input_topic, partition)
     for msg in _manifests(reader, topic, partition, mkey, timeout_s, 1):
         manifest = _decode_manifest(msg, group, input_topic, partition)
-        envelopes = dict(iter_envelopes(reader, topic, partition, manifest, timeout_s))
+        envelopes = dict(iter_envelopes(reader, topic, partition, manifest, timeout_s,
+                                        msg.offset(), limits))
         return manifest, envelopes, _stored_bytes(manifest)
     return None, {}, 0
 
 
-__all__ = ["CheckpointError", "CheckpointWriter", "Loaded", "Manifest", "chunk_key", "decode_blob",
-           "empty_manifest", "encode_blob", "inflate", "iter_envelopes", "manifest_key", "read_latest",
-           "read_streams", "read_usable", "split"]
+__all__ = ["CheckpointError", "CheckpointWriter", "Limits", "Loaded", "Manifest", "Written",
+           "check_spans", "chunk_key", "count_values", "decode_blob", "empty_manifest", "encode_blob", "inflate",
+           "iter_envelopes", "manifest_key", "read_latest", "read_streams", "read_usable", "split"]

@@ -60,6 +60,8 @@ class PartitionTask:
         self.merge = CoMerge(0, 0)  # made again by every restore
         self.held: set[int] = set()  # sides paused while their records wait in the merge
         self.manifest = ckpt.empty_manifest(group, topic, partition, 0, features)
+        # where the manifest's chunks end on the checkpoints topic (worker.checkpoint.Written)
+        self.manifest_end = 0
         self.since_ckpt = 0
         self.last_ckpt = time.monotonic()
         self.restore_t0: float | None = None  # set while replaying after a restore

@@ -14,14 +14,20 @@ The same partition of the features topic is restored with it: the checkpoint rec
 offsets, the group both committed offsets, and the instances partition's committed offset
 carries the merge's cuts since the checkpoint (:mod:`worker.merge`), which the replay follows.
 
-A checkpoint whose chunks are missing or corrupt, that is not the one its manifest names, or
-whose learner states fail their checks is refused and the previous one still on the topic is
-tried; one that claims more input than the committed offset (``K > C``, e.g. after an
-operator reset the group's offsets) is skipped the same way. When none is usable the state is
-rebuilt from the partition's first available offset, with a warning: outputs stay exact as
-long as retention kept the input since the group's first commit. A restore never loops on a
-bad checkpoint: the outcome is the same every time, and it is reported in
-:attr:`Restored.refused` (the worker counts it in its metrics).
+A checkpoint whose chunks are missing or corrupt, that is not the one its manifest names,
+that claims more than its records can hold (chunk counts, inflated sizes, capacities and
+learner parameters past their bounds), or whose learner states fail their checks is refused
+and the previous one still on the topic is tried; one that claims more input than the
+committed offset (``K > C``, e.g. after an operator reset the group's offsets) is skipped the
+same way. When none is usable the state is rebuilt from the partition's first available
+offset, with a warning: outputs stay exact as long as retention kept the input since the
+group's first commit. A restore never loops on a bad checkpoint: the outcome is the same every
+time, and it is reported in :attr:`Restored.refused` (the worker counts it in its metrics).
+
+A passivated stream restored on demand (:mod:`worker.residency`) reads the same checkpoint;
+when that read fails, the worker restores the whole partition again through
+:func:`restore_partition`, so a checkpoint refused on demand takes the same fallback as at
+start (see :meth:`worker.app.Worker._load_streams`).
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ class Restored:
     fcommitted: int = 0
     cuts: list = field(default_factory=list)  # the merge's forced releases since the checkpoint
     passivated: list = field(default_factory=list)  # streams left out of memory (the budget)
+    end: int = 0  # offset of the manifest's record: the chunks it names lie below
 
     @property
     def fallback(self) -> str | None:
@@ -111,11 +118,13 @@ def _admit(budget_bytes: int | None):
 
 def restore_partition(consumer, reader, group: str, topic: str, partition: int,
                       ckpt_topic: str, features: str, timeout_s: float = 60.0,
-                      budget_bytes: int | None = None) -> Restored:
+                      budget_bytes: int | None = None,
+                      limits: ckpt.Limits | None = None) -> Restored:
     """Read the partition's checkpoint and decide the replay range (see module doc).
 
     Every stream's state is read and checked; those that do not fit ``budget_bytes`` (the
-    least recently checkpointed) are passivated (:mod:`worker.residency`).
+    least recently checkpointed) are passivated (:mod:`worker.residency`). ``limits`` bound
+    what the checkpoint's records may claim (:class:`worker.checkpoint.Limits`).
     """
     t0 = time.monotonic()
     committed, fcommitted, metadata = _committed_both(consumer, topic, features, partition,
@@ -123,7 +132,7 @@ def restore_partition(consumer, reader, group: str, topic: str, partition: int,
     low, _high = reader.get_watermark_offsets(TopicPartition(topic, partition),
                                               timeout=timeout_s)
     loaded = ckpt.read_usable(reader, ckpt_topic, partition, group, topic, timeout_s,
-                              max_offset=committed, accept=_admit(budget_bytes))
+                              max_offset=committed, accept=_admit(budget_bytes), limits=limits)
     manifest = loaded.manifest
     for why in loaded.refused:
         event(log, logging.WARNING, "checkpoint refused", topic=topic, partition=partition,
@@ -154,7 +163,7 @@ def restore_partition(consumer, reader, group: str, topic: str, partition: int,
     resident, passivated = loaded.value or ({}, [])
     return Restored(resident, manifest, start, committed, time.monotonic() - t0,
                     loaded.n_bytes, loaded.refused, fstart,
-                    fstart if fcommitted is None else fcommitted, cuts, passivated)
+                    fstart if fcommitted is None else fcommitted, cuts, passivated, loaded.end)
 
 
 def _features_range(reader, manifest, features: str, partition: int, fcommitted,

@@ -12,8 +12,12 @@ checkpoint. The worker checkpoints a partition early when the budget is exceeded
 stream can become clean. Its state then is the envelope the partition's manifest names, and
 a restore gives back exactly the learners that were dropped: outputs do not depend on the
 budget. A checkpoint written in the open transaction is readable once that transaction
-commits, so the worker waits for the commit in flight before restoring (see
-:meth:`worker.app.Worker._load_streams`).
+commits, so the worker waits for the commit in flight before restoring, and the read waits
+until the partition's last stable offset reaches the checkpoint (a read_committed reader sees
+a committed transaction only once its markers are written, after the commit returned). A
+restore on demand that fails (a checkpoint refused, a read timed out) never ends the worker:
+the partition is restored again from its checkpoints, with the fallback of a restore at start
+(see :meth:`worker.app.Worker._load_streams` and :mod:`worker.recovery`).
 
 :class:`StreamTable` is the mapping the decoder, the learner loop and the checkpoint writer
 use (``table[stream]``, ``table.get(stream)``, ``stream in table``): a passivated stream
@@ -137,7 +141,10 @@ class StreamTable:
         return list(self._resident.values())
 
     def prefetch(self, streams: Iterable[str]) -> int:
-        """Restore the passivated streams among ``streams`` in one read; returns how many."""
+        """Restore the passivated streams among ``streams`` in one read; returns how many.
+
+        What ``load`` raises goes to the caller, and the table is unchanged then.
+        """
         wanted = [s for s in dict.fromkeys(streams) if s in self.passivated]
         if not wanted:
             return 0

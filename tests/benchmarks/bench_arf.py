@@ -1,37 +1,34 @@
-"""Adaptive random forest (ARF-10): the worker's default predictor against river and MOA.
+"""The worker's default pipeline and its predictor (ARF-10) against MOA and river, row by row.
 
-Run as the worker runs a predictor: mini-batches of 100 rows; each batch is first predicted
-by the model as it stands (``predict_many`` / ``predict_one`` per row), then learned
-(``learn_many`` / ``learn_one`` per row). Same rows, same order, one process:
+What a user gets is measured as the worker feeds it: the default pipeline (the adaptive random
+forest predicting, the block-forest ranker, ADWIN on the loss) built from the default
+configuration, ``Pipeline.process`` on consume batches of 2,000 rows; every instance is
+predicted by a model that learned every earlier label (the predictor's fused test-then-train
+kernel). Beside it, on the same rows, in the same process:
 
-* ours: the worker's default classification predictor, built as the worker builds it
-  (``PipelineConfig().predictor_for("classification")``, then the registry's
-  ``build(cfg.params_of(name), ("predictor",), seed)``, today
-  :class:`~models.adaptive_forest.AdaptiveRandomForest` with 10 trees and river's subset
-  size ``round(sqrt(d))``), and the same learner with MOA's and the paper's subset size
-  (``max_features="sqrt+1"``); numba warmed first (from the on-disk cache), the cold
-  compile cost measured separately in a child process with an empty cache directory;
-* river: ``forest.ARFClassifier(n_models=10, seed=seed)`` (river's defaults otherwise);
-* MOA (``--moa``): ``moa.classifiers.meta.AdaptiveRandomForest -s 10`` (random seed
-  ``seed``) through capymoa's ``prequential_evaluation`` (instance by instance, the loop in
-  the JVM: not the mini-batch protocol, its accuracy is indicative).
+* the predictor alone, fed the same way (``predict_proba_learn_many`` per consume batch), with
+  the default parameters (river's subset size ``round(sqrt(d))``) and with MOA's and the
+  paper's ``sqrt+1`` (``max_features="sqrt+1"``);
+* MOA (``--moa``): ``moa.classifiers.meta.AdaptiveRandomForest -s 10`` through capymoa's
+  ``prequential_evaluation`` (instance by instance, test then train, the loop in the JVM);
+* river (``--river-seeds``): ``forest.ARFClassifier(n_models=10, seed=seed)``,
+  ``predict_one`` then ``learn_one`` per row.
 
-With ``--seeds N`` every learner runs with seeds 1..N and the table gives mean +- sample
-standard deviation over the seeds (the accuracy target is judged on the means); throughput
-and drift counts are means too. Throughput is rows per wall-clock second over predict +
-learn. Streams: every real classification stream of ``shared/data`` (the list of
-``bench_hoeffding.py``); ``--rows N`` takes the first ``N`` rows of each.
+Throughput is rows per CPU-second of this process (every thread, the JVM's included), numba
+compiled beforehand; the cold compile is measured in a child process with an empty cache.
+Accuracy is the prequential accuracy over every row. Seeds 1..N for ours and MOA; river, a
+hundred times slower, on its own (fewer) seeds. Streams: every real classification stream of
+``shared/data``.
 
 Run::
 
-    python tests/benchmarks/bench_arf.py --seeds 3 --moa    # writes results/arf.md
-    python tests/benchmarks/bench_arf.py --streams electricity --rows 20000 --seeds 5 \
-        --no-sqrt1 --out /tmp/arf_slice.md                 # the guard test's reference
+    python tests/benchmarks/bench_arf.py --seeds 10 --moa --river-seeds 3   # results/arf.md
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,15 +40,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from models import registry  # noqa: E402
-from models.adaptive_forest import AdaptiveRandomForest  # noqa: E402
 from tests.benchmarks.common import cold_compile, write_arff  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.dev.datasets import load  # noqa: E402
-from worker.pipeline import PipelineConfig  # noqa: E402
+from worker.pipeline import Pipeline, PipelineConfig, stream_seed  # noqa: E402
 
 STREAMS = ("electricity", "weather", "outdoor", "phishing", "powersupply",
            "mixed_abrupt", "mixed_gradual")
-BATCH = 100
+CONSUME = 2000  # rows per consume batch (worker.consume_batch's default)
 
 
 def get_stream(name: str, rows: int | None = None):
@@ -59,52 +55,49 @@ def get_stream(name: str, rows: int | None = None):
     return np.ascontiguousarray(d.X[:rows], dtype=np.float64), list(d.y[:rows])
 
 
-def default_predictor(seed: int, **params):
-    """The worker's default classification predictor, built as the worker builds it
-    (``params`` over the configured ones)."""
-    cfg = PipelineConfig()
+def _accuracy(pred: list, y: list) -> float:
+    return sum(p == t for p, t in zip(pred, y)) / len(y)
+
+
+def run_pipeline(X, y, seed: int) -> tuple[float, float]:
+    """``(accuracy, rows per CPU-second)`` of the default pipeline, fed as the worker feeds it."""
+    p = Pipeline("bench", PipelineConfig(seed=seed), X.shape[1])
+    pred: list = []
+    t0 = time.process_time()
+    for a in range(0, len(y), CONSUME):
+        res = p.process(X[a:a + CONSUME], y[a:a + CONSUME])
+        pred += [v for b in res.blocks for v in b.y_pred]
+    return _accuracy(pred, y), len(y) / (time.process_time() - t0)
+
+
+def run_predictor(X, y, seed: int, **params) -> tuple[float, float]:
+    """``(accuracy, rows per CPU-second)`` of the default predictor alone (the pipeline's
+    seed), its fused kernel per consume batch; ``params`` over the default ones."""
+    cfg = PipelineConfig(seed=seed)
     name = cfg.predictor_for(registry.CLASSIFICATION)
-    return name, registry.get(name).build({**cfg.params_of(name), **params},
-                                          (registry.PREDICTOR,), seed)
+    model = registry.get(name).build({**cfg.params_of(name), **params}, (registry.PREDICTOR,),
+                                     stream_seed("bench", seed))
+    pred: list = []
+    t0 = time.process_time()
+    for a in range(0, len(y), CONSUME):
+        pred += model.predict_learn_many(X[a:a + CONSUME], y[a:a + CONSUME])
+    return _accuracy(pred, y), len(y) / (time.process_time() - t0)
 
 
-def prequential(model, X, y):
-    """``(accuracy, rows/s)`` of ``model`` under the worker protocol."""
-    hits = 0
-    t0 = time.perf_counter()
-    for s in range(0, len(y), BATCH):
-        yb = y[s:s + BATCH]
-        pred = model.predict_many(X[s:s + BATCH])
-        hits += sum(p == t for p, t in zip(pred, yb))
-        model.learn_many(X[s:s + BATCH], yb)
-    wall = time.perf_counter() - t0
-    return hits / len(y), len(y) / wall
-
-
-def run_ours(X, y, seed=1, **params):
-    AdaptiveRandomForest(n_models=2).learn_many(X[:200], y[:200])  # load the kernels
-    _, model = default_predictor(seed, **params)
-    acc, rate = prequential(model, X, y)
-    return acc, rate, model
-
-
-def run_river(X, y, seed=1):
+def run_river(X, y, seed: int) -> tuple[float, float]:
     from river import forest
 
     rows = [dict(enumerate(r)) for r in X.tolist()]
     model = forest.ARFClassifier(n_models=10, seed=seed)
     hits = 0
-    t0 = time.perf_counter()
-    for s in range(0, len(y), BATCH):
-        xs, yb = rows[s:s + BATCH], y[s:s + BATCH]
-        hits += sum(model.predict_one(x) == t for x, t in zip(xs, yb))
-        for x, t in zip(xs, yb):
-            model.learn_one(x, t)
-    wall = time.perf_counter() - t0
-    return hits / len(y), len(y) / wall, model
+    t0 = time.process_time()
+    for x, t in zip(rows, y):
+        hits += model.predict_one(x) == t
+        model.learn_one(x, t)
+    return hits / len(y), len(y) / (time.process_time() - t0)
 
 
-def run_moa(X, y, seed=1):
+def run_moa(X, y, seed: int) -> tuple[float, float]:
     from capymoa.base import MOAClassifier
     from capymoa.evaluation import prequential_evaluation
     from capymoa.stream import ARFFStream
@@ -118,101 +111,102 @@ def run_moa(X, y, seed=1):
         prequential_evaluation(stream=stream, learner=warm, max_instances=2000, optimise=True)
         model = MOAClassifier(MOAARF, schema=stream.get_schema(), CLI="-s 10",
                               random_seed=seed)
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         res = prequential_evaluation(stream=stream, learner=model, optimise=True)
-        wall = time.perf_counter() - t0
-    return res.cumulative.accuracy() / 100.0, len(y) / wall
+        cpu = time.process_time() - t0
+    return res.cumulative.accuracy() / 100.0, len(y) / cpu
 
 
 _COLD = """
 import time, numpy as np, sys
 sys.path.insert(0, {root!r})
 t0 = time.perf_counter()
-from models.adaptive_forest import AdaptiveRandomForest
+from worker.pipeline import Pipeline, PipelineConfig
 t1 = time.perf_counter()
-rng = np.random.default_rng(0); X = rng.random((300, 4)); y = (X[:, 0] > 0.5).astype(int)
-m = AdaptiveRandomForest(n_models=3); m.learn_many(X, y); m.predict_many(X)
+rng = np.random.default_rng(0); X = rng.random((600, 4)); y = [int(v > 0.5) for v in X[:, 0]]
+Pipeline("s", PipelineConfig(), 4).process(X, y)
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1)
 """
 
 
 def _stat(values) -> str:
-    """``mean`` (one value) or ``mean +- sd`` (sample sd) of accuracies."""
     v = np.asarray(values, dtype=float)
     if v.size == 1 or np.isnan(v).all():
-        return f"{v.mean():.4f}"
+        return f"{np.nanmean(v):.4f}"
     return f"{v.mean():.4f} ± {v.std(ddof=1):.4f}"
 
 
-def _run_stream(name, args, seeds):
-    """Figures of one stream over ``seeds``: dict of per-seed lists."""
+def _run_stream(name: str, args) -> dict:
     X, y = get_stream(name, args.rows)
-    r = {k: [] for k in ("ours", "sqrt1", "rate", "drifts", "river", "rrate", "rdrifts",
-                         "moa", "mrate")}
-    for seed in seeds:
-        acc, rate, model = run_ours(X, y, seed)
-        r["ours"].append(acc)
-        r["rate"].append(rate)
-        r["drifts"].append(model.n_drifts)
-        r["sqrt1"].append(np.nan if args.no_sqrt1 else
-                          run_ours(X, y, seed, max_features="sqrt+1")[0])
-        if not args.no_river:
-            racc, rrate, rmodel = run_river(X, y, seed)
-            r["river"].append(racc)
-            r["rrate"].append(rrate)
-            r["rdrifts"].append(rmodel.n_drifts_detected())
+    run_predictor(X[:300], y[:300], 1)  # kernels loaded (compiled beforehand by the warm-up)
+    run_pipeline(X[:300], y[:300], 1)
+    r: dict[str, list] = {k: [] for k in ("pipe", "prate", "ours", "orate", "sqrt1", "s1rate",
+                                          "moa", "mrate", "river", "rrate")}
+    for seed in range(1, args.seeds + 1):
+        for key, fn in (("pipe", run_pipeline), ("ours", run_predictor),
+                        ("sqrt1", lambda X, y, s: run_predictor(X, y, s, max_features="sqrt+1"))):
+            acc, rate = fn(X, y, seed)
+            r[key].append(acc)
+            r[{"pipe": "prate", "ours": "orate", "sqrt1": "s1rate"}[key]].append(rate)
         if args.moa:
-            try:
-                macc, mrate = run_moa(X, y, seed)
-                r["moa"].append(macc)
-                r["mrate"].append(mrate)
-            except Exception as exc:  # report it, keep the other figures
-                print(f"MOA failed on {name}: {exc!r}", flush=True)
-    return len(y), {k: v or [np.nan] for k, v in r.items()}
+            acc, rate = run_moa(X, y, seed)
+            r["moa"].append(acc)
+            r["mrate"].append(rate)
+        if seed <= args.river_seeds:
+            acc, rate = run_river(X, y, seed)
+            r["river"].append(acc)
+            r["rrate"].append(rate)
+    return {"rows": len(y), **{k: v or [np.nan] for k, v in r.items()}}
+
+
+def _row(name: str, r: dict) -> str:
+    m = {k: float(np.mean(v)) for k, v in r.items() if k != "rows"}
+    return (f"| {name} | {r['rows']:,} | {_stat(r['pipe'])} | {_stat(r['ours'])} | "
+            f"{_stat(r['sqrt1'])} | {_stat(r['moa'])} | {_stat(r['river'])} | "
+            f"{100 * (m['pipe'] - m['moa']):+.2f} | {100 * (m['sqrt1'] - m['moa']):+.2f} | "
+            f"{m['orate']:,.0f} | {m['prate']:,.0f} | {m['mrate']:,.0f} | {m['rrate']:,.0f} | "
+            f"{m['orate'] / m['mrate']:.1f}x | {m['prate'] / m['mrate']:.1f}x |")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--streams", default=",".join(STREAMS))
     parser.add_argument("--rows", type=int, default=None, help="first rows of each stream")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 1..N, mean +- sd")
-    parser.add_argument("--no-river", action="store_true")
-    parser.add_argument("--no-sqrt1", action="store_true", help="skip the sqrt+1 column")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N (ours and MOA)")
+    parser.add_argument("--river-seeds", type=int, default=1, help="seeds 1..N for river (0: none)")
     parser.add_argument("--moa", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/results/arf.md"))
     args = parser.parse_args(argv)
-    seeds = list(range(1, args.seeds + 1))
-    name, _ = default_predictor(1)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
     cmd = " ".join(["python tests/benchmarks/bench_arf.py", *(argv or sys.argv[1:])])
-    lines = ["# Adaptive random forest (ARF-10): the default predictor against river and MOA\n",
-             f"Generated by `{cmd}` (protocol in its docstring): mini-batches of 100, predict "
-             "the batch then learn it, same rows, one process; numba warmed. Ours is the "
-             f"worker's default classification predictor (`{name}`) built as the worker "
-             f"builds it. Seeds {seeds[0]}-{seeds[-1]} for every learner: accuracy as mean "
-             "± sample sd over the seeds, the difference between the means, throughput "
-             "(rows per wall-clock second, predict + learn) and drifts as means. Machine: "
-             "2 vCPU shared with other jobs.\n",
-             "| stream | rows | ours (default, sqrt) | ours (sqrt+1) | river ARF-10 | diff "
-             "default (points) | diff sqrt+1 (points) | ours rows/s | river rows/s | speed "
-             "ratio | drifts ours / river | MOA ARF-10 (JVM loop) | MOA rows/s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["# The default pipeline and its predictor (ARF-10) against MOA and river, row by row\n",
+             f"Commit {commit}, {time.strftime('%Y-%m-%d')}, `{cmd}` (protocol in its docstring): "
+             "every instance predicted by a model that learned every earlier label; ours fed as "
+             f"the worker feeds it (consume batches of {CONSUME:,}); MOA and river one row at a "
+             f"time. Accuracy mean ± sd over seeds 1-{args.seeds} (river: 1-{args.river_seeds}); "
+             "throughput in rows per CPU-second (every thread), means. 2 vCPUs shared with "
+             "other work.\n",
+             "| stream | rows | default pipeline | ARF-10 default (sqrt) | ARF-10 sqrt+1 | MOA ARF-10 | "
+             "river ARF-10 | pipeline - MOA (points) | sqrt+1 - MOA (points) | ARF-10 rows/CPU-s | "
+             "pipeline rows/CPU-s | MOA rows/CPU-s | river rows/CPU-s | ARF-10 / MOA speed | "
+             "pipeline / MOA speed |",
+             "|---" * 15 + "|"]
     print("\n".join(lines), flush=True)
+    results = {}
     for stream in args.streams.split(","):
-        n, r = _run_stream(stream, args, seeds)
-        mean = {k: float(np.mean(v)) for k, v in r.items()}
-        lines.append(
-            f"| {stream} | {n:,} | {_stat(r['ours'])} | {_stat(r['sqrt1'])} | "
-            f"{_stat(r['river'])} | {100 * (mean['ours'] - mean['river']):+.2f} | "
-            f"{100 * (mean['sqrt1'] - mean['river']):+.2f} | {mean['rate']:,.0f} | "
-            f"{mean['rrate']:,.0f} | {mean['rate'] / mean['rrate']:.1f}x | "
-            f"{mean['drifts']:.0f} / {mean['rdrifts']:.0f} | {_stat(r['moa'])} | "
-            f"{mean['mrate']:,.0f} |")
+        results[stream] = _run_stream(stream, args)
+        lines.append(_row(stream, results[stream]))
         print(lines[-1], flush=True)
+    keys = [k for k in results[next(iter(results))] if k != "rows"]
+    mean_row = {"rows": sum(r["rows"] for r in results.values()),
+                **{k: [float(np.mean(r[k])) for r in results.values()] for k in keys}}
+    lines.append(_row("**mean of the streams**", mean_row))
     imp, comp = cold_compile(_COLD)
-    lines.append(f"\nCold start (empty numba cache, child process): import {imp:.1f} s, "
-                 f"first learn + predict (compilation) {comp:.1f} s.\n")
-    print(lines[-1], flush=True)
+    lines.append(f"\nCold start (empty numba cache, child process): import {imp:.1f} s, first "
+                 f"default pipeline run (compilation) {comp:.1f} s.\n")
+    print("\n".join(lines[-2:]), flush=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
     return 0
 

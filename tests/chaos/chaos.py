@@ -2,14 +2,22 @@
 uninterrupted run.
 
 For ``--minutes`` minutes a producer feeds instances (and some malformed messages) to a
-3-partition topic while up to three worker members run; at random moments one of these
-faults is injected:
+3-partition topic while up to three worker members run, with a state budget small enough
+(``--state-budget-mb``) that idle streams are passivated and restored on demand all the
+time. The malformed messages include every record that once stopped a partition: lone
+surrogates in labels, ids, feature names and streams, keyless records, values beyond
++-1e100, maps on streams of positional features. At random moments one of these faults is
+injected:
 
 * ``kill9``: SIGKILL a member (it is restarted at once, as an orchestrator would);
 * ``sigterm``: SIGTERM a member (graceful stop, then restarted);
 * ``add``: start one more member (at most three);
 * ``pause``: SIGSTOP a member past ``session.timeout.ms``, then SIGCONT (a zombie that wakes up);
-* ``broker``: SIGKILL the broker and start it again on the same data directory.
+* ``broker``: SIGKILL the broker and start it again on the same data directory;
+* ``crafted``: a checkpoint written by someone else over a partition's latest one, claiming
+  more than it holds (a learner capacity its rows could not have grown, a parameter outside
+  the registry's ranges, a zlib bomb, a manifest naming 10^9 chunks); a member that restores
+  the partition must refuse it and use the checkpoint under it.
 
 At the end the input stops, the group drains it, and the run checks that every valid input
 has exactly one committed prediction identical to an in-process run of the same pipeline,
@@ -51,13 +59,39 @@ from worker_support import (  # noqa: E402 (the path above makes the helpers imp
     worker_env,
 )
 
-from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET  # noqa: E402
+from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET, SOURCE_PARTITION  # noqa: E402
 from worker.dev.broker import DEFAULT_JVM_OPTS, LocalBroker, free_port  # noqa: E402
 from worker.dev.produce import make_producer  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
 
 SESSION_MS = 6000
 MALFORMED = (b"\xc1 not msgpack", b'{"v": 1, "stream": "bad"}', b"")
+
+
+def poison(stream: str, d: int, rng: random.Random) -> tuple[bytes | None, bytes]:
+    """``(key, value)`` of a record that once stopped a partition, keyed by ``stream`` (or by
+    nothing: a keyless record lands on any partition)."""
+    i = rng.randrange(10**9)
+    base = {"v": 1, "stream": stream, "id": f"poison-{i}", "ts": 0, "x": [0.5] * d}
+    kind = rng.choice(["label", "id", "name", "stream", "keyless", "huge", "sentinel", "map"])
+    key: bytes | None = stream.encode()
+    if kind == "label":
+        base["y"] = "\ud800"
+    elif kind == "id":
+        base["id"] = "\udfff" + str(i)
+    elif kind == "name":
+        base["x"] = {"\ud800": 0.5, **{f"f{j}": 0.5 for j in range(1, d)}}
+    elif kind == "stream":
+        base["stream"] = "\ud800"
+    elif kind == "keyless":
+        key = None
+    elif kind == "huge":
+        base["x"] = [1e300] + [0.5] * (d - 1)
+    elif kind == "sentinel":
+        base["x"] = [1.7976931348623157e308] * d
+    else:  # a map on a stream whose features are positional
+        base["x"] = {f"f{j}": 0.5 for j in range(d)}
+    return key, json.dumps(base).encode()
 
 
 class Feeder(threading.Thread):
@@ -85,6 +119,10 @@ class Feeder(threading.Thread):
                 if self.rng.random() < 0.2:
                     key = self.rng.choice(list(self.streams)).encode()
                     self._produce_bad(bad, key, self.rng.choice(MALFORMED))
+                if a and self.rng.random() < 0.3:  # after every stream's first rows
+                    stream = self.rng.choice(list(self.streams))
+                    d = self.streams[stream][0].shape[1]
+                    self._produce_bad(bad, *poison(stream, d, self.rng))
                 time.sleep(max(0.0, pause - (time.monotonic() - t0)))
             bad.flush(120)
         except BaseException as exc:
@@ -107,8 +145,10 @@ class Feeder(threading.Thread):
 class Group:
     """The members, numbered; dead ones are restarted (what an orchestrator does)."""
 
-    def __init__(self, bootstrap: str, prefix: str, log_dir: Path):
+    def __init__(self, bootstrap: str, prefix: str, log_dir: Path, budget_mb: float):
         self.bootstrap, self.prefix, self.log_dir = bootstrap, prefix, log_dir
+        self.budget_mb = budget_mb
+        self.settings = settings_from(self.env("crafter"))
         self.members: dict[str, WorkerProc] = {}
         self.exits: Counter = Counter()
         self._n = 0
@@ -116,6 +156,7 @@ class Group:
     def env(self, name: str) -> dict:
         return worker_env(self.bootstrap, self.prefix, name, TOPICS__PARTITIONS="3",
                           CHECKPOINT__EVERY_INSTANCES="600",
+                          WORKER__STATE_BUDGET_MB=str(self.budget_mb),
                           KAFKA__EXTRA={"session.timeout.ms": str(SESSION_MS),
                                         "heartbeat.interval.ms": "1000"})
 
@@ -137,8 +178,67 @@ class Group:
         return name, self.members[name]
 
 
+def _tampered(envelope, **changes):
+    """The envelope with its predictor's learner state changed (``capacity`` or parameters)."""
+    state = {**envelope.state, "stages": {**envelope.state["stages"]}}
+    stage = dict(state["stages"]["predictor"])
+    learner = {**stage["state"], "params": dict(stage["state"]["params"])}
+    for key, value in changes.items():
+        (learner if key == "capacity" else learner["params"])[key] = value
+    stage["state"] = learner
+    state["stages"]["predictor"] = stage
+    return envelope.model_copy(update={"state": state})
+
+
+def craft(settings, rng: random.Random, n: int) -> str:
+    """Write a crafted checkpoint over one partition's latest (see the module doc)."""
+    import zlib
+
+    from schemas.codec import encode
+    from worker import checkpoint as ckpt
+    from worker.kafka_io import TransactionalProducer, make_reader
+
+    t, group = settings.topics, settings.kafka.group_id
+    part = rng.randrange(t.partitions)
+    reader = make_reader(settings)
+    try:
+        manifest, envelopes, _ = ckpt.read_latest(reader, t.checkpoints, part, group,
+                                                  t.instances, timeout_s=30)
+    finally:
+        reader.close()
+    if not envelopes:
+        return f"crafted checkpoint skipped (partition {part} has none yet)"
+    stream = rng.choice(sorted(envelopes))
+    kind = rng.choice(["capacity", "n_splits", "bomb", "chunks"])
+    producer = TransactionalProducer(settings, f"{settings.kafka.group_id}-crafter-{n}",
+                                     timeout_s=30)
+    writer = ckpt.CheckpointWriter(producer, t.checkpoints, 1_000_000)
+    try:
+        producer.begin()
+        if kind == "chunks":
+            first = manifest.streams[stream][0]
+            bad = manifest.model_copy(update={"streams": {**manifest.streams,
+                                                          stream: [first, 10**9, 10**12]}})
+            producer.produce(t.checkpoints, encode(bad)[0],
+                             ckpt.manifest_key(group, t.instances, part), partition=part)
+        elif kind == "bomb":  # 400 MB of zeros in about 400 KB
+            z = zlib.compressobj(9)
+            blob = b"".join([z.compress(bytes(1 << 20)) for _ in range(400)] + [z.flush()])
+            writer.write(manifest, {stream: blob})
+        else:
+            change = {"capacity": 1 << 16} if kind == "capacity" else {"n_splits": 5000}
+            writer.write(manifest, {stream: ckpt.encode_blob(_tampered(envelopes[stream],
+                                                                       **change))})
+        producer.commit()
+    finally:
+        producer.close()
+    return f"crafted checkpoint ({kind}) over partition {part}, stream {stream}"
+
+
 def inject(kind: str, group: Group, broker: LocalBroker, rng: random.Random) -> str:
     """Inject one fault; returns what was done."""
+    if kind == "crafted":
+        return craft(group.settings, rng, len(group.exits) + rng.randrange(10**6))
     if kind == "add" and len(group.members) < 3:
         return f"add {group.add()}"
     if kind == "broker":
@@ -170,9 +270,9 @@ def check(bootstrap: str, settings, streams: dict, n_valid: int, n_malformed: in
     assert_exact(ref, preds, streams)
     assert_same_alerts_and_rankings(ref, bootstrap, settings, streams)
     dead = read_topic(bootstrap, settings.topics.deadletter, expected=n_malformed, timeout_s=120)
-    offsets = [int(dict(m.headers())[SOURCE_OFFSET]) for m in dead]
+    where = [(dict(m.headers())[SOURCE_PARTITION], dict(m.headers())[SOURCE_OFFSET]) for m in dead]
     assert len(dead) == n_malformed, f"{len(dead)} dead letters for {n_malformed} malformed"
-    assert len(set(offsets)) == len(offsets), "a malformed input was dead-lettered twice"
+    assert len(set(where)) == len(where), "a malformed input was dead-lettered twice"
     codes = Counter(dict(m.headers())[ERROR_CODE].decode() for m in dead)
     alerts = sum(len(v) for k, v in ref.items() if k.startswith("drift:"))
     rankings = sum(len(v) for k, v in ref.items() if k.startswith("rank:"))
@@ -186,6 +286,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rows", type=int, default=12000, help="rows per stream")
     ap.add_argument("--streams", type=int, default=8)
+    ap.add_argument("--state-budget-mb", type=float, default=2.0,
+                    help="each member's state budget: small, so streams are passivated")
     ap.add_argument("--out", type=Path, default=None, help="write the report (markdown) here")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
@@ -196,7 +298,7 @@ def main(argv=None) -> int:
     broker.start(timeout=240)
     bootstrap = broker.bootstrap
     prefix = new_prefix("chaos")
-    group = Group(bootstrap, prefix, work)
+    group = Group(bootstrap, prefix, work, args.state_budget_mb)
     settings = settings_from(group.env("m0"))
     create_topics(settings)
     streams = make_streams(args.streams, args.rows, seed=args.seed)
@@ -210,8 +312,8 @@ def main(argv=None) -> int:
         feeder.start()
         while time.monotonic() - t0 < seconds:
             time.sleep(rng.uniform(8.0, 25.0))
-            kind = rng.choices(["kill9", "sigterm", "add", "pause", "broker"],
-                               weights=[3, 2, 2, 2, 1])[0]
+            kind = rng.choices(["kill9", "sigterm", "add", "pause", "broker", "crafted"],
+                               weights=[3, 2, 2, 2, 1, 2])[0]
             done = inject(kind, group, broker, rng)
             faults.append((round(time.monotonic() - t0, 1), done))
             print(f"{faults[-1][0]:7.1f} s  {done}", flush=True)
@@ -227,6 +329,9 @@ def main(argv=None) -> int:
                 rc = w.terminate(timeout=120)
                 group.exits[rc] += 1
         broker.stop()
+    # a member that ended on its own (exit 1) failed: kill -9 is -9, SIGTERM 0
+    failed = {rc: n for rc, n in group.exits.items() if rc not in (0, -signal.SIGKILL)}
+    assert not failed, f"members failed: exit codes {failed} (logs in {work})"
     kinds = Counter(f.split()[0] if not f.startswith("kill") else "kill -9" for _, f in faults)
     report = {"minutes": args.minutes, "seed": args.seed, "valid_inputs": feeder.n_valid,
               "malformed_inputs": feeder.n_malformed, **result, "lost": 0, "duplicated": 0,

@@ -27,7 +27,9 @@ from worker_support import (
     worker_env,
 )
 
+from schemas import StreamCheckpoint
 from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET
+from worker.kafka_io import make_reader
 from worker.topics import create_topics
 
 pytestmark = pytest.mark.kafka
@@ -131,7 +133,10 @@ def test_unusable_checkpoints_are_refused_and_outputs_stay_exact(kafka_bootstrap
     corrupt_reasons = _refusals(procs[2])
     assert any("cannot be read" in r for r in corrupt_reasons), corrupt_reasons
     dropped_reasons = _refusals(procs[3])
-    assert any("incomplete" in r for r in dropped_reasons), dropped_reasons
+    # a stream whose every chunk was left out is named from offset 0: the older versions of
+    # its keys found from there do not add up to its size
+    assert any("incomplete" in r or "bytes, expected" in r for r in dropped_reasons), \
+        dropped_reasons
     restored = procs[3].events("partition restored")
     assert restored and all(e["start"] <= e["committed"] for e in restored)
     ref = reference_outputs(settings, streams)
@@ -380,6 +385,255 @@ def test_passivated_streams_give_the_outputs_of_resident_ones(kafka_bootstrap, t
     assert sum(e["passivated"] for e in restored) >= 3  # the budget holds at most one stream
     assert sum(e["streams"] for e in final.events("streams restored")) > 0
     preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n, timeout_s=60)
+    ref = reference_outputs(settings, streams)
+    assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
+
+
+
+def _ondemand_env(bootstrap, prefix, **over):
+    """A budget far smaller than one stream: after every checkpoint the streams are
+    passivated, and nearly every batch restores some of them on demand."""
+    return _env(bootstrap, prefix, WORKER__STATE_BUDGET_MB="0.005", LEARNERS__BATCH_SIZE="50",
+                CHECKPOINT__EVERY_INSTANCES="300", WORKER__CONSUME_BATCH="40",
+                WORKER__LOG_LEVEL="DEBUG", **over)
+
+
+def test_restore_on_demand_waits_until_the_checkpoint_is_visible(kafka_bootstrap, tmp_path):
+    """Another writer of the checkpoints topic (a group sharing it) holds a transaction open
+    before every checkpoint the worker writes: a read_committed reader sees those committed
+    checkpoints only once that transaction ends, as it sees any committed transaction only
+    once its markers are written, after the commit returned. A restore on demand waits until
+    the partition's last stable offset covers what it reads: the worker never finds a
+    committed checkpoint incomplete, and outputs stay exact."""
+    from worker.kafka_io import TransactionalProducer
+
+    prefix = new_prefix("ondemand")
+    env = _ondemand_env(kafka_bootstrap, prefix)
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(30, 200, seed=13)
+    inp, ck = settings.topics.instances, settings.topics.checkpoints
+    n = produce_streams(kafka_bootstrap, inp, streams, stop=100, interleave=25)
+    w = WorkerProc(env, tmp_path, "ondemand")
+    other = TransactionalProducer(settings, f"{prefix}-other-writer", timeout_s=20)
+    try:
+        wait_for(lambda: not w.alive() or count_committed(kafka_bootstrap,
+                                                         settings.topics.predictions) >= n,
+                 180, "the first half's predictions", interval=1.0)
+        # the worker's next checkpoints come after this open transaction's records
+        other.begin()
+        for part in range(settings.topics.partitions):
+            other.produce(ck, b"", b"another writer", partition=part)
+        other.flush()
+        n += produce_streams(kafka_bootstrap, inp, streams, start=100, interleave=25)
+        time.sleep(5.0)  # restores on demand meet the open transaction (under its timeout)
+        other.commit()
+        wait_for(lambda: not w.alive() or count_committed(kafka_bootstrap,
+                                                         settings.topics.predictions) >= n,
+                 180, "every prediction", interval=1.0)
+    finally:
+        other.close()
+        rc = w.terminate()
+    assert rc == 0, w.log()[-3000:]
+    assert sum(e["streams"] for e in w.events("streams restored")) > 30, w.log()[-3000:]
+    assert not w.events("restore on demand failed: restoring the partition from its "
+                        "checkpoints again")
+    preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n, timeout_s=60)
+    ref = reference_outputs(settings, streams)
+    assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
+
+
+def test_a_checkpoint_refused_on_demand_takes_the_fallback_of_a_restore(kafka_bootstrap,
+                                                                        tmp_path):
+    """From the 60th chunk on every chunk the worker writes is garbled: restores on demand
+    find the streams' checkpoints unusable. The partition is then restored again as at start
+    (the older checkpoint, counted as a fallback) and replayed; the worker never ends and
+    outputs stay exact."""
+    prefix = new_prefix("ondemandbad")
+    env = _ondemand_env(kafka_bootstrap, prefix)
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(30, 200, seed=14)
+    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams, interleave=25)
+    w = _run_until(env, tmp_path, "ondemand-corrupt", kafka_bootstrap,
+                   settings.topics.predictions, n, fault="corrupt_chunk=60", timeout=300)
+    failed = w.events("restore on demand failed: restoring the partition from its checkpoints "
+                      "again")
+    assert failed and all("cannot be read" in e["error"] for e in failed), w.log()[-3000:]
+    assert any("cannot be read" in r for r in _refusals(w))
+    restored = w.events("partition restored")
+    assert len(restored) > settings.topics.partitions  # restored again after the failures
+    preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n, timeout_s=60)
+    ref = reference_outputs(settings, streams)
+    assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
+
+
+def _latest_interleaved(bootstrap: str, topic: str, group: str) -> list[str]:
+    """Streams of ``group``'s latest manifests whose chunks have other records between them."""
+    from schemas import CheckpointManifest
+    from schemas.codec import decode
+
+    records = read_topic(bootstrap, topic, timeout_s=60, idle_s=1.0)
+    mprefix, sprefix = b"m\x00" + group.encode() + b"\x00", b"s\x00" + group.encode() + b"\x00"
+    latest = {}
+    for m in records:
+        if (m.key() or b"").startswith(mprefix):
+            latest[m.partition()] = m
+    out = []
+    for part, mrec in latest.items():
+        manifest = decode(mrec.value(), CheckpointManifest, max_bytes=len(mrec.value()))
+        for stream, (first, n, _) in manifest.streams.items():
+            chunks = [m.offset() for m in records
+                      if m.partition() == part and first <= m.offset() < mrec.offset()
+                      and (m.key() or b"").startswith(sprefix)
+                      and m.key().split(b"\x00")[3].decode() == stream]
+            if chunks and chunks[n - 1] - first + 1 > n:
+                out.append(stream)
+    return out
+
+
+def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap, tmp_path):
+    """Two groups share one checkpoints topic and checkpoint at the same time, in chunks of
+    1 kB (``max_message_bytes`` 5000), sent a few per record batch (the size a checkpoint of
+    many streams takes): the broker appends the second group's chunks between the worker's.
+    Restarted, the worker restores its last checkpoints without refusing any (today's reader
+    took the records that follow a stream's first chunk as its chunks), and outputs stay
+    exact; the second group's checkpoints read back as written."""
+    import threading
+
+    from worker import checkpoint as ckpt
+    from worker.kafka_io import TransactionalProducer
+
+    small_batches = {**FAST_GROUP, "batch.size": "4000"}
+    a_prefix = new_prefix("mixa")
+    env = _env(kafka_bootstrap, a_prefix, "a1", CHECKPOINT__EVERY_INSTANCES="150",
+               CHECKPOINT__MAX_MESSAGE_BYTES="5000", KAFKA__EXTRA=small_batches,
+               LEARNERS__PREDICTOR="adaptive_random_forest")
+    settings = settings_from(env)
+    create_topics(settings)
+    ck = settings.topics.checkpoints
+    other = settings_from(_env(kafka_bootstrap, new_prefix("mixb"), "b1", KAFKA__EXTRA=small_batches,
+                               TOPICS__CHECKPOINTS=ck))
+    stop, written = threading.Event(), {}
+
+    def other_group() -> None:
+        """The other group's checkpoints: 8 streams of 20 kB each, again and again."""
+        producer = TransactionalProducer(other, f"{ck}-other-group", timeout_s=20)
+        writer = ckpt.CheckpointWriter(producer, ck, 5000)
+        t, rng, k = other.topics, np.random.default_rng(3), 0
+        manifests = {p: ckpt.empty_manifest(other.kafka.group_id, t.instances, p, 0, t.features)
+                     for p in range(settings.topics.partitions)}
+        while not stop.is_set():
+            k += 1
+            for p, m in manifests.items():
+                envs = {f"s{j}": StreamCheckpoint(
+                    group=other.kafka.group_id, topics=[t.instances, t.features], partition=p,
+                    stream=f"s{j}", config={}, offsets={t.instances: k, t.features: 0},
+                    state={"x": rng.integers(0, 255, 20_000, dtype=np.uint8)}, ts=0)
+                    for j in range(8)}
+                producer.begin()
+                manifests[p] = writer.write(m.model_copy(update={
+                    "offsets": {t.instances: k, t.features: 0}}),
+                    {s: ckpt.encode_blob(e) for s, e in envs.items()})[0]
+                producer.commit()
+                written[p] = envs
+        producer.close()
+
+    streams = make_streams(6, 1200, seed=12)
+    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams, stop=800)
+    thread = threading.Thread(target=other_group, daemon=True)
+    thread.start()
+    try:
+        _run_until(env, tmp_path, "mixed", kafka_bootstrap, settings.topics.predictions, n)
+    finally:
+        stop.set()
+        thread.join(60)
+    mixed = _latest_interleaved(kafka_bootstrap, ck, settings.kafka.group_id)
+    assert mixed, "no stream's last chunks were interleaved: the test shows nothing"
+    n += produce_streams(kafka_bootstrap, settings.topics.instances, streams, start=800)
+    w = _run_until(env, tmp_path, "mixed-again", kafka_bootstrap, settings.topics.predictions,
+                   n)
+    assert not _refusals(w), _refusals(w)[:3]
+    restored = [e for e in w.events("partition restored") if e["committed"]]
+    assert restored and all(e["checkpoint_offset"] == e["committed"] for e in restored)
+    preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n, timeout_s=60)
+    assert_exact(reference_outputs(settings, streams), preds, streams)
+    reader = make_reader(other)
+    try:
+        for p, envs in written.items():
+            loaded = ckpt.read_usable(reader, ck, p, other.kafka.group_id,
+                                      other.topics.instances, 30.0)
+            assert loaded.refused == [] and loaded.envelopes == envs
+    finally:
+        reader.close()
+
+
+def _with_predictor(env_: StreamCheckpoint, **changes) -> StreamCheckpoint:
+    """The envelope with its predictor's state changed (``capacity``, or parameters)."""
+    state = {**env_.state, "stages": {**env_.state["stages"]}}
+    stage = dict(state["stages"]["predictor"])
+    learner = {**stage["state"], "params": dict(stage["state"]["params"])}
+    for key, value in changes.items():
+        (learner if key == "capacity" else learner["params"])[key] = value
+    stage["state"] = learner
+    state["stages"]["predictor"] = stage
+    return env_.model_copy(update={"state": state})
+
+
+def test_checkpoints_claiming_more_than_they_hold_are_refused_and_outputs_stay_exact(
+        kafka_bootstrap, tmp_path):
+    """Over the worker's last checkpoints, newer ones whose learner states claim a capacity no
+    number of rows could grow (65,536 nodes after 400 rows: 360 MB) or a parameter outside
+    the registry's range (``n_splits`` 5,000: another learner, slower and with other
+    outputs). The restarted worker refuses them, restores the checkpoints under them (an
+    older-checkpoint fallback) and its outputs stay exact."""
+    from worker import checkpoint as ckpt
+    from worker.kafka_io import TransactionalProducer
+
+    prefix = new_prefix("crafted")
+    env = _env(kafka_bootstrap, prefix, LEARNERS__PREDICTOR="adaptive_random_forest",
+               CHECKPOINT__EVERY_INSTANCES="300")
+    settings = settings_from(env)
+    create_topics(settings)
+    t, group = settings.topics, settings.kafka.group_id
+    streams = make_streams(5, 1200, seed=15)
+    n = produce_streams(kafka_bootstrap, t.instances, streams, stop=800)
+    _run_until(env, tmp_path, "crafted-first", kafka_bootstrap, t.predictions, n)
+    reader = make_reader(settings)
+    producer = TransactionalProducer(settings, f"{prefix}-crafter", timeout_s=20)
+    writer = ckpt.CheckpointWriter(producer, t.checkpoints, 1_000_000)
+    crafted = {}
+    try:
+        for part in range(t.partitions):
+            manifest, envelopes, _ = ckpt.read_latest(reader, t.checkpoints, part, group,
+                                                      t.instances)
+            if not envelopes:
+                continue
+            first = min(envelopes)
+            # two checkpoints over the real one: every stream's n_splits out of range, then
+            # one stream's capacity beyond its rows (the newest, refused first)
+            for bad in ({s: _with_predictor(e, n_splits=5000) for s, e in envelopes.items()},
+                        {first: _with_predictor(envelopes[first], capacity=1 << 16)}):
+                producer.begin()
+                writer.write(manifest, {s: ckpt.encode_blob(e) for s, e in bad.items()})
+                producer.commit()
+            crafted[part] = sorted(envelopes)
+    finally:
+        producer.close()
+        reader.close()
+    n += produce_streams(kafka_bootstrap, t.instances, streams, start=800)
+    w = _run_until(env, tmp_path, "crafted-again", kafka_bootstrap, t.predictions, n)
+    why = _refusals(w)
+    assert len(why) == 2 * len(crafted) and crafted, why
+    assert sum("capacity 65536 is not an integer in" in r for r in why) == len(crafted), why
+    assert sum("n_splits=5000 is outside [1, 1000]" in r for r in why) == len(crafted), why
+    restored = [e for e in w.events("partition restored") if e["committed"]]
+    assert len(restored) == len(crafted)
+    assert all(e["checkpoint_offset"] == e["committed"] for e in restored)
+    preds = read_topic(kafka_bootstrap, t.predictions, expected=n, timeout_s=60)
     ref = reference_outputs(settings, streams)
     assert_exact(ref, preds, streams)
     assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)

@@ -105,6 +105,48 @@ class FakeSelector(Learner):
         return [0] if self.n_seen > 2 else []
 
 
+class FakeFilter(Learner):
+    """The predictor behind the fake selector: the selector learns each batch first, then the
+    predictor learns it with the columns not selected read as 0."""
+
+    kind = "fake_filter"
+    state_arrays = {"n_seen": ("<i8", 1)}
+
+    def __init__(self, learner, selector):
+        self.params = {}
+        self.learner, self.selector = learner, selector
+        self._arrays = {"n_seen": np.zeros(1, np.int64)}
+
+    @property
+    def classes(self):
+        return self.learner.classes
+
+    def _seen(self, X):
+        cols = self.selector.selected()
+        if not cols:
+            return X
+        out = np.zeros_like(X)
+        out[:, cols] = X[:, cols]
+        return out
+
+    def learn_many(self, X, y):
+        self.selector.learn_many(X, y)
+        self.learner.learn_many(self._seen(X), y)
+        self._arrays["n_seen"][0] += len(y)
+
+    def predict_many(self, X):
+        return self.learner.predict_many(self._seen(X))
+
+    def predict_proba_many(self, X):
+        return self.learner.predict_proba_many(self._seen(X))
+
+    def importances(self):
+        return self.learner.importances()
+
+    def events(self):
+        return self.learner.events()
+
+
 class FakeRegressor(Learner):
     """Predicts the running mean of every target."""
 
@@ -141,7 +183,7 @@ FAKES = [
         roles=frozenset({DETECTOR}), summary="test-only detector"),
     registry.LearnerSpec(
         name="fake_first_column", cls=FakeSelector, tasks=frozenset({CLASSIFICATION}),
-        roles=frozenset({SELECTOR}), summary="test-only selector"),
+        roles=frozenset({SELECTOR}), summary="test-only selector", composes=FakeFilter),
     registry.LearnerSpec(
         name="fake_mean", cls=FakeRegressor, tasks=frozenset({REGRESSION}),
         roles=frozenset({PREDICTOR}), summary="test-only mean regressor"),
@@ -346,8 +388,10 @@ def test_a_selector_chooses_the_columns_the_predictor_sees():
     p = fake_pipeline(batch_size=2, selector="fake_first_column")
     X = np.arange(24, dtype=float).reshape(8, 3)
     p.process(X, [0] * 8)
-    learns = [c for c in calls(p) if c[0] == "learn"]
+    inner = p.predictor.learner.learner  # the predictor behind the selector's composition
+    learns = [c for c in inner.calls if c[0] == "learn"]
     assert len(learns) == 4 and p.selector.learner.n_seen == 8
+    assert p.selector.learner is p.predictor.learner.selector
     # the selector learns each batch first; before its first selection the predictor saw
     # every column, afterwards only column 0 (the others read as 0)
     imp = p.predictor.learner.importances()["mean"]
@@ -570,3 +614,46 @@ def test_rows_fed_one_at_a_time_from_a_reused_buffer_are_held_as_copies():
     assert preds == [v for b in whole.blocks for v in b.y_pred]
     assert p.n_pending == 450 % 40 and len(p._pending_X) == p.n_pending
     assert all(a.base is None for a in p._pending_X)
+
+
+@pytest.mark.parametrize("predictor", ["adaptive_random_forest", "hoeffding_tree", "naive_bayes"])
+def test_every_instance_is_predicted_by_a_model_that_learned_every_earlier_label(predictor):
+    """Whatever the mini-batch and the consume batches, a row-by-row predictor gives each
+    instance the prediction of one predict call per row, after one learn call per earlier
+    labelled row (prequential, Gama et al. 2013)."""
+    from models.hyperplane import RotatingHyperplane
+
+    X, y, _ = RotatingHyperplane(n_features=5, n_drift_features=2, mag_change=0.01, seed=4).take(700)
+    labels = [None if i % 9 == 4 else int(v) for i, v in enumerate(y)]
+    p = Pipeline("s", PipelineConfig(predictor=predictor, rankers=[], batch_size=100), 5)
+    got = [v for a, b in ((0, 3), (3, 250), (250, 251), (251, 700))
+           for blk in p.process(X[a:b], labels[a:b]).blocks for v in blk.y_pred]
+    spec = registry.get(predictor)
+    ref = spec.build({}, ("predictor",), seed=p.seed)
+    want = []
+    for i, label in enumerate(labels):
+        want += ref.predict_many(X[i:i + 1]) if ref.n_seen else [None]
+        if label is not None:
+            ref.learn_many(X[i:i + 1], [label])
+    assert got == want
+
+
+@pytest.mark.parametrize("predictor", ["naive_bayes", "hoeffding_tree"])
+def test_a_selector_pipeline_predicts_as_the_library_composition(predictor):
+    """The predictor behind ABFS is the reference's composition (models.abfs.ABFSClassifier):
+    the worker's predictions are the library's, row for row, whatever the cuts."""
+    from models.abfs import ABFSClassifier
+    from tests.models.feature_drift_data import feature_drift_stream
+
+    X, y, _ = feature_drift_stream(5000, 8, switch_every=2000, seed=3)
+    labels = [int(v) for v in y]
+    params = {"abfs": {"grace_period": 100, "selection_threshold": 0.05}}
+    cfg = PipelineConfig(predictor=predictor, selector="abfs", rankers=["abfs"], params=params)
+    p = Pipeline("s", cfg, 8)
+    got = [v for a, b in ((0, 777), (777, 778), (778, 3100), (3100, 5000))
+           for blk in p.process(X[a:b], labels[a:b]).blocks for v in blk.y_pred]
+    lib = ABFSClassifier(registry.get(predictor).build({}, (PREDICTOR,), p.seed),
+                         registry.get("abfs").build(params["abfs"], (SELECTOR,),
+                                                    stream_seed("s", cfg.seed, "selector")))
+    assert got == lib.predict_learn_many(X, labels)
+    assert p.selector.learner.layers()  # it selected, and drifts retrained the predictor

@@ -267,7 +267,9 @@ def test_learners_and_parameters_are_checked_against_the_registry_at_start():
     [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forgetful_forest": {"n_trees": "3"}}'})
     assert key.endswith("(field forgetful_forest.n_trees)") and "must be an integer" in text
     [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forgetful_forest": {"n_trees": 0}}'})
-    assert "refuses these parameters: n_trees must be >= 1" in text
+    assert key.endswith("(field forgetful_forest.n_trees)") and "must be in [1, 1000], got 0" in text
+    [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forgetful_forest": {"t_threshold": 2}}'})
+    assert "refuses these parameters: t_threshold must be in [0, 1]" in text
     [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"forest": {"n_trees": 3}}'})
     assert key.endswith("(field forest)") and "unknown learner 'forest'" in text
     [(key, text)] = problems({"STREAMFOREST_LEARNERS__PARAMS": '{"adwin": {"seed": 3}}'})

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models import registry
+from models.base import check_param_ranges
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, RANKER, REGRESSION, SELECTOR
 
 AUTO = "auto"
@@ -128,7 +129,18 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> PipelineConfig:
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        """The configuration a pipeline's state recorded (:meth:`as_dict`).
+
+        A state comes from a checkpoint: the parameters the pipeline would build new
+        learners with (a retrained predictor) must lie in the registry's ranges, like those
+        of the learners it restores (``ValueError`` otherwise).
+        """
+        cfg = cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        for name, params in cfg.params.items():
+            spec = registry.REGISTRY.get(name)
+            if spec is not None:
+                check_param_ranges(spec.cls.kind, params)
+        return cfg
 
 
 def _serves(name: str, task: str) -> bool:

@@ -9,14 +9,17 @@ cut into consume batches)
 
 * The stream's task (:mod:`worker.pipeline.tasks`) is its profile's, or fixed by its first
   labelled instance; the stages (:mod:`worker.pipeline.stages`) are built for that task.
-* Every instance is predicted by the model as it stands; labelled instances are appended to a
-  pending buffer after they were predicted (test-then-train).
-* When the buffer holds ``batch_size`` labelled rows, the selector, the predictor and the
-  rankers learn it as one mini-batch (``learn_many``). The forgetful learners are mini-batch
-  learners by definition (Yuan et al. 2023, Sec. 3: each batch is tested before it is
-  learned); row-by-row learners (the online random forest, Saffari et al. 2009) learn the
-  same mini-batches row by row inside their kernels, so an instance is still predicted before
-  it is learned, by a model at most ``batch_size - 1`` labelled rows old.
+* Every instance is predicted by the model as it stands (test-then-train). A predictor that
+  learns row by row (the adaptive random forest, Gomes et al. 2017; the online random
+  forest, Saffari et al. 2009; Hoeffding trees and naive Bayes, Domingos & Hulten 2000; the
+  iSOUP tree and forest) learns each labelled row right after predicting it, in one call of
+  its fused kernel per run of labelled rows (``predict_proba_learn_many``): every instance is
+  predicted by a model that learned every earlier label, whatever the consume batch.
+* Labelled instances are also appended to a pending buffer. When it holds ``batch_size``
+  rows, the selector and the rankers learn it as one mini-batch (``learn_many``), and so does
+  a predictor defined on mini-batches: the forgetful learners (Yuan et al. 2023, Sec. 3:
+  each batch is tested before it is learned), and any predictor behind a selector, whose
+  columns change between batches.
 * The per-row prequential loss (0/1 for classifiers) feeds the drift detectors (ADWIN, Bifet
   & Gavaldà 2007; DDM, Gama et al. 2004), which signal drifts and warning zones.
 * Learners report events while learning (a forgetful forest whose trees forget all their
@@ -38,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from models import registry
 from models.registry import CLASSIFICATION, PREDICTOR, RANKER, SELECTOR
 
 from .config import AUTO, PipelineConfig, stream_seed
@@ -147,8 +151,15 @@ class Pipeline:
         self.predictor = Stage.build(pname, cfg.params_of(pname), roles, self.seed)
         sname = cfg.selector_for(task)
         if sname is not None:
-            self.selector = Stage.build(sname, cfg.params_of(sname), (SELECTOR,),
-                                        stream_seed(stream, cfg.seed, "selector"))
+            selector = Stage.build(sname, cfg.params_of(sname), (SELECTOR,),
+                                   stream_seed(stream, cfg.seed, "selector"))
+            # the predictor behind the selector as the selector's spec composes them (ABFS:
+            # the reference's composition, Barddal et al. 2019: filtered to the subset, reset
+            # and retrained on the selector's window after a feature drift)
+            compose = selector.spec.composes
+            self.predictor = Stage(pname, self.predictor.spec,
+                                   compose(self.predictor.learner, selector.learner), roles)
+            self.selector = self._selector_view(sname)
         self.rankers = []
         n_own = 0
         for name in rankers:
@@ -159,6 +170,11 @@ class Pipeline:
             n_own += 1
             self.rankers.append(Stage.build(name, cfg.params_of(name), (RANKER,),
                                             stream_seed(stream, cfg.seed, salt)))
+
+    def _selector_view(self, name: str) -> Stage:
+        """The selector inside the predictor's composition, as a stage of its own (its
+        rankings, its alert rules); it learns with the predictor, never on its own."""
+        return Stage(name, registry.get(name), self.predictor.learner.selector, (SELECTOR,))
 
     @property
     def names(self) -> list[str]:
@@ -246,27 +262,54 @@ class Pipeline:
         self._owned = len(pX)
         return out
 
-    def _view(self, X: np.ndarray) -> np.ndarray:
-        """The columns the predictor sees: all, or the selector's with the rest read as 0."""
-        if self.selector is None:
-            return X
-        cols = self.selector.selected()
-        if not cols:
-            return X
-        mask = np.zeros(X.shape[1])
-        mask[cols] = 1.0
-        return X * mask
+    @property
+    def prequential(self) -> bool:
+        """Whether the predictor learns row by row in its own test-then-train kernel: each
+        instance is then predicted by the model that learned every earlier label (Gama et
+        al. 2013), whatever the mini-batch; otherwise (the forgetful learners, defined on
+        mini-batches, Yuan et al. 2023) it learns the pending mini-batch at once."""
+        return self.task is not None and self.task.prequential(self.predictor.learner)
+
+    def _predict_learn(self, Xs, y, labelled, i, j, emit, out: StreamResult) -> list:
+        """Rows ``i:j`` test-then-train, labelled runs in the predictor's fused kernel and
+        unlabelled runs predicted only; one prediction block per run. Returns ``y_pred``."""
+        task, learner = self.task, self.predictor.learner
+        lab = labelled[i:j]
+        cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 1
+        y_pred: list = []
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), j - i]):
+            if lab[a]:
+                classes, yp, proba = task.predict_learn(learner, Xs[a:b], y[i + a:i + b], emit)
+                # the run's events (each call reports its own): a row's where it names one,
+                # else the run's last row
+                positions = self.n_instances + np.arange(a, b)
+                for stage in (self.selector, self.predictor):
+                    if stage is not None:
+                        self._publish_events(stage, positions, i + b - 1, out,
+                                             at=int(positions[-1]))
+                if self.selector is not None:
+                    self._rank_selection(i + b - 1, out)
+            else:
+                classes, yp, proba = task.predict(learner, Xs[a:b], emit)
+            out.blocks.append(PredictionBlock(i + a, i + b, classes, yp, proba))
+            y_pred += yp
+        return y_pred
 
     def _segment(self, X, y, labelled, offsets, i, j, emit, out: StreamResult,
                  losses: list) -> None:
-        """Rows ``i:j``: one model predicts them all; then learn / rank if a boundary is hit."""
+        """Rows ``i:j``: predicted (and learned, by a prequential predictor); then the
+        mini-batch learned / rankings made if a boundary is hit."""
         Xs = X[i:j]
         task = self.task
+        fused = self.prequential
         if task is None:  # no label yet, nothing learned: no prediction
             classes, y_pred, proba = [], [None] * (j - i), (np.zeros((j - i, 0)) if emit else None)
+            out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
+        elif fused:
+            y_pred = self._predict_learn(Xs, y, labelled, i, j, emit, out)
         else:
-            classes, y_pred, proba = task.predict(self.predictor.learner, self._view(Xs), emit)
-        out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
+            classes, y_pred, proba = task.predict(self.predictor.learner, Xs, emit)
+            out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
 
         if labelled[i:j].all():  # all labelled (the common case): no index lists
             rows = np.arange(i, j)
@@ -330,56 +373,43 @@ class Pipeline:
         Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
         self._pending_X, self._pending_y, self._pending_off, self._pending_pos = [], [], [], []
         self.n_pending = self._owned = 0
-        stages = [s for s in (self.selector, self.predictor) if s is not None]
+        fused = self.prequential  # the predictor learned each row as it was predicted
+        stages = [] if fused else [self.predictor]
         stages += [s for s in self.rankers if s is not self.predictor]
         targets = self.task.learn_targets(yp)
         try:
             for stage in stages:
-                if stage is self.predictor and self._retrained():
-                    continue  # trained on the selector's window, this batch included
-                stage.learner.learn_many(self._view(Xp) if stage is self.predictor else Xp,
-                                         targets)
+                stage.learner.learn_many(Xp, targets)
         except ValueError as exc:
             out.rejected.append((np.concatenate(pO).astype(np.int64, copy=False),
                                  PipelineError("learner_rejected", str(exc))))
             return
         positions = np.concatenate(pP)
-        names = self.names
+        if not fused and self.selector is not None:  # it learned inside the predictor
+            stages.insert(0, self.selector)
         for stage in stages:
-            for ev in stage.events():
-                self.n_events += 1
-                position = int(positions[ev.row]) if ev.row >= 0 else self.n_instances - 1
-                level = alert_level(stage, ev.kind, ev.level, position, self.episodes)
-                if level is None:
-                    out.count(stage.name, ev.kind)
-                    continue
-                feature = names[ev.feature] if ev.feature >= 0 else None
-                out.alerts.append(Alert(row, stage.name, level, position, ev.detail, feature))
-        if self.selector is not None:
+            self._publish_events(stage, positions, row, out)
+        if not fused and self.selector is not None:
             self._rank_selection(row, out)
         if self.rankers:
             self._rank(row, out, only_changed=True)
 
-    def _retrained(self) -> bool:
-        """After a selector's drift: a fresh predictor trained on the selector's window.
-
-        The reference ABFS code resets the downstream learner and trains it on the buffered
-        window at the drift row; here it happens at the end of the mini-batch in which the
-        drift fell (the window then holds the batch's rows too, so the batch is not learned
-        twice). The new predictor has the stream's predictor seed, so replays repeat it.
-        """
-        if self.selector is None or not self.selector.wants_retrain():
-            return False
-        old = self.predictor
-        fresh = Stage.build(old.name, self.cfg.params_of(old.name), old.roles, self.seed)
-        Xw, codes = self.selector.learner.window()
-        if codes.shape[0]:
-            classes = self.selector.learner.classes
-            fresh.learner.learn_many(self._view(np.ascontiguousarray(Xw)),
-                                     [classes[int(k)] for k in codes])
-        self.rankers = [fresh if s is old else s for s in self.rankers]
-        self.predictor = fresh
-        return True
+    def _publish_events(self, stage: Stage, positions, row: int, out: StreamResult,
+                        at: int | None = None) -> None:
+        """The stage's events of its last learning call, as alerts or counts (its spec's
+        rules); ``positions``: the stream positions of the rows it learned, for events of a
+        row; others stand at ``at`` (default: the last instance)."""
+        names = self.names
+        last = self.n_instances - 1 if at is None else at
+        for ev in stage.events():
+            self.n_events += 1
+            position = int(positions[ev.row]) if ev.row >= 0 and positions is not None else last
+            level = alert_level(stage, ev.kind, ev.level, position, self.episodes)
+            if level is None:
+                out.count(stage.name, ev.kind)
+                continue
+            feature = names[ev.feature] if ev.feature >= 0 else None
+            out.alerts.append(Alert(row, stage.name, level, position, ev.detail, feature))
 
     def _rank_selection(self, row: int, out: StreamResult) -> None:
         """A selector's ranking (selected columns in selection order) whenever it changes."""
@@ -412,8 +442,9 @@ class Pipeline:
     @property
     def nbytes(self) -> int:
         """Bytes of the learners' state and the rows waiting for the next mini-batch."""
-        stages = {id(s): s for s in (self.predictor, self.selector, *self.rankers,
-                                      *self.detectors) if s is not None}
+        # the selector is part of the predictor (its composition counts both)
+        stages = {id(s): s for s in (self.predictor, *self.rankers, *self.detectors)
+                  if s is not None}
         return (sum(s.learner.nbytes for s in stages.values())
                 + sum(x.nbytes for x in self._pending_X))
 
@@ -432,8 +463,6 @@ class Pipeline:
             stages["predictor"] = self.predictor.to_state()
             stages["rankers"] = [None if s is self.predictor else s.to_state()
                                  for s in self.rankers]
-        if self.selector is not None:
-            stages["selector"] = self.selector.to_state()
         return {
             "v": STATE_VERSION,
             "stream": self.stream,
@@ -469,7 +498,13 @@ class Pipeline:
         stages = state["stages"]
         p.detectors = [Stage.restore(e) for e in stages["detectors"]]
         p.predictor = Stage.restore(stages["predictor"]) if "predictor" in stages else None
-        p.selector = Stage.restore(stages["selector"]) if "selector" in stages else None
+        p.selector = None
+        sname = cfg.selector_for(p.task.name) if p.task is not None else None
+        if sname is not None and p.predictor is not None:
+            if "selector" in stages:  # written before the predictor held its selector
+                old = Stage.restore(stages["selector"])
+                p.predictor.learner = old.spec.composes(p.predictor.learner, old.learner)
+            p.selector = p._selector_view(sname)
         p.rankers = [p.predictor if e is None else Stage.restore(e)
                      for e in stages.get("rankers", [])]
         pX = np.asarray(state["pending_X"], dtype=np.float64).reshape(-1, p.n_features)

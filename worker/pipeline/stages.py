@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models import registry
+from models.base import learner_class
 from models.registry import AlertRule, LearnerSpec
 
 from .results import Alert
@@ -46,8 +47,9 @@ class Stage:
     @classmethod
     def restore(cls, entry: dict) -> Stage:
         spec = registry.get(entry["name"])
-        return cls(entry["name"], spec, spec.cls.from_state(entry["state"]),
-                   tuple(entry["roles"]))
+        # the state names its class: a predictor behind a selector is an ABFSClassifier
+        learner = learner_class(entry["state"].get("kind", spec.cls.kind)).from_state(entry["state"])
+        return cls(entry["name"], spec, learner, tuple(entry["roles"]))
 
     def to_state(self) -> dict:
         return {"name": self.name, "roles": list(self.roles), "state": self.learner.to_state()}
@@ -79,10 +81,6 @@ class Stage:
         involved = int(getattr(self.learner, rule.involved)) if rule.involved else 1
         total = int(getattr(self.learner, rule.members)) if rule.members else 1
         return involved, total
-
-    def wants_retrain(self) -> bool:
-        """A selector asking for the predictor to be retrained on its window (spec: retrains)."""
-        return bool(self.spec.retrains and self.learner.retrain)
 
     def selection_rankings(self) -> list[tuple[str, list[int], list[float]]]:
         """``(method, columns in selection order, their scores)`` of a selector's rankings."""

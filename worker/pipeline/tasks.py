@@ -57,6 +57,16 @@ class Task:
         """``(classes, y_pred, proba)`` of rows ``X`` by ``predictor`` (``None``: nothing yet)."""
         raise NotImplementedError
 
+    def predict_learn(self, predictor, X: np.ndarray, ys: list, emit: bool):
+        """``(classes, y_pred, proba)`` of labelled rows ``X`` (labels ``ys``, checked), each
+        predicted by ``predictor`` as it stood just before learning it, then learned, in one
+        call (the learner's test-then-train kernel)."""
+        raise NotImplementedError
+
+    def prequential(self, predictor) -> bool:
+        """Whether ``predictor`` has a test-then-train kernel for this task."""
+        return False
+
     def learn_targets(self, ys: list):
         """The ``y`` a predictor's ``learn_many`` takes, from a list of checked labels."""
         return ys
@@ -132,6 +142,22 @@ class ClassificationTask(Task):
         proba = np.asarray(predictor.predict_proba_many(X)) if emit else None
         return classes, y_pred, proba
 
+    def prequential(self, predictor) -> bool:
+        return hasattr(predictor, "predict_proba_learn_many")
+
+    def predict_learn(self, predictor, X: np.ndarray, ys: list, emit: bool):
+        fresh = predictor.n_seen == 0  # the first row is predicted by an empty model
+        proba = np.asarray(predictor.predict_proba_learn_many(X, ys))
+        classes = self.classes(predictor)
+        # the most probable class, lowest index on ties, as predict_many gives it
+        y_pred = [classes[k] for k in np.argmax(proba, axis=1).tolist()] if classes \
+            else [None] * X.shape[0]
+        if fresh and y_pred:
+            y_pred[0] = None
+            if emit:
+                proba[0] = 0.0
+        return classes, y_pred, (proba if emit else None)
+
 
 class RegressionTask(Task):
     """``y`` is a list of ``n_targets`` floats; predictions are lists of floats.
@@ -192,6 +218,17 @@ class RegressionTask(Task):
             return None, [None] * n, None
         Y = np.asarray(predictor.predict_many(X), dtype=np.float64)
         return None, [list(map(float, row)) for row in Y], None
+
+    def prequential(self, predictor) -> bool:
+        return hasattr(predictor, "predict_learn_many")
+
+    def predict_learn(self, predictor, X: np.ndarray, ys: list, emit: bool):
+        fresh = predictor.n_seen == 0
+        Y = np.asarray(predictor.predict_learn_many(X, self.learn_targets(ys)), dtype=np.float64)
+        y_pred = [list(map(float, row)) for row in Y]
+        if fresh and y_pred:
+            y_pred[0] = None  # predicted before anything was learned
+        return None, y_pred, None
 
     def to_state(self) -> dict:
         return {"name": self.name, "n_targets": self.n_targets, "n": self.n,
