@@ -17,6 +17,9 @@ from schemas.checkpoint import state_equal
 from tests.models import isoup_streams as streams
 from tests.models.reference import isoup_reference as ref
 
+#: replacements per tree and answers of :func:`test_the_drift_path_answers_the_pinned_bits`
+DRIFT_PIN = ([1, 1, 1, 1], "5cd9e3546e4c179a")
+
 
 def _observer(K: int, M: int):
     return np.zeros((1, 1, 1), np.int64), np.zeros((1, 1, 1, K)), np.zeros((1, 1, 1, K, 1 + 2 * M))
@@ -276,6 +279,32 @@ def test_backgrounds_replace_the_trees_after_an_abrupt_switch_and_the_ranking_fo
     assert set(top.tolist()) == set(streams.SWITCH_AFTER)
     old = np.argsort(-paper.importances()["share"], kind="stable")[:3]
     assert set(old.tolist()) == set(streams.SWITCH_BEFORE)  # the paper's trees only grew
+
+
+@pytest.mark.parametrize("name", ["bike", "scm20d"])
+def test_following_drift_costs_the_real_streams_nothing(name):
+    """Bike Sharing's daily cycle raises every tree's error each day: backgrounds start, but
+    the default's error stays below the former default's (MOA's perceptron update, trees
+    that only grow) and below its own without drift handling; so on SCM20d."""
+    X, Y = (streams.bike_sharing if name == "bike" else streams.scm20d)()[:2]
+    armae = {}
+    for label, kw in {"default": {}, "no_drift": {"drift_delta": None},
+                      "former": {"perceptron": "unit_l1", "drift_delta": None}}.items():
+        model = ISOUPSymRF(seed=1, **kw)
+        armae[label] = streams.rmae_terms(Y, model.predict_learn_many(X, Y)).mean()
+    assert armae["default"] <= armae["no_drift"] < armae["former"]
+
+
+def test_the_drift_path_answers_the_pinned_bits():
+    """Detectors, backgrounds and replacements (every tree is replaced after the switch)
+    give the bits pinned here; a change of them must be deliberate."""
+    import hashlib
+
+    X, Y = streams.switching_stream(n=6000, switch=3000, seed=4)
+    model = ISOUPSymRF(n_models=4, seed=5)
+    P = model.predict_learn_many(X, Y)
+    assert model.n_drifts.tolist() == DRIFT_PIN[0]
+    assert hashlib.sha256(P.tobytes()).hexdigest()[:16] == DRIFT_PIN[1]
 
 
 def _periodic_noise(n: int = 12_000, period: int = 300, seed: int = 0):
