@@ -21,14 +21,21 @@ State (``T`` trees, ``N`` node capacity, ``S`` observer slots, ``P`` features pe
     rng (T,)                        one generator per tree (:mod:`models._rng`)
     n_nodes, n_slots (T,), n_seen (1,)
     d_* (T, ...), n_drifts (T,)     a drift detector per tree (the ADWIN layout of
-                                    :mod:`models.adwin`) and the trees it replaced (forest only)
+                                    :mod:`models.adwin`) and the trees replaced (forest only)
+    bg_* (T, ...)                   a background tree per tree, the same layout (none while
+                                    ``bg_n_nodes`` is 0), its generators ``bg_rng``, the faded
+                                    comparison with its tree ``bg_cmp`` (T, 5) and the
+                                    backgrounds started ``n_backgrounds`` (forest only)
 
 Every row is standardised by the statistics of the rows before it (``(v - mean) / sd``, 0
 without spread): one standardiser for the whole learner, since it describes the stream, not a
 bootstrap replicate. A perceptron learns by the delta rule on standardised values, with a
 rate ``learning_ratio / (1 + learning_ratio_decay * n)`` (``n``: weight the leaf's own
-perceptron learned), and then rescales each target's weights to unit L1 norm, as MOA does.
-That bound keeps a leaf stable on any raw scale (SCM20d's features are in the thousands).
+perceptron learned), capped at the rate that fits the row exactly (:func:`capped_rate`):
+the cap keeps a leaf stable on any number of features and any raw scale (SCM20d's features
+are in the thousands). MOA instead rescales each target's weights to unit L1 norm after
+every step (``unit_l1``), which also bounds the outputs but leaves every fit of another norm
+out of reach; it remains for states written with it.
 
 On the per-row path every array a numba function receives costs two atomic reference-count
 updates per call (inlined helpers too: inlining binds each argument to a new name), which
