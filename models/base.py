@@ -252,6 +252,11 @@ class Learner:
     #: :meth:`from_state` puts them back: a state costs what the learner uses, not what it
     #: reserved.
     capacity_axes: ClassVar[dict[str, tuple[int, Any]]] = {}
+    #: rows between two changes of what the learner answers, for a learner that changes
+    #: only at the end of a block (a block-forest ranker trains a forest every ``stride``
+    #: rows); ``None``: any row may change it. Whoever feeds the learner in mini-batches
+    #: feeds it this often, so its answers are never older than its last block.
+    learn_every: int | None = None
 
     params: dict[str, Any]
     _arrays: dict[str, np.ndarray]

@@ -141,6 +141,11 @@ class BlockRanker(Learner):
 
     # ------------------------------------------------------------------ learning
 
+    @property
+    def learn_every(self) -> int:
+        """Rows between two measurements (``stride``): the importances change only then."""
+        return int(self.params["stride"])
+
     def learn_many(self, X, y) -> None:
         """Add labelled rows; every ``stride`` rows, once a block is full, train a forest on
         the last ``block_size`` rows."""

@@ -142,6 +142,29 @@ class DriftDetectionClassifier(Classifier):
 
     def learn_many(self, X, y, sample_weight=None) -> None:
         """Test each row with the active learner, update DDM, then learn it (see class doc)."""
+        self._run(X, y, sample_weight, None)
+
+    def predict_proba_learn_many(self, X, y, sample_weight=None) -> np.ndarray:
+        """Test-then-train in one call: row ``i``'s probabilities (columns in this
+        wrapper's class order after the call) by the active learner as it stood before
+        row ``i``, which DDM then judges, then the row learned (:meth:`learn_many`).
+
+        The wrapper tests every row before learning it anyway (MOA's
+        ``DriftDetectionMethodClassifier``); this returns those tests instead of a second
+        pass. A row met by an untrained active learner (the first, or right after a
+        drift) gets zeros.
+        """
+        out: list = []
+        self._run(X, y, sample_weight, out)
+        n = len(self._classes)
+        proba = np.zeros((len(out), n))
+        for i, (cols, row) in enumerate(out):
+            proba[i, cols] = row
+        return proba
+
+    def _run(self, X, y, sample_weight, out: list | None) -> None:
+        """The rows test-then-train; ``out`` (a list) receives each row's test as
+        ``(wrapper columns, probabilities)``."""
         X = check_X(X, getattr(self._active, "n_features", None))
         if y is None:
             raise ValueError("DriftDetectionClassifier needs labels: y must not be None")
@@ -158,8 +181,13 @@ class DriftDetectionClassifier(Classifier):
             wi = None if w is None else w[i:i + 1]
             if self._active.n_seen:
                 pred = self._active.predict_many(row)[0]
+                if out is not None:
+                    out.append((self._classes.encode(self._active.classes),
+                                self._active.predict_proba_many(row)[0]))
             else:  # MOA: the largest of no votes is class 0 (of the labels known up front)
                 pred = next(iter(self._active.classes), None)
+                if out is not None:
+                    out.append(([], np.zeros(0)))
             error = 0.0 if pred is not None and pred == labels[i] else 1.0
             if self.params["detector"] == "moa":
                 drift, warning = moa_ddm_update(self._arrays["moa_ddm"], error,

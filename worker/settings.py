@@ -316,6 +316,10 @@ class LearnerSettings(Section):
     detectors: Names = Field(default_factory=lambda: list(registry.DEFAULT_DETECTORS))
     batch_size: Positive = Field(100, description="labelled rows per mini-batch")
     ranking_every: Positive = Field(1000, description="instances between rankings")
+    publish_rankings: Literal["block", "top_k", "interval"] = Field(
+        "block", description="besides every ranking_every instances, publish rankings after "
+        "every block of the rankers (block), after a block that changed the top-k order "
+        "(top_k), or never (interval)")
     top_k: Positive = 5
     feature_stream_rows: Positive = Field(
         100_000, description="instances a stream of features holds (its row store); more are "
@@ -326,7 +330,7 @@ class LearnerSettings(Section):
 
 #: fields a profile may set (everything else is per worker)
 PROFILE_FIELDS = ("task", "predictor", "selector", "rankers", "detectors", "batch_size",
-                  "ranking_every", "top_k", "seed", "params")
+                  "ranking_every", "publish_rankings", "top_k", "seed", "params")
 
 
 class ProfileSettings(Section):
@@ -345,6 +349,7 @@ class ProfileSettings(Section):
     detectors: Names | None = None
     batch_size: Positive | None = None
     ranking_every: Positive | None = None
+    publish_rankings: Literal["block", "top_k", "interval"] | None = None
     top_k: Positive | None = None
     seed: int | None = Field(None, ge=0, le=2**63 - 1)
     params: dict[str, dict[str, Any]] | None = None

@@ -48,7 +48,15 @@ probability, alert and ranking bit for bit. Then:
   instance is predicted by a model that learned every earlier label. The cases with such a
   predictor changed: ``default``, ``powers_of_two``, ``young_prior``, ``unpooled``,
   ``former_weights`` (one drift alert fewer: ADWIN watches the loss of fresher predictions)
-  and ``orf_predictor``; the forgetful cases (mini-batch learners by definition) did not.
+  and ``orf_predictor``; the forgetful cases (mini-batch learners by definition) did not;
+* (issue 36) the rankers learn as their blocks complete (a block forest every ``stride``
+  rows, no longer once per mini-batch) and, by default, a ranking is published after every
+  block (``publish_rankings="block"``), so the published ranking is the ranker's state: the
+  cases with the block forest changed (``default``, ``powers_of_two``, ``young_prior``,
+  ``unpooled``, ``former_weights``: 270 rankings where 25 to 29 were published). The cases
+  whose rankers learn once per mini-batch (the online random forest, iSOUP) now name the
+  former publishing rule (``publish_rankings="top_k"``) and kept their digests bit for bit;
+  ``default_interval`` pins the third rule.
 
 History of the learner digests (``LEARNERS``), where they changed by design:
 
@@ -76,32 +84,36 @@ from worker.pipeline import Pipeline, PipelineConfig
 
 ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
 ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
+TOP_K = "top_k"  # rankings published when their top-k changes (the default before issue 36)
 
 #: name: (PipelineConfig arguments, digest, alerts, rankings)
 PIPELINES = {
-    "default": (dict(), "3baeb705bfd4b4604666574dbc4f90cdaeb3b6ac25233ce3e3d9d8f306224661", 3, 25),
+    "default": (dict(), "29d0b11cfff85f1d6edbfea0d8ed78db02380e9ae7f7acf12b91d1a0b869ef7d", 3, 270),
+    "default_interval": (dict(publish_rankings="interval"),
+                         "744449e8e7810b3650edb557803fe96141edfdf92dfea62fe2bb39481ee779b5", 3, 3),
     "powers_of_two": (dict(params={"block_forest": {"longest": 0}}),
-                      "85a515cf29904988c9e5f8f384c53d65070cf7b31da2a8809cc86e3fad6ddd37", 3, 25),
+                      "18d5f55574311cfe741f9003b0406e39228ccfc82cf7cde21f9cc7ecfcf32a2d", 3, 270),
     "young_prior": (dict(params={"block_forest": {"young_prior": 3.0}}),
-                    "e36283ea0685a7d0243fd13fa00c89cbcb6e3dbe075a03cb962aad4ac3a466a2", 3, 26),
+                    "37e2c04ba564494a4793b5421301bedf62fea5454811aebcdd9f5608613e9d00", 3, 270),
     "unpooled": (dict(params={"block_forest": {"pool": 0.0, "longest": 0}}),
-                 "8cc2c050ddfdf31ed0d0d72c87e62a2028caf6663e978d6da2fa360f69025992", 3, 27),
+                 "dcede3550937c2809e26a41296159bbb2f158b73251e0f60018310c2b8852cb9", 3, 270),
     "former_weights": (dict(params={"block_forest": {"weights": "relative", "eta": 0.25,
                                                      "corr_eta": 0.3, "pool": 0.0,
                                                      "longest": 0}}),
-                       "7d423dc6feb9a1116a308d537b26b780c150386c548d33a08dc986aa13d37a54", 3, 29),
-    "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS),
+                       "7ac1233f04f13d7b9dd558a1f223f1f098d52482d44caa93d7c7c5f0901e2067", 3, 270),
+    "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS, publish_rankings=TOP_K),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
-                      ranking_every=400, top_k=3, rankers=ORF_RANKS),
+                      ranking_every=400, top_k=3, rankers=ORF_RANKS, publish_rankings=TOP_K),
                  "bfcca0402d6c8615816916cf38d8412c3e69ce223939bb1d569b7de404cc1914", 1, 31),
     "orf_predictor": (dict(predictor="online_random_forest", rankers=["online_random_forest"],
-                           params={"online_random_forest": {"n_trees": 4}}, ranking_every=500),
+                           params={"online_random_forest": {"n_trees": 4}}, ranking_every=500,
+                           publish_rankings=TOP_K),
                       "83c5a52f164787b23d88dcdc19e493cd8420136faa0129d4a0037b078ee90b8a", 2, 40),
     "tree_plain": (dict(predictor="forgetful_tree", rankers=[], detectors=[], batch_size=30),
                    "dfc64ef99134eef687ec3e666095c3a1d6bdcbd2182d837f77a86f56eb0c18e9", 1, 0),
     "forest_small_ddm": (dict(predictor="forgetful_forest", detectors=["ddm"], batch_size=64,
-                              ranking_every=300, rankers=ORF_RANKS,
+                              ranking_every=300, rankers=ORF_RANKS, publish_rankings=TOP_K,
                               params={"forgetful_forest": {"n_trees": 5},
                                       "online_random_forest": ORF_SMALL}),
                          "7b72cf85cd5f661ca4473a0ef25fe141e7bb4bee6d71594cc5e02b8343ec5e93", 2, 61),
@@ -111,16 +123,17 @@ CUTS = [0, 1, 37, 400, 401, 1450, 1600, 2222, 3000]
 #: name: (PipelineConfig arguments, digest of the output messages)
 WIRE = {
     "default": (dict(ranking_every=400),
-                "b4b826f02c0da78c7af4f66b7ef1f3368878fcb828c27a3be30ee6b0865ad8b0"),
+                "1353807c74c97c754c1ff905db4f969f4c085987f53ffb42f279dd4384f442de"),
     "powers_of_two": (dict(ranking_every=400, params={"block_forest": {"longest": 0}}),
-                      "ec749390ef02c47b78459495d66cad10e3ad54f80a59d36c923bc1664e039f27"),
+                      "da24c156fb21533e95b3bdc62070c7b090dbb28b3fa79b0d67e885743c19994a"),
     "young_prior": (dict(ranking_every=400, params={"block_forest": {"young_prior": 3.0}}),
-                    "02e0029b499596459ecf1109c1ae58a914ffd157042a29d0bad51a28abb2e780"),
-    "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS),
+                    "36d4bccd0c33edd03029b4033e8723ba4d8083a426302b99a4b1dcf61b6f5573"),
+    "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS,
+                              publish_rankings=TOP_K),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
                       ranking_every=300, params={"online_random_forest": {"n_trees": 3}},
-                      rankers=ORF_RANKS),
+                      rankers=ORF_RANKS, publish_rankings=TOP_K),
                  "c8b120321b2b5b49c04ea30bd4eca6fe4c82d80368cc1c625beeaa6b5f74c365"),
 }
 

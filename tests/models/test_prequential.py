@@ -2,7 +2,8 @@
 earlier row, exactly as one predict and one learn call per row would.
 
 Every learner that learns row by row (the adaptive random forest, the Hoeffding tree, naive
-Bayes, the online random forest, the iSOUP tree and forest) has a fused kernel:
+Bayes, the online random forest, the iSOUP tree and forest, the DDM drift wrapper) has a
+fused call:
 ``predict_proba_learn_many(X, y)`` for classifiers, ``predict_learn_many(X, Y)`` for
 regressors. The worker's pipeline feeds its predictor through it, so an instance is never
 predicted by a model a mini-batch old (``tests/unit/test_pipeline.py``).
@@ -121,3 +122,23 @@ def test_labels_are_the_most_probable_class_and_none_before_learning(name):
     P = other.predict_proba_learn_many(X, y)
     expect = [other.classes[k] for k in np.argmax(P, axis=1)]
     assert labels[1:] == [e if p.sum() > 0 else None for e, p in zip(expect, P)][1:]
+
+
+@pytest.mark.parametrize("inner", ["naive_bayes", "hoeffding_tree"])
+def test_the_drift_wrapper_returns_the_tests_it_makes(inner):
+    # MOA's DriftDetectionMethodClassifier tests every row before learning it; its fused
+    # call returns those tests, equal to one predict and one learn call per row, through a
+    # drift (the labels flip at row 450: the background learner takes over)
+    from models.drift_wrapper import DriftDetectionClassifier
+
+    X, y = _data("naive_bayes")
+    flip = {"u": "d", "d": "u", "z": "z"}
+    y = y[:450] + [flip[v] for v in y[450:]]
+    fused = DriftDetectionClassifier(_build(inner))
+    got = fused.predict_proba_learn_many(X, y)
+    ref_model = DriftDetectionClassifier(_build(inner))
+    want = _row_by_row(ref_model, X, np.array(y, dtype=object))
+    assert fused.n_drifts == ref_model.n_drifts >= 1
+    assert fused.classes == ref_model.classes
+    np.testing.assert_array_equal(got, want)
+    assert fused.n_seen == len(y)

@@ -341,7 +341,7 @@ def test_learner_events_become_alerts_from_that_learner():
 
 
 def test_rankings_every_n_instances_and_when_top_k_changes():
-    p = fake_pipeline(batch_size=4, ranking_every=10, top_k=1)
+    p = fake_pipeline(batch_size=4, ranking_every=10, top_k=1, publish_rankings="top_k")
     X = np.zeros((40, 3))
     X[:20, 0] = 1.0  # feature 0 leads at first ...
     X[20:, 2] = 5.0  # ... then feature 2 overtakes it
@@ -657,3 +657,124 @@ def test_a_selector_pipeline_predicts_as_the_library_composition(predictor):
                                                     stream_seed("s", cfg.seed, "selector")))
     assert got == lib.predict_learn_many(X, labels)
     assert p.selector.learner.layers()  # it selected, and drifts retrained the predictor
+
+
+# -- rankings as fresh as the ranker's blocks --------------------------------------------------
+
+def _block_pipeline(predictor="naive_bayes", **kw):
+    cfg = PipelineConfig(predictor=predictor, rankers=["block_forest"], detectors=[],
+                         params={"block_forest": {"n_trees": 3}}, **kw)
+    return Pipeline("ranked", cfg, 4)
+
+
+def _block_stream(n=700):
+    rng = np.random.default_rng(5)
+    X = rng.random((n, 4))
+    y = [int(a + 0.3 * b > 0.6) for a, b in X[:, :2]]
+    return X, y
+
+
+@pytest.mark.parametrize("predictor", ["naive_bayes", "forgetful_tree"])
+def test_the_ranker_learns_each_block_whatever_the_mini_batch(predictor):
+    # a block forest measures every stride (10) rows once its first block (100 rows) is
+    # full: it is fed that often, so with publish_rankings="block" a ranking follows every
+    # block, the same for mini-batches of 100, 10, 64 and 7 rows, and for a predictor that
+    # learns row by row or per mini-batch (the ranker sees the same rows)
+    X, y = _block_stream()
+    runs = []
+    for batch_size in (100, 10, 64, 7):
+        cuts = [3, 150, 151, 333, 600]
+        _, _, ranks, p = _run_chunked(lambda: _block_pipeline(predictor, batch_size=batch_size,
+                                                              ranking_every=1000), X, y, cuts)
+        runs.append(ranks)
+    assert runs[0] == runs[1] == runs[2] == runs[3]
+    ranks = runs[0]
+    assert [r[4] for r in ranks] == list(range(100, 701, 10))  # n_seen: one per block
+    assert [r[0] for r in ranks] == [n - 1 for n in range(100, 701, 10)]  # its last row
+    if predictor == "naive_bayes":
+        ref = _run_chunked(lambda: _block_pipeline("forgetful_tree", batch_size=100,
+                                                   ranking_every=1000), X, y, [])[2]
+        assert ref == ranks
+
+
+def test_the_published_ranking_is_the_rankers_state():
+    X, y = _block_stream()
+    p = _block_pipeline(batch_size=100, ranking_every=1000)
+    last = None
+    for a in range(0, 700, 37):
+        res = p.process(X[a:a + 37], y[a:a + 37])
+        if res.rankings:
+            last = res.rankings[-1]
+        if last is not None:  # the subscriber's ranking equals the ranker's now
+            (method, scores), = p.rankers[0].rankings()
+            order = np.lexsort((np.arange(4), -scores))
+            assert last.features == [f"x{c}" for c in order]
+            assert last.scores == [float(scores[c]) for c in order]
+            assert last.n_seen == (a + min(37, 700 - a)) // 10 * 10
+
+
+def test_publishing_rules_block_top_k_and_interval():
+    X, y = _block_stream()
+    out = {}
+    for rule in ("block", "top_k", "interval"):
+        out[rule] = _run_chunked(lambda: _block_pipeline(publish_rankings=rule,
+                                                         ranking_every=250), X, y, [])[2]
+    block, top_k, interval = out["block"], out["top_k"], out["interval"]
+    assert [r[0] for r in interval] == [249, 499]
+    assert set(interval) <= set(block) and set(top_k) <= set(block)
+    assert len(interval) < len(top_k) < len(block)
+    # top_k keeps a ranking only when its top 5 (all 4 features here) order changed, or at
+    # the periodic rows
+    for prev, cur in zip(top_k, top_k[1:]):
+        assert cur[2] != prev[2] or cur[0] in (249, 499)
+
+
+def test_a_pipeline_restored_between_two_blocks_continues_identically():
+    # forgetful trees learn per mini-batch (100 rows), the ranker per block (10 rows): a
+    # checkpoint between them holds rows the ranker learned and the predictor has not
+    X, y = _block_stream()
+
+    def make():
+        return _block_pipeline("forgetful_tree", batch_size=100, ranking_every=300)
+
+    whole = _run_chunked(make, X, y, [])
+    p = make()
+    first = _flatten(p.process(X[:235], y[:235]))
+    state = p.to_state()
+    assert (state["n_ranked"], p.n_pending) == (30, 35)
+    q = Pipeline.from_state(decode_state(encode_state(state)))
+    second = _flatten(q.process(X[235:], y[235:]), 235)
+    assert (first[0] + second[0], first[1] + second[1], first[2] + second[2]) == whole[:3]
+
+
+def test_a_state_claiming_more_ranked_rows_than_pending_is_refused():
+    X, y = _block_stream()
+    p = _block_pipeline("forgetful_tree")
+    p.process(X[:235], y[:235])
+    state = decode_state(encode_state(p.to_state()))
+    state["n_ranked"] = 36
+    with pytest.raises(ValueError, match="n_ranked"):
+        Pipeline.from_state(state)
+    state = decode_state(encode_state(p.to_state()))
+    state["config"]["publish_rankings"] = "often"
+    with pytest.raises(ValueError, match="publish_rankings"):
+        Pipeline.from_state(state)
+
+
+def test_a_state_written_before_the_rankers_learned_per_block_continues_without_repeats():
+    # such a state holds up to a mini-batch of pending rows the rankers have not learned
+    # (and no n_ranked): they learn them at the first row, and every row is processed once
+    X, y = _block_stream()
+    p = _block_pipeline("forgetful_tree", batch_size=100, ranking_every=1000)
+    p.process(X[:135], y[:135])
+    state = decode_state(encode_state(p.to_state()))
+    del state["n_ranked"]  # as written then (here the ranker learns 30 of them again)
+    q = Pipeline.from_state(state)
+    assert (q.n_pending, q.n_ranked) == (35, 0)
+    res = q.process(X[135:], y[135:])
+    rows = [r for b in res.blocks for r in range(b.start, b.stop)]
+    assert rows == list(range(700 - 135))
+    assert q.n_instances == 700
+    # the 35 pending rows and the first new one at once, then a block every 10 rows
+    assert [(k.row, k.n_seen) for k in res.rankings] == [
+        (r, 166 + r) for r in range(0, 700 - 135, 10)]

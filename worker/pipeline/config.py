@@ -61,6 +61,12 @@ def _names(value) -> tuple[str, ...]:
     return tuple(value)
 
 
+#: when rankings are published besides every ``ranking_every`` instances: after every step
+#: of the rankers (a block forest's block: every ``stride`` rows), after a step that changed
+#: the top-k order of a method, or never
+PUBLISH_RANKINGS = ("block", "top_k", "interval")
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """The learners of a stream and how they run (one resolved profile).
@@ -81,6 +87,7 @@ class PipelineConfig:
     detectors: tuple = registry.DEFAULT_DETECTORS
     batch_size: int = 100
     ranking_every: int = 1000
+    publish_rankings: str = "block"
     top_k: int = 5
     seed: int = 1
     params: Mapping = field(default_factory=dict)
@@ -136,6 +143,9 @@ class PipelineConfig:
         of the learners it restores (``ValueError`` otherwise).
         """
         cfg = cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        if cfg.publish_rankings not in PUBLISH_RANKINGS:
+            raise ValueError(f"publish_rankings must be one of {', '.join(PUBLISH_RANKINGS)}, "
+                             f"not {cfg.publish_rankings!r}")
         for name, params in cfg.params.items():
             spec = registry.REGISTRY.get(name)
             if spec is not None:

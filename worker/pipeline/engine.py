@@ -16,10 +16,13 @@ cut into consume batches)
   its fused kernel per run of labelled rows (``predict_proba_learn_many``): every instance is
   predicted by a model that learned every earlier label, whatever the consume batch.
 * Labelled instances are also appended to a pending buffer. When it holds ``batch_size``
-  rows, the selector and the rankers learn it as one mini-batch (``learn_many``), and so does
-  a predictor defined on mini-batches: the forgetful learners (Yuan et al. 2023, Sec. 3:
-  each batch is tested before it is learned), and any predictor behind a selector, whose
-  columns change between batches.
+  rows, a predictor defined on mini-batches learns it as one (``learn_many``): the forgetful
+  learners (Yuan et al. 2023, Sec. 3: each batch is tested before it is learned).
+* The rankers learn the pending rows as their blocks complete, whatever the mini-batch: a
+  ranker whose importances change only at the end of a block (``learn_every``: a block
+  forest measures every ``stride`` rows) is fed that often, the others once per
+  ``batch_size`` rows. A published ranking is thus the ranker's state after its last
+  completed block.
 * The per-row prequential loss (0/1 for classifiers) feeds the drift detectors (ADWIN, Bifet
   & Gavaldà 2007; DDM, Gama et al. 2004), which signal drifts and warning zones.
 * Learners report events while learning (a forgetful forest whose trees forget all their
@@ -27,8 +30,10 @@ cut into consume batches)
   from its source or is counted in ``StreamResult.events``, as its spec's alert rules say
   (:func:`~worker.pipeline.stages.alert_level`); rules that debounce keep their open
   episodes in the pipeline's state.
-* Rankings (one per method of every ranker) are emitted every ``ranking_every`` instances and
-  after a mini-batch whenever the top-k order of a method changed.
+* Rankings (one per method of every ranker) are emitted every ``ranking_every`` instances and,
+  as ``publish_rankings`` says, after every step of the rankers (``block``, the default: the
+  published ranking is the ranker's state), after a step that changed the top-k order of a
+  method (``top_k``), or at no other time (``interval``).
 
 Input is processed in *segments* whose boundaries depend only on the stream itself (the
 point where the buffer fills, the next ranking point), so an uninterrupted run, a run cut
@@ -108,6 +113,7 @@ class Pipeline:
         self._pending_off: list[np.ndarray] = []
         self._pending_pos: list[np.ndarray] = []
         self.n_pending = 0
+        self.n_ranked = 0  # leading pending rows the rankers have learned
         self._owned = 0  # leading pending arrays that own their data
         self.n_instances = 0
         self.n_labelled = 0
@@ -234,14 +240,19 @@ class Pipeline:
         if self.task is None and labelled.any():
             self.check_label(y[int(np.argmax(labelled))])
         lab_idx = np.flatnonzero(labelled)
-        B = self.cfg.batch_size
+        batch = 0 if self.prequential else self.cfg.batch_size  # rows a mini-batch learner waits for
+        block = self.rank_rows
         every = self.cfg.ranking_every if self.cfg.rankers else 0
         start = self.n_instances  # stream position of input row 0
         losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
         i = 0
         while i < n:
             j = n
-            need = B - self.n_pending
+            # at least one row: a state written before the rankers learned per block holds
+            # up to a mini-batch of rows they have not learned; they learn at the first row
+            need = max(1, block - (self.n_pending - self.n_ranked))
+            if batch:
+                need = max(1, min(need, batch - self.n_pending))
             k = int(np.searchsorted(lab_idx, i))
             if k + need - 1 < lab_idx.shape[0]:
                 j = int(lab_idx[k + need - 1]) + 1
@@ -332,7 +343,8 @@ class Pipeline:
             self._pending_pos.append(self.n_instances + rows - i)
             self.n_pending += n_lab
         self.n_instances += j - i
-        if self.n_pending >= self.cfg.batch_size:
+        if ((not self.prequential and self.n_pending >= self.cfg.batch_size)
+                or self.n_pending - self.n_ranked >= self.rank_rows):
             self._learn(j - 1, out)
         if self.cfg.ranking_every and self.n_instances >= self.next_ranking:
             if self.rankers:
@@ -367,32 +379,70 @@ class Pipeline:
                 kept.append(a)
         return kept
 
+    @property
+    def rank_rows(self) -> int:
+        """Labelled rows between two learning steps of the rankers: the smallest block of
+        those whose answers change only at the end of a block (``learn_every``), else
+        ``batch_size``."""
+        steps = [s.learner.learn_every or self.cfg.batch_size for s in self.rankers
+                 if s is not self.predictor]
+        return min(steps, default=self.cfg.batch_size)
+
     def _learn(self, row: int, out: StreamResult) -> None:
-        """Learn the pending mini-batch: selector, predictor, then the rankers of their own."""
+        """Learn what is due at ``row``.
+
+        A complete mini-batch: a predictor defined on mini-batches learns every pending row
+        (its selector inside it). A complete block of the rankers (:attr:`rank_rows` rows
+        they have not learned): they learn it, and rankings are published as
+        ``publish_rankings`` says. Each keeps its own cadence, counted in labelled rows
+        from the stream's start; a pending row is dropped once every learner that waits
+        for it has learned it.
+        """
+        batch = not self.prequential and self.n_pending >= self.cfg.batch_size
+        ranks = self.n_pending - self.n_ranked >= self.rank_rows
         pX, yp, pO, pP = self._pending_X, self._pending_y, self._pending_off, self._pending_pos
         Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
-        self._pending_X, self._pending_y, self._pending_off, self._pending_pos = [], [], [], []
-        self.n_pending = self._owned = 0
-        fused = self.prequential  # the predictor learned each row as it was predicted
-        stages = [] if fused else [self.predictor]
-        stages += [s for s in self.rankers if s is not self.predictor]
-        targets = self.task.learn_targets(yp)
+        positions = np.concatenate(pP)
+        k = self.n_ranked
+        learning = [(self.predictor, 0)] if batch else []
+        if ranks:
+            learning += [(s, k) for s in self.rankers if s is not self.predictor]
         try:
-            for stage in stages:
-                stage.learner.learn_many(Xp, targets)
+            for stage, first in learning:
+                stage.learner.learn_many(Xp[first:], self.task.learn_targets(yp[first:]))
         except ValueError as exc:
+            self._clear_pending()
             out.rejected.append((np.concatenate(pO).astype(np.int64, copy=False),
                                  PipelineError("learner_rejected", str(exc))))
             return
-        positions = np.concatenate(pP)
-        if not fused and self.selector is not None:  # it learned inside the predictor
-            stages.insert(0, self.selector)
-        for stage in stages:
-            self._publish_events(stage, positions, row, out)
-        if not fused and self.selector is not None:
+        ranked = self.n_pending if ranks else k
+        if batch or self.prequential:  # only the rankers wait for the rows after ``ranked``
+            self._keep_pending(Xp, positions, ranked)
+        else:
+            self.n_ranked = ranked
+        if batch and self.selector is not None:  # it learned inside the predictor
+            self._publish_events(self.selector, positions, row, out)
+        for stage, first in learning:
+            self._publish_events(stage, positions[first:], row, out)
+        if batch and self.selector is not None:
             self._rank_selection(row, out)
-        if self.rankers:
-            self._rank(row, out, only_changed=True)
+        if ranks and self.rankers and self.cfg.publish_rankings != "interval":
+            self._rank(row, out, only_changed=self.cfg.publish_rankings == "top_k")
+
+    def _keep_pending(self, Xp: np.ndarray, positions: np.ndarray, first: int) -> None:
+        """Drop the pending rows before ``first`` (every learner has learned them)."""
+        if first >= self.n_pending:
+            self._clear_pending()
+            return
+        offsets = np.concatenate(self._pending_off)
+        self._pending_X, self._pending_off = [Xp[first:]], [offsets[first:]]
+        self._pending_pos, self._pending_y = [positions[first:]], self._pending_y[first:]
+        self.n_pending -= first
+        self.n_ranked = self._owned = 0  # views, maybe of the caller's rows: copied if kept
+
+    def _clear_pending(self) -> None:
+        self._pending_X, self._pending_y, self._pending_off, self._pending_pos = [], [], [], []
+        self.n_pending = self.n_ranked = self._owned = 0
 
     def _publish_events(self, stage: Stage, positions, row: int, out: StreamResult,
                         at: int | None = None) -> None:
@@ -477,6 +527,7 @@ class Pipeline:
             "pending_offsets": pO,
             "pending_positions": pP,
             "counters": [self.n_instances, self.n_labelled, self.next_ranking, self.n_events],
+            "n_ranked": self.n_ranked,
             "loss_sum": self.loss_sum,
             "last_topk": {k: list(v) for k, v in self.last_topk.items()},
             "episodes": {k: list(v) for k, v in self.episodes.items()},
@@ -511,6 +562,10 @@ class Pipeline:
         p._pending_X, p._pending_y, p._pending_off, p._pending_pos = [], [], [], []
         p._owned = 0
         p.n_pending = int(pX.shape[0])
+        # states written before the rankers learned per block: they had learned no pending row
+        p.n_ranked = int(state.get("n_ranked", 0))
+        if not 0 <= p.n_ranked <= p.n_pending:
+            raise ValueError(f"n_ranked {p.n_ranked} is not within the {p.n_pending} pending rows")
         if p.n_pending:
             p._pending_X = [pX]
             p._pending_y = list(state["pending_y"])
