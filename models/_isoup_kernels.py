@@ -21,14 +21,21 @@ State (``T`` trees, ``N`` node capacity, ``S`` observer slots, ``P`` features pe
     rng (T,)                        one generator per tree (:mod:`models._rng`)
     n_nodes, n_slots (T,), n_seen (1,)
     d_* (T, ...), n_drifts (T,)     a drift detector per tree (the ADWIN layout of
-                                    :mod:`models.adwin`) and the trees it replaced (forest only)
+                                    :mod:`models.adwin`) and the trees replaced (forest only)
+    bg_* (T, ...)                   a background tree per tree, the same layout (none while
+                                    ``bg_n_nodes`` is 0), its generators ``bg_rng``, the faded
+                                    comparison with its tree ``bg_cmp`` (T, 5) and the
+                                    backgrounds started ``n_backgrounds`` (forest only)
 
 Every row is standardised by the statistics of the rows before it (``(v - mean) / sd``, 0
 without spread): one standardiser for the whole learner, since it describes the stream, not a
 bootstrap replicate. A perceptron learns by the delta rule on standardised values, with a
 rate ``learning_ratio / (1 + learning_ratio_decay * n)`` (``n``: weight the leaf's own
-perceptron learned), and then rescales each target's weights to unit L1 norm, as MOA does.
-That bound keeps a leaf stable on any raw scale (SCM20d's features are in the thousands).
+perceptron learned), capped at the rate that fits the row exactly (:func:`capped_rate`):
+the cap keeps a leaf stable on any number of features and any raw scale (SCM20d's features
+are in the thousands). MOA instead rescales each target's weights to unit L1 norm after
+every step (``unit_l1``), which also bounds the outputs but leaves every fit of another norm
+out of reach; it remains for states written with it.
 
 On the per-row path every array a numba function receives costs two atomic reference-count
 updates per call (inlined helpers too: inlining binds each argument to a new name), which
@@ -234,11 +241,18 @@ def attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature, node_t
 
 
 @njit(_nrt=False)
-def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, observe, lr, lr_decay, fade, p_norm, p_lin, p_mean,
-             node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot, slot_features,
-             obs_n, obs_key, obs_stats):
+def fit_leaf(t, node, x, y, xn, yn, xsq, wt, can_fit, observe, unit_l1, lr, lr_decay, fade,
+             p_norm, p_lin, p_mean, node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot,
+             slot_features, obs_n, obs_key, obs_stats):
     """Learn one row of weight ``wt`` at leaf ``node`` (its outputs ``p_*`` already computed):
-    the leaf models' faded errors, the perceptron step, the target sums, the observers."""
+    the leaf models' faded errors, the perceptron step, the target sums, the observers.
+
+    The perceptron takes a delta-rule step of rate ``wt * lr / (1 + lr_decay * n)`` on the
+    standardised row. With ``unit_l1`` (MOA) each target's weights are then rescaled to unit
+    L1 norm. Without it the rate is capped at ``1 / xsq`` (``xsq = 1 + |xn|^2``), the rate
+    that fits the row exactly (:func:`capped_rate`), so no step overshoots and no scale
+    diverges.
+    """
     F = xn.shape[0]
     M = y.shape[0]
     for j in range(M):
@@ -248,25 +262,60 @@ def fit_leaf(t, node, x, y, xn, yn, wt, can_fit, observe, lr, lr_decay, fade, p_
     if can_fit:
         # delta rule on standardised values; the rate decays with the leaf's weight
         step = wt * lr / (1.0 + lr_decay * node_fit_w[t, node])
+        if not unit_l1:
+            step = capped_rate(step, xsq)
         node_fit_w[t, node] += wt
         for j in range(M):
             d = step * (yn[j] - p_norm[j])
             for f in range(F):
                 node_lin[t, node, j, f] += d * xn[f]
             node_lin[t, node, j, F] += d
-            # MOA keeps each target's weights at unit L1 norm: the output then never
-            # exceeds the largest standardised input, so no raw scale makes it diverge
-            norm = 0.0
-            for f in range(F + 1):
-                norm += abs(node_lin[t, node, j, f])
-            if norm > 0.0:
+            if unit_l1:
+                # MOA keeps each target's weights at unit L1 norm: the output then never
+                # exceeds the largest standardised input, but no fit of another norm is
+                # reachable (a leaf whose target is flat still answers one sd off its mean)
+                norm = 0.0
                 for f in range(F + 1):
-                    node_lin[t, node, j, f] /= norm
+                    norm += abs(node_lin[t, node, j, f])
+                if norm > 0.0:
+                    for f in range(F + 1):
+                        node_lin[t, node, j, f] /= norm
     node_w[t, node] += wt
     for j in range(M):
         node_ysum[t, node, j] += wt * y[j]
     if observe:
         eb.ebst_learn(obs_n, obs_key, obs_stats, slot_features, t, node_slot[t, node], x, y, wt)
+
+
+@njit(_nrt=False, inline="always")
+def capped_rate(rate, xsq):
+    """``min(rate, 1 / xsq)`` with ``xsq = 1 + |xn|^2``: the delta rule's rate, at most the
+    one that moves the output of the standardised row ``xn`` (and its bias input 1) exactly
+    onto its target.
+
+    A step of rate ``r`` changes the row's error ``e`` to ``e (1 - r xsq)``; with the cap the
+    error keeps its sign and shrinks, the condition of the normalised LMS filter for a
+    stable step on any number of features (Haykin, *Adaptive Filter Theory*, the normalised
+    LMS filter). With few features the cap seldom binds at the default rates (the plain delta
+    rule); on SCM20d's 61 features it binds for every row (``0.02 * 62 > 1``).
+
+    Examples
+    --------
+    >>> capped_rate(0.02, 1.0 + 1.0 + 4.0)      # xn = (1, -2): 0.02 * 6 < 1, uncapped
+    0.02
+    >>> capped_rate(0.5, 6.0)                    # one step would overshoot
+    0.16666666666666666
+    """
+    return rate if rate * xsq <= 1.0 else 1.0 / xsq
+
+
+@njit(_nrt=False, inline="always")
+def squared_norm(xn):
+    """``1 + |xn|^2``: the squared norm of a standardised row with its bias input."""
+    sq = 1.0
+    for f in range(xn.shape[0]):
+        sq += xn[f] * xn[f]
+    return sq
 
 
 @njit(_nrt=False)
@@ -282,11 +331,10 @@ def tree_error(t, node, leaf_mode, node_err, p_lin, p_mean, y, y_scale):
 
 
 @njit
-def reset_tree(t, rng, perm, node_feature, node_threshold, node_left, node_right, node_depth,
-               node_slot, node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin,
-               slot_features, obs_n, obs_key, obs_stats, n_nodes, n_slots):
-    """Tree ``t`` starts again as one leaf with a new subspace: every cell as a fresh forest
-    allocates it, only its generator goes on."""
+def clear_tree(t, node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
+               node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
+               obs_n, obs_key, obs_stats, n_nodes, n_slots):
+    """Tree ``t`` holds nothing (no node, no observer): every cell as allocated."""
     node_feature[t] = -1
     node_threshold[t] = 0.0
     node_left[t] = -1
@@ -303,6 +351,19 @@ def reset_tree(t, rng, perm, node_feature, node_threshold, node_left, node_right
     obs_n[t] = 0
     obs_key[t] = 0.0
     obs_stats[t] = 0.0
+    n_nodes[t] = 0
+    n_slots[t] = 0
+
+
+@njit
+def reset_tree(t, rng, perm, node_feature, node_threshold, node_left, node_right, node_depth,
+               node_slot, node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin,
+               slot_features, obs_n, obs_key, obs_stats, n_nodes, n_slots):
+    """Tree ``t`` starts again as one leaf with a new subspace: every cell as a fresh forest
+    allocates it, only its generator goes on."""
+    clear_tree(t, node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
+               node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
+               obs_n, obs_key, obs_stats, n_nodes, n_slots)
     node_slot[t, 0] = 0
     n_nodes[t] = 1
     n_slots[t] = 1
@@ -310,28 +371,121 @@ def reset_tree(t, rng, perm, node_feature, node_threshold, node_left, node_right
 
 
 @njit
+def copy_tree(t, s_feature, s_threshold, s_left, s_right, s_depth, s_slot, s_last_eval, s_w,
+              s_fit_w, s_ysum, s_err, s_lin, s_slot_features, s_obs_n, s_obs_key, s_obs_stats,
+              s_n_nodes, s_n_slots, node_feature, node_threshold, node_left, node_right,
+              node_depth, node_slot, node_last_eval, node_w, node_fit_w, node_ysum, node_err,
+              node_lin, slot_features, obs_n, obs_key, obs_stats, n_nodes, n_slots):
+    """Tree ``t`` of the ``s_*`` arrays (a background tree) becomes tree ``t`` of the others
+    (its foreground tree): the nodes and observers in use are copied, the rest of the row
+    cleared. The destination holds at least as many nodes as the source uses (the kernel
+    stops for the caller to grow it before)."""
+    clear_tree(t, node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
+               node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
+               obs_n, obs_key, obs_stats, n_nodes, n_slots)
+    n = s_n_nodes[t]
+    m = s_n_slots[t]
+    node_feature[t, :n] = s_feature[t, :n]
+    node_threshold[t, :n] = s_threshold[t, :n]
+    node_left[t, :n] = s_left[t, :n]
+    node_right[t, :n] = s_right[t, :n]
+    node_depth[t, :n] = s_depth[t, :n]
+    node_slot[t, :n] = s_slot[t, :n]
+    node_last_eval[t, :n] = s_last_eval[t, :n]
+    node_w[t, :n] = s_w[t, :n]
+    node_fit_w[t, :n] = s_fit_w[t, :n]
+    node_ysum[t, :n] = s_ysum[t, :n]
+    node_err[t, :n] = s_err[t, :n]
+    node_lin[t, :n] = s_lin[t, :n]
+    slot_features[t, :m] = s_slot_features[t, :m]
+    obs_n[t, :m] = s_obs_n[t, :m]
+    obs_key[t, :m] = s_obs_key[t, :m]
+    obs_stats[t, :m] = s_obs_stats[t, :m]
+    n_nodes[t] = n
+    n_slots[t] = m
+
+
+@njit(_nrt=False)
+def push_difference(cmp, t, d, fade):
+    """Add the paired difference ``d`` (foreground error minus background error on one row)
+    to tree ``t``'s faded comparison: ``cmp[t] = [sum of weights, sum of squared weights,
+    sum of w d, sum of w d^2, rows compared]``, older rows weighted by powers of ``fade``."""
+    cmp[t, 0] = fade * cmp[t, 0] + 1.0
+    cmp[t, 1] = fade * fade * cmp[t, 1] + 1.0
+    cmp[t, 2] = fade * cmp[t, 2] + d
+    cmp[t, 3] = fade * cmp[t, 3] + d * d
+    cmp[t, 4] += 1.0
+
+
+@njit(_nrt=False)
+def background_better(cmp, t, z, min_rows):
+    """Whether tree ``t``'s background tree has been better than the tree over the faded
+    window: compared on at least ``min_rows`` rows, and the weighted mean difference of
+    their errors above ``z`` standard errors (effective rows ``(sum w)^2 / sum w^2``).
+
+    Examples
+    --------
+    Ten rows on which the background's error was 0.1 lower, then 0.3 lower (no fading):
+    mean 0.2, standard deviation 0.1, standard error 0.1 / sqrt(20) = 0.022.
+
+    >>> import numpy as np
+    >>> cmp = np.zeros((1, 5))
+    >>> for d in [0.1] * 10 + [0.3] * 10:
+    ...     push_difference(cmp, 0, d, 1.0)
+    >>> bool(background_better(cmp, 0, 3.0, 20)), bool(background_better(cmp, 0, 3.0, 21))
+    (True, False)
+    >>> bool(background_better(cmp, 0, 9.0, 20))  # 0.2 < 9 * 0.022
+    False
+    """
+    n = cmp[t, 4]
+    if n < min_rows or cmp[t, 0] <= 0.0:
+        return False
+    w = cmp[t, 0]
+    mean = cmp[t, 2] / w
+    var = max(0.0, cmp[t, 3] / w - mean * mean)
+    return mean > 0.0 and mean * mean * (w * w / cmp[t, 1]) > z * z * var
+
+
+@njit
 def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau, min_frac,
-               lr, lr_decay, fade, leaf_mode, max_depth,
+               lr, lr_decay, fade, unit_l1, leaf_mode, max_depth,
                norm_w, x_mean, x_m2, y_mean, y_m2, rng,
                node_feature, node_threshold, node_left, node_right, node_depth, node_slot,
                node_last_eval, node_w, node_fit_w, node_ysum, node_err, node_lin, slot_features,
                obs_n, obs_key, obs_stats, n_nodes, n_slots, n_seen,
                detect, d_settings, db_total, db_var, db_count, d_rows, d_total, d_variance,
-               d_width, d_tick, d_drift, d_det, d_seen, n_drifts):
+               d_width, d_tick, d_drift, d_det, d_seen, n_drifts,
+               r_settings, b_rng, b_feature, b_threshold, b_left, b_right, b_depth, b_slot,
+               b_last_eval, b_w, b_fit_w, b_ysum, b_err, b_lin, b_slot_features, b_obs_n,
+               b_obs_key, b_obs_stats, b_n_nodes, b_n_slots, b_cmp, n_backgrounds):
     """Learn rows ``start, start+1, ...``; returns the first row not learned.
 
     Each tree learns a row with weight ``k * w`` (``k ~ Poisson(lam)`` with ``bagging``,
     else 1). With ``prequential``, ``out[i]`` first receives the mean over the trees of
-    their predictions as they stood (test-then-train in one call). With ``detect``, a tree
-    that learned the row then feeds its error on it (:func:`tree_error`) to its ADWIN
-    detector (``d_settings``: delta, clock, max_buckets, min_window_length, grace_period); on
-    a drift that raised its error the tree is replaced by a new one (:func:`reset_tree`) and
-    its detector emptied.
-    Stops early when a tree has fewer than two free nodes or a detector may need one more
-    row, so that the caller can double the capacity.
+    their predictions as they stood (test-then-train in one call).
+
+    With ``detect`` (a forest that follows drift, as the adaptive random forest of Gomes et
+    al. 2017 with a replacement rule of its own), every row of positive weight feeds each
+    tree's error on it (:func:`tree_error`, before learning it) to the tree's ADWIN detector
+    (``d_settings``: delta, clock, max_buckets, min_window_length, grace_period). When the
+    detector cuts a window whose error rose, a *background tree* (the ``b_*`` arrays: one
+    leaf with a new subspace) starts learning the same rows with the same bagging weights
+    (a background already there starts again, as in the adaptive random forest) and the
+    detector empties. Every row both trees answered adds the difference of their errors to
+    the tree's faded comparison (:func:`push_difference`, fading ``r_settings[0]``); the
+    background replaces the tree as soon as it has been better (:func:`background_better`,
+    ``r_settings[1]`` standard errors, at least ``r_settings[2]`` rows), and the detector
+    empties. A tree whose error rises for a while (a daily cycle) keeps its place: the young
+    background is not better than it over the window, and the next rise starts it again.
+
+    Stops early when a tree has fewer than two free nodes, a background tree could not be
+    copied into its foreground's capacity, or a detector may need one more row, so that the
+    caller can double the capacity.
     """
     T, N = node_feature.shape
     S = slot_features.shape[1]
+    NB = b_feature.shape[1]
+    SB = b_slot_features.shape[1]
     F = X.shape[1]
     M = Y.shape[1]
     xn = np.zeros(F)
@@ -345,64 +499,113 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
     tot_s = np.zeros(M)
     tot_q = np.zeros(M)
     perm = np.zeros(F, np.int64)
-    det = np.zeros(1, np.int64)
-    val = np.zeros(1)
-    flag = np.zeros(1, np.bool_)
+    # the trees whose detectors take this row's errors: one call of the ADWIN kernel per row
+    dets = np.zeros(T, np.int64)
+    vals = np.zeros(T)
+    flags = np.zeros(T, np.bool_)
+    before = np.zeros(T)
+    r_fade, r_z, r_min = r_settings[0], r_settings[1], r_settings[2]
     i = start
     while i < X.shape[0]:
         for t in range(T):
             if n_nodes[t] + 2 > N or n_slots[t] + 1 > S:
                 return i
-            # one insertion per detector and row adds at most one row (the ADWIN kernel's rule)
-            if detect and d_rows[t] >= db_total.shape[1]:
-                return i
+            if detect:
+                # one insertion per detector and row adds at most one row (the ADWIN kernel's rule)
+                if d_rows[t] >= db_total.shape[1]:
+                    return i
+                # a background grows by at most two nodes a row and must fit its foreground
+                if b_n_nodes[t] + 2 > NB or b_n_slots[t] + 1 > SB or b_n_nodes[t] + 2 > N:
+                    return i
         x = X[i]
         y = Y[i]
         wi = w[i]
         standardise(x, y, norm_w, x_mean, x_m2, y_mean, y_m2, xn, yn, y_scale)
         can_fit = norm_w[0] > 1.0  # a perceptron learns once the scales mean something
+        xsq = squared_norm(xn)
+        watch = detect and wi > 0.0
         if prequential:
             out[i] = 0.0
+        n_watched = 0
         for t in range(T):
             node = find_leaf(node_feature[t], node_threshold[t], node_left[t], node_right[t], x)
             leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin,
                          p_norm, p_lin, p_mean)
             if prequential:
                 add_outputs(out, i, T, t, node, leaf_mode, node_err, p_lin, p_mean)
-            if detect:  # the tree's own answer, before it learns the row
-                val[0] = tree_error(t, node, leaf_mode, node_err, p_lin, p_mean, y, y_scale)
+            if watch:  # the tree's own answer, before it learns the row
+                vals[n_watched] = tree_error(t, node, leaf_mode, node_err, p_lin, p_mean, y, y_scale)
             k = poisson(rng, t, lam) if bagging else 1
             wt = k * wi
-            if wt <= 0.0:
+            if wt > 0.0:  # written out here: a function taking the arrays would cost reference counts
+                grows = node_depth[t, node] < max_depth
+                fit_leaf(t, node, x, y, xn, yn, xsq, wt, can_fit, grows, unit_l1, lr, lr_decay,
+                         fade, p_norm, p_lin, p_mean, node_w, node_fit_w, node_ysum, node_err,
+                         node_lin, node_slot, slot_features, obs_n, obs_key, obs_stats)
+                if grows and node_w[t, node] - node_last_eval[t, node] >= grace:
+                    node_last_eval[t, node] = node_w[t, node]
+                    attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature,
+                                  node_threshold, node_left, node_right, node_depth, node_slot,
+                                  node_last_eval, node_w, node_fit_w, node_ysum, node_err,
+                                  node_lin, slot_features, obs_n, obs_key, obs_stats, n_nodes,
+                                  n_slots, cum_s, cum_q, tot_s, tot_q)
+            if not watch:
                 continue
-            grows = node_depth[t, node] < max_depth  # a leaf at max_depth neither observes nor splits
-            fit_leaf(t, node, x, y, xn, yn, wt, can_fit, grows, lr, lr_decay, fade, p_norm,
-                     p_lin, p_mean, node_w, node_fit_w, node_ysum, node_err, node_lin, node_slot,
-                     slot_features, obs_n, obs_key, obs_stats)
-            if grows and node_w[t, node] - node_last_eval[t, node] >= grace:
-                node_last_eval[t, node] = node_w[t, node]
-                attempt_split(t, node, delta, tau, min_frac, rng, perm, node_feature,
-                              node_threshold, node_left, node_right, node_depth, node_slot,
-                              node_last_eval, node_w, node_fit_w, node_ysum, node_err,
-                              node_lin, slot_features, obs_n, obs_key, obs_stats, n_nodes,
-                              n_slots, cum_s, cum_q, tot_s, tot_q)
-            if detect:
-                det[0] = t
-                before = d_total[t] / d_width[t] if d_width[t] > 0.0 else 0.0
-                _update_pairs(det, val, 0, flag, d_settings[0], int(d_settings[1]),
-                              int(d_settings[2]), d_settings[3], d_settings[4], db_total, db_var,
-                              db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
-                              d_det, d_seen)
-                # a cut leaves the recent part of the window: replace the tree only when
-                # its error rose (MOA's rule; a young tree's falling error is no drift)
-                if flag[0] and d_width[t] > 0.0 and d_total[t] / d_width[t] > before:
-                    reset_tree(t, rng, perm, node_feature, node_threshold, node_left, node_right,
-                               node_depth, node_slot, node_last_eval, node_w, node_fit_w,
-                               node_ysum, node_err, node_lin, slot_features, obs_n, obs_key,
-                               obs_stats, n_nodes, n_slots)
+            if b_n_nodes[t] > 0:
+                bnode = find_leaf(b_feature[t], b_threshold[t], b_left[t], b_right[t], x)
+                leaf_outputs(t, bnode, xn, y_mean, y_scale, b_w, b_ysum, b_lin,
+                             p_norm, p_lin, p_mean)
+                push_difference(b_cmp, t, vals[n_watched] - tree_error(t, bnode, leaf_mode, b_err, p_lin,
+                                                              p_mean, y, y_scale), r_fade)
+                if wt > 0.0:  # the same steps as the tree's, on the background's arrays
+                    grows = b_depth[t, bnode] < max_depth
+                    fit_leaf(t, bnode, x, y, xn, yn, xsq, wt, can_fit, grows, unit_l1, lr,
+                             lr_decay, fade, p_norm, p_lin, p_mean, b_w, b_fit_w, b_ysum, b_err,
+                             b_lin, b_slot, b_slot_features, b_obs_n, b_obs_key, b_obs_stats)
+                    if grows and b_w[t, bnode] - b_last_eval[t, bnode] >= grace:
+                        b_last_eval[t, bnode] = b_w[t, bnode]
+                        attempt_split(t, bnode, delta, tau, min_frac, b_rng, perm, b_feature,
+                                      b_threshold, b_left, b_right, b_depth, b_slot, b_last_eval,
+                                      b_w, b_fit_w, b_ysum, b_err, b_lin, b_slot_features,
+                                      b_obs_n, b_obs_key, b_obs_stats, b_n_nodes, b_n_slots,
+                                      cum_s, cum_q, tot_s, tot_q)
+                if background_better(b_cmp, t, r_z, r_min):
+                    copy_tree(t, b_feature, b_threshold, b_left, b_right, b_depth, b_slot,
+                              b_last_eval, b_w, b_fit_w, b_ysum, b_err, b_lin, b_slot_features,
+                              b_obs_n, b_obs_key, b_obs_stats, b_n_nodes, b_n_slots,
+                              node_feature, node_threshold, node_left, node_right, node_depth,
+                              node_slot, node_last_eval, node_w, node_fit_w, node_ysum,
+                              node_err, node_lin, slot_features, obs_n, obs_key, obs_stats,
+                              n_nodes, n_slots)
+                    clear_tree(t, b_feature, b_threshold, b_left, b_right, b_depth, b_slot,
+                               b_last_eval, b_w, b_fit_w, b_ysum, b_err, b_lin, b_slot_features,
+                               b_obs_n, b_obs_key, b_obs_stats, b_n_nodes, b_n_slots)
+                    b_cmp[t] = 0.0
                     reset_detector(t, db_total, db_var, db_count, d_rows, d_total, d_variance,
                                    d_width, d_tick, d_drift)
                     n_drifts[t] += 1
+                    continue  # the new tree's errors start a new window
+            dets[n_watched] = t
+            before[n_watched] = d_total[t] / d_width[t] if d_width[t] > 0.0 else 0.0
+            n_watched += 1
+        if n_watched > 0:
+            _update_pairs(dets[:n_watched], vals[:n_watched], 0, flags[:n_watched], d_settings[0],
+                          int(d_settings[1]), int(d_settings[2]), d_settings[3], d_settings[4],
+                          db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
+                          d_drift, d_det, d_seen)
+        for j in range(n_watched):
+            t = dets[j]
+            # a cut leaves the recent part of the window: a background starts only when the
+            # error rose (a young tree's falling error is no drift)
+            if flags[j] and d_width[t] > 0.0 and d_total[t] / d_width[t] > before[j]:
+                reset_tree(t, b_rng, perm, b_feature, b_threshold, b_left, b_right, b_depth,
+                           b_slot, b_last_eval, b_w, b_fit_w, b_ysum, b_err, b_lin,
+                           b_slot_features, b_obs_n, b_obs_key, b_obs_stats, b_n_nodes,
+                           b_n_slots)
+                b_cmp[t] = 0.0
+                reset_detector(t, db_total, db_var, db_count, d_rows, d_total, d_variance,
+                               d_width, d_tick, d_drift)
+                n_backgrounds[t] += 1
         if wi > 0.0:
             update_standardiser(x, y, wi, norm_w, x_mean, x_m2, y_mean, y_m2)
         n_seen[0] += 1

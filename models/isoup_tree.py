@@ -24,8 +24,8 @@ class ISOUPTree(ISOUPBase):
     ``second / best < 1 - HB`` or ``HB < tau``, with ``HB = sqrt(ln(1/delta) / 2n)``
     (binary numeric splits, ``x <= threshold`` left). A leaf predicts each target by its
     perceptron (on inputs and targets standardised online by the stream's running mean and
-    standard deviation; each target's weights rescaled to unit L1 norm after every step, as
-    in MOA) or by its target mean, whichever has the lower faded absolute
+    standard deviation, trained by the delta rule) or by its target mean, whichever has the
+    lower faded absolute
     error (factor ``fading_factor``) on the leaf's own rows; children inherit a copy of the
     parent's perceptron.
 
@@ -53,6 +53,11 @@ class ISOUPTree(ISOUPBase):
         a tree's memory stays bounded on an endless stream; ``None``: no limit (the paper).
     seed : int, default 1
         Unused by a single tree (no randomness); kept for a uniform surface.
+    perceptron : {"capped", "unit_l1"}, default "capped"
+        The perceptron's update: the delta rule with its rate capped at the row's exact fit
+        (:func:`models._isoup_kernels.capped_rate`), or MOA's delta rule followed by a
+        rescaling of each target's weights to unit L1 norm (the default of state version 1,
+        kept to continue such checkpoints as written).
 
     Notes
     -----
@@ -74,8 +79,18 @@ class ISOUPTree(ISOUPBase):
       is defined at once), the parent's faded errors and a copy of its perceptron weights;
       the perceptron's learning-rate count restarts, as in MOA.
     * *Perceptron.* Weights start at 0 (MOA draws them uniformly in ``[-1, 1]`` and
-      normalises them); each step is followed by MOA's unit L1 rescaling of each target's
-      weights.
+      normalises them). MOA rescales each target's weights to unit L1 norm after every step;
+      the paper describes a plain perceptron trained by the delta rule, and we follow the
+      paper: the rescaling makes every fit whose weights (bias included) do not sum to 1 in
+      absolute value unreachable, such as a target constant on a leaf whose mean is not one
+      standard deviation away from the stream's, or two features of equal weight
+      (``perceptron="unit_l1"`` keeps it). What the rescaling guarded against, a step on
+      many standardised inputs that overshoots and diverges, is prevented by capping the
+      rate at the one that fits the row exactly (the normalised LMS condition). It was the
+      cause of our leaves' lag behind river's (one ``LinearRegression`` trained by SGD per
+      target on raw inputs, with a constant rate): with it one leaf on the switching stream
+      of ``tests/models/isoup_streams.py`` errs 0.999 against river's 0.925, without it
+      0.914 (``tests/benchmarks/bench_isoup_drift.py``).
     * *Weights.* An instance weight ``w`` scales every statistic and the perceptron step
       (MOA repeats the step ``int(w)`` times); rows of weight 0 are not learned.
 
@@ -106,16 +121,18 @@ class ISOUPTree(ISOUPBase):
     def __init__(self, grace_period: int = 200, delta: float = 1e-7, tau: float = 0.05,
                  leaf_prediction: str = "adaptive", learning_ratio: float = 0.02,
                  learning_ratio_decay: float = 0.001, fading_factor: float = 0.95,
-                 max_thresholds: int = 32, max_depth: int | None = None, seed: int = 1):
+                 max_thresholds: int = 32, max_depth: int | None = None, seed: int = 1,
+                 perceptron: str = "capped"):
         self.params = {"grace_period": grace_period, "delta": float(delta), "tau": float(tau),
                        "leaf_prediction": leaf_prediction, "learning_ratio": float(learning_ratio),
                        "learning_ratio_decay": float(learning_ratio_decay),
                        "fading_factor": float(fading_factor),
                        "max_thresholds": int(max_thresholds),
-                       "max_depth": None if max_depth is None else int(max_depth), "seed": int(seed)}
+                       "max_depth": None if max_depth is None else int(max_depth), "seed": int(seed),
+                       "perceptron": perceptron}
         self._init_settings(1, False, _all_features, grace_period, delta, tau, leaf_prediction,
                             learning_ratio, learning_ratio_decay, fading_factor, max_thresholds,
-                            max_depth, seed)
+                            max_depth, seed, perceptron)
 
     def importances(self) -> dict:
         """``{"splits": split nodes per feature, "symbolic": sum of 0.5 ** depth}``."""

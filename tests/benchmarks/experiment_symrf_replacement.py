@@ -1,5 +1,10 @@
 """iSOUP-SymRF with and without per-tree drift replacement: error, speed and trees replaced.
 
+Historical: written when ``drift_delta`` replaced a tree as soon as its detector cut (no
+background tree) and the default was ``None``; ``results/symrf_replacement.md`` records that
+setting. Today a detector starts a background tree that replaces its tree only when better,
+by default; that is measured by ``tests/benchmarks/bench_isoup_drift.py``.
+
 Question: does watching each tree with ADWIN and replacing it when its error rises
 (``drift_delta=0.001``, the adaptive random forest's drift confidence) cost prediction error
 or speed on the real regression streams, and what does it change on drifting ones? Compared

@@ -67,6 +67,13 @@ the answers:
   state's arrays changed, so ``adaptive_random_forest`` changed. What it answers did not:
   the digest of its answers alone (predictions, probabilities, importances, also restored
   halfway) is ``e8de6304...bba55c`` before and after.
+* (issue 36, part 5) the iSOUP leaves' perceptron takes the delta rule with its rate capped at the
+  row's exact fit instead of MOA's rescaling of each target's weights to unit L1 norm (the
+  cause of the leaves' lag behind river's), and iSOUP-SymRF follows drift by default
+  (per-tree ADWIN starting background trees that replace a tree only when better; none
+  starts on this stationary case): ``isoup_tree`` and ``isoup_symrf`` changed. No pipeline
+  digest did (no pipeline case runs a regression stream). The former defaults remain as
+  ``perceptron="unit_l1", drift_delta=None``, pinned in ``tests/models/test_isoup.py``.
 """
 
 from __future__ import annotations
@@ -149,8 +156,8 @@ LEARNERS = {
     "forgetful_forest": "8341575f791f77385a334703cb9088fe1354a911732ad278b6fc08531de931ce",
     "forgetful_tree": "16a0147300d491735f2a0f86467d9ca4aa36a5503401dc35c5c1d9cfa044bc0a",
     "hoeffding_tree": "4d439d6cd641da1486b547f226c2ebc363a837d0cf8a5524083637ee5144a35d",
-    "isoup_symrf": "a069dfe5c031ef373d2c31caa085ee6656930972b8d5e98c49a4ead8ca29276c",
-    "isoup_tree": "8f65f0d5dfe0698706c96df57462db16cbc9c9cae78ce4742ceca668a00a6293",
+    "isoup_symrf": "0557d4b0c6ffbd11e590f97f31c28803a6359837bd92dfbe5b9b1ba0b5a2b7ee",
+    "isoup_tree": "1276a10548d47bcb4dd9ece7ab7891860b328e3c9e7d418568d2edc59781648b",
     "naive_bayes": "de33f4e48579ba4f2ef229eb43ccd1789dfc18e04c8dd4c74533e8f6d340af70",
     "online_random_forest": "0f7f89d2aa3d9dfa7c85049e17e6d33edcc96fe496ee68e82c7e0092a0eb822d",
 }

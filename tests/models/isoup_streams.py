@@ -7,6 +7,9 @@
   only on ``x2, x4, x7, x9`` (:data:`RELEVANT`); the other six are noise, so a ranking is
   right when it puts the four relevant features first. They are not the first columns, so
   a ranking that breaks ties by column index cannot look right by accident.
+* :func:`switching_stream`: synthetic, 12 features ``x ~ U(-1, 1)``, 3 targets built from 3
+  of them (:data:`SWITCH_BEFORE`) with noise, until an abrupt switch to 3 others
+  (:data:`SWITCH_AFTER`): the relevant features change, the targets' formulas do not.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ BIKE_FEATURES = ["season", "yr", "mnth", "hr", "holiday", "weekday", "workingday
                  "weathersit", "temp", "atemp", "hum", "windspeed"]
 BIKE_TARGETS = ["casual", "registered", "cnt"]
 RELEVANT = (2, 4, 7, 9)
+#: the features that make the targets of :func:`switching_stream` before and after its switch
+SWITCH_BEFORE = (2, 6, 10)
+SWITCH_AFTER = (1, 5, 8)
 
 
 def available(name: str) -> bool:
@@ -73,6 +79,26 @@ def relevant_stream(n: int = 50_000, seed: int = 7, noise: float = 0.1):
     Y = np.column_stack([2 * a + 3 * (b > 0), 2 * np.sin(np.pi * c) + 2 * a * d, 4 * (d > 0.3) + b])
     Y = Y + rng.normal(0.0, noise, Y.shape)
     return X, np.ascontiguousarray(Y), [f"x{i}" for i in range(10)]
+
+
+def switching_stream(n: int = 20_000, seed: int = 1, switch: int | None = None,
+                     noise: float = 0.5):
+    """``(X, Y)``: 12 features ``U(-1, 1)``; with ``(a, b, c)`` the relevant features,
+
+    ``y0 = 2 a + 3 [b > 0]``, ``y1 = 2 sin(pi c) + 2 a b``, ``y2 = 4 [c > 0.3] + b``
+
+    plus ``N(0, noise)`` on each target. ``(a, b, c)`` are the columns :data:`SWITCH_BEFORE`
+    for rows before ``switch`` (``n // 2`` by default) and :data:`SWITCH_AFTER` from it on:
+    an abrupt change of the relevant features (3 of 12) under the same target formulas.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, (n, 12))
+    switch = n // 2 if switch is None else switch
+    rows = np.arange(n)
+    columns = np.where((rows < switch)[:, None], SWITCH_BEFORE, SWITCH_AFTER)
+    a, b, c = (X[rows, columns[:, k]] for k in range(3))
+    Y = np.column_stack([2 * a + 3 * (b > 0), 2 * np.sin(np.pi * c) + 2 * a * b, 4 * (c > 0.3) + b])
+    return X, np.ascontiguousarray(Y + rng.normal(0.0, noise, Y.shape))
 
 
 def rmae_terms(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
