@@ -51,7 +51,6 @@ sys.path.insert(0, str(ROOT))
 
 from models.isoup_forest import ISOUPSymRF  # noqa: E402
 from models.isoup_tree import ISOUPTree  # noqa: E402
-from tests.benchmarks.isoup_common import run_river  # noqa: E402
 from tests.models import isoup_streams as streams  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "isoup_drift.md"

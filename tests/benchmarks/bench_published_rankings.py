@@ -53,15 +53,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.benchmarks.bench_rankings_drift import (  # noqa: E402
+from tests.benchmarks.bench_rankings_drift import (
     all_settings,
     ask_times,
     select,
     window_series,
 )
-from tests.benchmarks.common import tracking_score  # noqa: E402
-from worker.pipeline.config import PipelineConfig  # noqa: E402
-from worker.pipeline.engine import Pipeline  # noqa: E402
+from tests.benchmarks.common import tracking_score
+from worker.pipeline.config import PipelineConfig
+from worker.pipeline.engine import Pipeline
 
 SETTINGS = ["K=2,T=0.001,clipped", "K=2,T=0.01,clipped", "K=5,T=0.003,clipped", "abrupt"]
 CONFIGS = ['{}', '{"publish_rankings": "top_k"}', '{"publish_rankings": "interval"}']

@@ -684,8 +684,8 @@ def test_the_ranker_learns_each_block_whatever_the_mini_batch(predictor):
     runs = []
     for batch_size in (100, 10, 64, 7):
         cuts = [3, 150, 151, 333, 600]
-        _, _, ranks, p = _run_chunked(lambda: _block_pipeline(predictor, batch_size=batch_size,
-                                                              ranking_every=1000), X, y, cuts)
+        _, _, ranks, p = _run_chunked(lambda b=batch_size: _block_pipeline(
+            predictor, batch_size=b, ranking_every=1000), X, y, cuts)
         runs.append(ranks)
     assert runs[0] == runs[1] == runs[2] == runs[3]
     ranks = runs[0]
@@ -717,8 +717,8 @@ def test_publishing_rules_block_top_k_and_interval():
     X, y = _block_stream()
     out = {}
     for rule in ("block", "top_k", "interval"):
-        out[rule] = _run_chunked(lambda: _block_pipeline(publish_rankings=rule,
-                                                         ranking_every=250), X, y, [])[2]
+        out[rule] = _run_chunked(lambda r=rule: _block_pipeline(publish_rankings=r,
+                                                                ranking_every=250), X, y, [])[2]
     block, top_k, interval = out["block"], out["top_k"], out["interval"]
     assert [r[0] for r in interval] == [249, 499]
     assert set(interval) <= set(block) and set(top_k) <= set(block)
