@@ -4,6 +4,8 @@ than they hold."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from confluent_kafka.admin import NewTopic
@@ -12,7 +14,7 @@ from worker_support import new_prefix, settings_from, worker_env
 from schemas import StreamCheckpoint
 from schemas.checkpoint import state_equal
 from worker import checkpoint as ckpt
-from worker.kafka_io import TransactionalProducer, make_reader
+from worker.kafka_io import AbortableError, TransactionalProducer, make_reader
 from worker.topics import create_topics
 
 pytestmark = pytest.mark.kafka
@@ -51,6 +53,7 @@ def test_a_read_right_after_the_commit_sees_the_committed_checkpoint(kafka_boots
     outputs = f"{t.predictions}.wide"
     admin.create_topics([NewTopic(outputs, 500, 1)])[outputs].result()
     producer = TransactionalProducer(settings, f"{t.checkpoints}-txn", timeout_s=20)
+    _warm_up(producer, admin, outputs, 500)
     writer = ckpt.CheckpointWriter(producer, t.checkpoints, 4000)
     reader = make_reader(settings)
     manifest = ckpt.empty_manifest(settings.kafka.group_id, t.instances, 0, 0, t.features)
@@ -69,6 +72,30 @@ def test_a_read_right_after_the_commit_sees_the_committed_checkpoint(kafka_boots
     finally:
         reader.close()
         producer.close()
+
+
+def _warm_up(producer, admin, topic: str, partitions: int, tries: int = 5) -> None:
+    """Wait until every partition of a new topic has a leader and one transaction over all
+    of them commits: on a loaded broker the first transaction to 500 fresh partitions may
+    outlast the transaction timeout (its records time out while leaders are elected), which
+    is not what the test is about; it is aborted and tried again."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if len(meta) == partitions and all(p.leader >= 0 for p in meta.values()):
+            break
+        time.sleep(0.5)
+    for attempt in range(tries):
+        producer.begin()
+        try:
+            for part in range(partitions):
+                producer.produce(topic, b"warm-up", b"k", partition=part)
+            producer.commit()
+            return
+        except AbortableError:
+            producer.abort()
+            if attempt == tries - 1:
+                raise
 
 
 class _Interleaving:

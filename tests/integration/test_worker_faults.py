@@ -616,7 +616,7 @@ def test_checkpoints_claiming_more_than_they_hold_are_refused_and_outputs_stay_e
             # two checkpoints over the real one: every stream's n_splits out of range, then
             # one stream's capacity beyond its rows (the newest, refused first)
             for bad in ({s: _with_predictor(e, n_splits=5000) for s, e in envelopes.items()},
-                        {first: _with_predictor(envelopes[first], capacity=1 << 16)}):
+                        {first: _with_predictor(envelopes[first], capacity={"nodes": 1 << 16})}):
                 producer.begin()
                 writer.write(manifest, {s: ckpt.encode_blob(e) for s, e in bad.items()})
                 producer.commit()
