@@ -497,7 +497,8 @@ def _latest_interleaved(bootstrap: str, topic: str, group: str) -> list[str]:
 
 def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap, tmp_path):
     """Two groups share one checkpoints topic and checkpoint at the same time, in chunks of
-    1 kB (``max_message_bytes`` 5000), sent a few per record batch (the size a checkpoint of
+    1 kB (``max_message_bytes`` 1024, the least; the streams' states are tens of kB, so
+    each is many chunks), sent a few per record batch (the size a checkpoint of
     many streams takes): the broker appends the second group's chunks between the worker's.
     Restarted, the worker restores its last checkpoints without refusing any (today's reader
     took the records that follow a stream's first chunk as its chunks), and outputs stay
@@ -510,7 +511,7 @@ def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap
     small_batches = {**FAST_GROUP, "batch.size": "4000"}
     a_prefix = new_prefix("mixa")
     env = _env(kafka_bootstrap, a_prefix, "a1", CHECKPOINT__EVERY_INSTANCES="150",
-               CHECKPOINT__MAX_MESSAGE_BYTES="5000", KAFKA__EXTRA=small_batches,
+               CHECKPOINT__MAX_MESSAGE_BYTES="1024", KAFKA__EXTRA=small_batches,
                LEARNERS__PREDICTOR="adaptive_random_forest")
     settings = settings_from(env)
     create_topics(settings)
