@@ -495,74 +495,121 @@ def _latest_interleaved(bootstrap: str, topic: str, group: str) -> list[str]:
     return out
 
 
-def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap, tmp_path):
-    """Two groups share one checkpoints topic and checkpoint at the same time, in chunks of
-    1 kB (``max_message_bytes`` 1024, the least; the streams' states are tens of kB, so
-    each is many chunks), sent a few per record batch (the size a checkpoint of
-    many streams takes): the broker appends the second group's chunks between the worker's.
-    Restarted, the worker restores its last checkpoints without refusing any (today's reader
-    took the records that follow a stream's first chunk as its chunks), and outputs stay
-    exact; the second group's checkpoints read back as written."""
+class _TakingTurns:
+    """A writer's producer that sends one record, flushes it and hands the turn to its partner.
+
+    Two checkpoint writers, each with one of these, put their records on a partition
+    alternately whatever the timing: the broker holds one group's chunks between the other's.
+    A writer that finishes frees its partner (``done``) to write the rest in one go.
+    """
+
+    def __init__(self, producer, mine, theirs):
+        self.producer, self.mine, self.theirs = producer, mine, theirs
+
+    def produce(self, *args, **kwargs) -> None:
+        self.mine.acquire(timeout=30)
+        self.producer.produce(*args, **kwargs)
+        self.producer.flush()
+        self.theirs.release()
+
+    def flush(self) -> None:
+        self.producer.flush()
+
+    def done(self) -> None:
+        self.theirs.release(1 << 20)
+
+
+def _write_in_turns(first, second) -> None:
+    """Run two ``(producer, write)`` checkpoint writes, one record each in turn, each in its
+    own transaction; ``write(producer)`` writes through the turn-taking producer it gets."""
     import threading
 
+    turns = (threading.Semaphore(1), threading.Semaphore(0))
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        producer, write = (first, second)[k]
+        taking = _TakingTurns(producer, turns[k], turns[1 - k])
+        try:
+            producer.begin()
+            write(taking)
+            producer.commit()
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            errors.append(exc)
+        finally:
+            taking.done()
+
+    thread = threading.Thread(target=run, args=(1,), daemon=True)
+    thread.start()
+    run(0)
+    thread.join(60)
+    assert not errors, errors
+
+
+def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap, tmp_path):
+    """Two groups share one checkpoints topic and checkpoint into the same partitions at the
+    same time, in chunks of 1 kB (``max_message_bytes`` 1024, the least; the streams' states
+    are tens of kB, so each is many chunks): the broker appends the second group's chunks
+    between the worker's. The test makes that happen on every run: over the worker's last
+    checkpoints it writes the same checkpoints again, its producer and the second group's
+    taking turns record by record. Restarted, the worker restores those without refusing
+    any (an earlier reader took the records that follow a stream's first chunk as its
+    chunks), and outputs stay exact; the second group's checkpoints read back as written."""
     from worker import checkpoint as ckpt
     from worker.kafka_io import TransactionalProducer
 
-    small_batches = {**FAST_GROUP, "batch.size": "4000"}
-    a_prefix = new_prefix("mixa")
-    env = _env(kafka_bootstrap, a_prefix, "a1", CHECKPOINT__EVERY_INSTANCES="150",
-               CHECKPOINT__MAX_MESSAGE_BYTES="1024", KAFKA__EXTRA=small_batches,
+    env = _env(kafka_bootstrap, new_prefix("mixa"), "a1", CHECKPOINT__EVERY_INSTANCES="150",
+               CHECKPOINT__MAX_MESSAGE_BYTES="1024",
                LEARNERS__PREDICTOR="adaptive_random_forest")
     settings = settings_from(env)
     create_topics(settings)
-    ck = settings.topics.checkpoints
-    other = settings_from(_env(kafka_bootstrap, new_prefix("mixb"), "b1", KAFKA__EXTRA=small_batches,
+    ck, t = settings.topics.checkpoints, settings.topics
+    other = settings_from(_env(kafka_bootstrap, new_prefix("mixb"), "b1",
                                TOPICS__CHECKPOINTS=ck))
-    stop, written = threading.Event(), {}
-
-    def other_group() -> None:
-        """The other group's checkpoints: 8 streams of 20 kB each, again and again."""
-        producer = TransactionalProducer(other, f"{ck}-other-group", timeout_s=20)
-        writer = ckpt.CheckpointWriter(producer, ck, 5000)
-        t, rng, k = other.topics, np.random.default_rng(3), 0
-        manifests = {p: ckpt.empty_manifest(other.kafka.group_id, t.instances, p, 0, t.features)
-                     for p in range(settings.topics.partitions)}
-        while not stop.is_set():
-            k += 1
-            for p, m in manifests.items():
-                envs = {f"s{j}": StreamCheckpoint(
-                    group=other.kafka.group_id, topics=[t.instances, t.features], partition=p,
-                    stream=f"s{j}", config={}, offsets={t.instances: k, t.features: 0},
-                    state={"x": rng.integers(0, 255, 20_000, dtype=np.uint8)}, ts=0)
-                    for j in range(8)}
-                producer.begin()
-                manifests[p] = writer.write(m.model_copy(update={
-                    "offsets": {t.instances: k, t.features: 0}}),
-                    {s: ckpt.encode_blob(e) for s, e in envs.items()})[0]
-                producer.commit()
-                written[p] = envs
-        producer.close()
-
     streams = make_streams(6, 1200, seed=12)
-    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams, stop=800)
-    thread = threading.Thread(target=other_group, daemon=True)
-    thread.start()
+    n = produce_streams(kafka_bootstrap, t.instances, streams, stop=800)
+    _run_until(env, tmp_path, "mixed", kafka_bootstrap, t.predictions, n)
+
+    reader = make_reader(settings)
+    mine = TransactionalProducer(settings, f"{ck}-rewrite", timeout_s=20)
+    theirs = TransactionalProducer(other, f"{ck}-other-group", timeout_s=20)
+    rng, written = np.random.default_rng(3), {}
     try:
-        _run_until(env, tmp_path, "mixed", kafka_bootstrap, settings.topics.predictions, n)
+        for p in range(t.partitions):
+            loaded = ckpt.read_usable(reader, ck, p, settings.kafka.group_id, t.instances, 30.0)
+            if loaded.manifest is None:
+                continue
+            blobs = {s: ckpt.encode_blob(e) for s, e in loaded.envelopes.items()}
+            offsets = {other.topics.instances: 1, other.topics.features: 0}
+            # as many bytes as the worker's (random: no compression), so as many chunks
+            size = 2048 + sum(map(len, blobs.values())) // 8
+            envs = {f"s{j}": StreamCheckpoint(
+                group=other.kafka.group_id, topics=list(offsets), partition=p, stream=f"s{j}",
+                config={}, offsets=offsets,
+                state={"x": rng.integers(0, 255, size, dtype=np.uint8)}, ts=0)
+                for j in range(8)}
+            empty = ckpt.empty_manifest(other.kafka.group_id, other.topics.instances, p, 0,
+                                        other.topics.features)
+            _write_in_turns(
+                (mine, lambda prod, m=loaded.manifest, b=blobs:
+                 ckpt.CheckpointWriter(prod, ck, 1024).write(m, b)),
+                (theirs, lambda prod, m=empty.model_copy(update={"offsets": offsets}), e=envs:
+                 ckpt.CheckpointWriter(prod, ck, 1024).write(
+                     m, {s: ckpt.encode_blob(v) for s, v in e.items()})))
+            written[p] = envs
     finally:
-        stop.set()
-        thread.join(60)
+        mine.close()
+        theirs.close()
     mixed = _latest_interleaved(kafka_bootstrap, ck, settings.kafka.group_id)
-    assert mixed, "no stream's last chunks were interleaved: the test shows nothing"
-    n += produce_streams(kafka_bootstrap, settings.topics.instances, streams, start=800)
-    w = _run_until(env, tmp_path, "mixed-again", kafka_bootstrap, settings.topics.predictions,
-                   n)
+    assert written and len(mixed) == len(streams), (mixed, list(written))
+
+    n += produce_streams(kafka_bootstrap, t.instances, streams, start=800)
+    w = _run_until(env, tmp_path, "mixed-again", kafka_bootstrap, t.predictions, n)
     assert not _refusals(w), _refusals(w)[:3]
     restored = [e for e in w.events("partition restored") if e["committed"]]
     assert restored and all(e["checkpoint_offset"] == e["committed"] for e in restored)
-    preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n, timeout_s=60)
+    preds = read_topic(kafka_bootstrap, t.predictions, expected=n, timeout_s=60)
     assert_exact(reference_outputs(settings, streams), preds, streams)
-    reader = make_reader(other)
     try:
         for p, envs in written.items():
             loaded = ckpt.read_usable(reader, ck, p, other.kafka.group_id,
