@@ -55,6 +55,10 @@ from .adwin import _update_pairs, reset_detector
 #: the foreground tree split and replaced): the free cells the kernel wants before a row
 NODES_PER_ROW = 6
 LEAVES_PER_ROW = 4
+# settings_i[4]: whose rules the forest follows where MOA and river differ
+FLAVOUR_RIVER, FLAVOUR_MOA = 0, 1
+# ``weighted``: how the trees' votes are weighted (see _vote_weight)
+VOTE_EQUAL, VOTE_ACCURACY, VOTE_PERCENT = 0, 1, 2
 
 
 @njit
@@ -350,11 +354,40 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
 
 @njit(inline="always")
 def _vote_weight(t, weighted, tree_correct, tree_seen):
-    """Weight of tree ``t``'s vote: its accuracy since it became foreground, 1 while it has
-    none."""
-    if not weighted or tree_correct[t] <= 0.0:
+    """Weight of tree ``t``'s vote: its accuracy since it became foreground; a tree without a
+    correct vote yet weighs 1 (``weighted`` VOTE_ACCURACY, river's accuracy in [0, 1]) or 1
+    in 100 (VOTE_PERCENT: MOA's evaluator reports accuracy in percent and gives such a tree
+    the same 1, so it hardly counts); VOTE_EQUAL: every tree 1."""
+    if weighted == VOTE_EQUAL or tree_correct[t] <= 0.0:
         return 1.0
+    if weighted == VOTE_PERCENT:
+        return 100.0 * tree_correct[t] / tree_seen[t]
     return tree_correct[t] / tree_seen[t]
+
+
+@njit
+def _rose(t, before, total, width, drift):
+    """Whether detector ``t``'s change, just flagged, is a rise of its mean from ``before``
+    (MOA's ``ADWINChangeDetector`` reports only those). A fall is not reported: the window
+    keeps its cut (MOA's ADWIN goes on from it), so the fresh start river makes after any
+    change is cancelled."""
+    if total[t] / width[t] > before:
+        return True
+    drift[t] = False
+    return False
+
+
+@njit
+def _tree_error(s, x, k, lp, degenerate, slot_root, node_feature, node_threshold, node_left,
+                node_right, node_active, node_leaf, node_counts, leaf_feat, leaf_mc, leaf_nb,
+                g_w, g_mean, g_m2, scores, x_sub, ones):
+    """0/1 error of the tree in slot ``s`` on row ``x`` of class ``k`` (its own prediction:
+    the leaf's naive Bayes or majority class, as its detectors are fed)."""
+    node = _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
+    mc, nb, tot = _leaf_votes(node, x, degenerate, node_leaf, node_counts, leaf_feat, g_w,
+                              g_mean, g_m2, scores, x_sub, ones)
+    pred = nb if _uses_nb(node, tot, lp, node_active, node_leaf, leaf_mc, leaf_nb) else mc
+    return 0.0 if pred == k else 1.0
 
 
 @njit(inline="always")
@@ -438,6 +471,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     det = np.zeros(1, np.int64)
     lp = settings_i[1]
     degenerate = settings_i[2]
+    moa = settings_i[4] == FLAVOUR_MOA
     val = np.zeros(1)
     flag = np.zeros(1, np.bool_)
     proba = np.zeros(K)
@@ -487,7 +521,9 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                 b_mc, b_nb, b_tot = _leaf_votes(b_node, x, degenerate, node_leaf, node_counts,
                                                 leaf_feat, g_w, g_mean, g_m2, scores, x_sub,
                                                 ones)
-                _learn_tree(b_s, b_node, x, k, float(kw), b_mc, b_nb, b_tot, rng, t, perm,
+                # MOA trains a background tree on the row itself (weight 1), river with k
+                b_w = 1.0 if moa else float(kw)
+                _learn_tree(b_s, b_node, x, k, b_w, b_mc, b_nb, b_tot, rng, t, perm,
                             settings_f, settings_i, slot_nodes, used, node_feature,
                             node_threshold, node_left, node_right, node_depth, node_active,
                             node_merit, node_slot, node_leaf, node_counts, leaf_node, leaf_feat,
@@ -499,12 +535,20 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                         node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc,
                         leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left, right, best_left,
                         best_right, ones)
+            if moa:  # MOA's detectors see the tree's error on the row it has just learned
+                err = _tree_error(s, x, k, lp, degenerate, slot_root, node_feature,
+                                  node_threshold, node_left, node_right, node_active,
+                                  node_leaf, node_counts, leaf_feat, leaf_mc, leaf_nb, g_w,
+                                  g_mean, g_m2, scores, x_sub, ones)
             det[0] = t
             val[0] = err
+            before = w_total[t] / w_width[t] if w_width[t] > 0 else 0.0
             _update_pairs(det, val, 0, flag, w_settings[0], int(w_settings[1]),
                           int(w_settings[2]), w_settings[3], w_settings[4], wb_total, wb_var,
                           wb_count, w_rows, w_total, w_variance, w_width, w_tick, w_drift,
                           w_det, w_seen)
+            if flag[0] and moa and not _rose(t, before, w_total, w_width, w_drift):
+                flag[0] = False
             if flag[0]:
                 reset_slot(bg_slot[t], rng, t, perm, index, slot_root, slot_nodes, used,
                            node_feature, node_threshold, node_left, node_right, node_depth,
@@ -515,10 +559,13 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                 reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
                                w_width, w_tick, w_drift)
                 n_warnings[t] += 1
+            before = d_total[t] / d_width[t] if d_width[t] > 0 else 0.0
             _update_pairs(det, val, 0, flag, d_settings[0], int(d_settings[1]),
                           int(d_settings[2]), d_settings[3], d_settings[4], db_total, db_var,
                           db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
                           d_det, d_seen)
+            if flag[0] and moa and not _rose(t, before, d_total, d_width, d_drift):
+                flag[0] = False
             if flag[0]:
                 if bg_active[t] == 1:
                     fg_slot[t] = bg_slot[t]

@@ -57,6 +57,14 @@ probability, alert and ranking bit for bit. Then:
   whose rankers learn once per mini-batch (the online random forest, iSOUP) now name the
   former publishing rule (``publish_rankings="top_k"``) and kept their digests bit for bit;
   ``default_interval`` pins the third rule.
+* (issue 36) the adaptive random forest follows MOA's ``AdaptiveRandomForest`` by default
+  (``flavour="moa"``: detectors fed the error after learning and reacting to a rise only,
+  background trees learning with weight 1, accuracy weights in percent, no 99% "no split"
+  rule, point-mass naive Bayes estimators) with MOA's subset size ``sqrt+1``: every case
+  with it changed (``default``, ``default_interval``, ``powers_of_two``, ``young_prior``,
+  ``unpooled``, ``former_weights``; wire ``default``, ``powers_of_two``, ``young_prior``).
+  ``arf_river`` runs the former defaults (``flavour="river"``, ``max_features="sqrt"``)
+  and gives the former ``default`` digest bit for bit.
 
 History of the learner digests (``LEARNERS``), which cover the final checkpointed state beside
 the answers:
@@ -74,6 +82,8 @@ the answers:
   starts on this stationary case): ``isoup_tree`` and ``isoup_symrf`` changed. No pipeline
   digest did (no pipeline case runs a regression stream). The former defaults remain as
   ``perceptron="unit_l1", drift_delta=None``, pinned in ``tests/models/test_isoup.py``.
+* (issue 36) the adaptive random forest's defaults became MOA's rules and subset size
+  (``flavour="moa"``, ``max_features="sqrt+1"``): ``adaptive_random_forest`` changed.
 """
 
 from __future__ import annotations
@@ -92,22 +102,26 @@ from worker.pipeline import Pipeline, PipelineConfig
 ORF_SMALL = {"n_trees": 3, "min_samples": 10, "n_tests": 5}
 ORF_RANKS = ["online_random_forest", "isoup_symrf"]  # the default rankers before block_forest
 TOP_K = "top_k"  # rankings published when their top-k changes (the default before issue 36)
+# the adaptive random forest's defaults before it took MOA's rules (issue 36)
+ARF_RIVER = {"flavour": "river", "max_features": "sqrt"}
 
 #: name: (PipelineConfig arguments, digest, alerts, rankings)
 PIPELINES = {
-    "default": (dict(), "29d0b11cfff85f1d6edbfea0d8ed78db02380e9ae7f7acf12b91d1a0b869ef7d", 3, 270),
+    "default": (dict(), "88f6d552032c2a18143bc817c2b9beb1685ad7bf26aa87a5214b3c10b77ae62d", 3, 270),
+    "arf_river": (dict(params={"adaptive_random_forest": ARF_RIVER}),
+                  "29d0b11cfff85f1d6edbfea0d8ed78db02380e9ae7f7acf12b91d1a0b869ef7d", 3, 270),
     "default_interval": (dict(publish_rankings="interval"),
-                         "744449e8e7810b3650edb557803fe96141edfdf92dfea62fe2bb39481ee779b5", 3, 3),
+                         "209bf9dd1a701f79ee831e7f7ca946bbbe6f64bdf528cea9b391c7cf87f00ac9", 3, 3),
     "powers_of_two": (dict(params={"block_forest": {"longest": 0}}),
-                      "18d5f55574311cfe741f9003b0406e39228ccfc82cf7cde21f9cc7ecfcf32a2d", 3, 270),
+                      "d7b29664bc491172bd37bac6cf7880054d46e6143f38ebe6cba3797ead856607", 3, 270),
     "young_prior": (dict(params={"block_forest": {"young_prior": 3.0}}),
-                    "37e2c04ba564494a4793b5421301bedf62fea5454811aebcdd9f5608613e9d00", 3, 270),
+                    "be01034617dc6331a3910be905e5a4a5d19f04017fb0df7c47c7e152b5a97d9a", 3, 270),
     "unpooled": (dict(params={"block_forest": {"pool": 0.0, "longest": 0}}),
-                 "dcede3550937c2809e26a41296159bbb2f158b73251e0f60018310c2b8852cb9", 3, 270),
+                 "59c28b64e9f54afc6c8e04d2e1d470186aac6ebbede5ee85e5a29cf6852bcb52", 3, 270),
     "former_weights": (dict(params={"block_forest": {"weights": "relative", "eta": 0.25,
                                                      "corr_eta": 0.3, "pool": 0.0,
                                                      "longest": 0}}),
-                       "7ac1233f04f13d7b9dd558a1f223f1f098d52482d44caa93d7c7c5f0901e2067", 3, 270),
+                       "58fb8f0cc23da55627841a43abb35d94fa4ff6b0b0e230c33ddcf56680ff0162", 3, 270),
     "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS, publish_rankings=TOP_K),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
@@ -130,11 +144,11 @@ CUTS = [0, 1, 37, 400, 401, 1450, 1600, 2222, 3000]
 #: name: (PipelineConfig arguments, digest of the output messages)
 WIRE = {
     "default": (dict(ranking_every=400),
-                "1353807c74c97c754c1ff905db4f969f4c085987f53ffb42f279dd4384f442de"),
+                "1d41e240914da6afefebca6a5a2def51e3facd968ecdbc1b36512cde883dbfbc"),
     "powers_of_two": (dict(ranking_every=400, params={"block_forest": {"longest": 0}}),
-                      "da24c156fb21533e95b3bdc62070c7b090dbb28b3fa79b0d67e885743c19994a"),
+                      "68776bef7c90e8d3d546b4175583e9643b6b7f10cd3343a51563f194c33d911c"),
     "young_prior": (dict(ranking_every=400, params={"block_forest": {"young_prior": 3.0}}),
-                    "36d4bccd0c33edd03029b4033e8723ba4d8083a426302b99a4b1dcf61b6f5573"),
+                    "ffcfd75e1c52ed15facbd9b2059b8d09d8b0288848791a63ca91f086104d6ea9"),
     "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS,
                               publish_rankings=TOP_K),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
@@ -147,7 +161,7 @@ WIRE = {
 #: learner family: digest of its answers and final state (:func:`learner_digests`)
 LEARNERS = {
     "abfs": "bd235a55ca33f87ac52afd8843835a23597c3150b5311965ab45f754a06c4e46",
-    "adaptive_random_forest": "1c7c022d63e3d67901df31bcb1e6c850e285c0b24ad3daade9a050ffacdee3ce",
+    "adaptive_random_forest": "4c844e4e786b39e1b4af79d121102c415b61ec680a7b132c049407c4407fb57d",
     "adwin": "0f319726d70d1f32eef377bbc229aa6b4a354de61a64738076a703be9b6c8e51",
     "block_forest": "bcef9acf55c47abd7ddf1cc1d2107c8d66f65e1b9bf9fe39a8e4c9cd5e5f5d99",
     "block_forest_regression": "0861bbcb6bf15b208a8a063438eed8f336f3619aa121979f4d04196fbffd1f18",

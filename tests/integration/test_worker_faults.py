@@ -534,7 +534,7 @@ def _write_in_turns(first, second) -> None:
             producer.begin()
             write(taking)
             producer.commit()
-        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+        except BaseException as exc:
             errors.append(exc)
         finally:
             taking.done()
@@ -588,12 +588,13 @@ def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap
                 config={}, offsets=offsets,
                 state={"x": rng.integers(0, 255, size, dtype=np.uint8)}, ts=0)
                 for j in range(8)}
-            empty = ckpt.empty_manifest(other.kafka.group_id, other.topics.instances, p, 0,
-                                        other.topics.features)
+            theirs_manifest = ckpt.empty_manifest(
+                other.kafka.group_id, other.topics.instances, p, 0, other.topics.features
+            ).model_copy(update={"offsets": offsets})
             _write_in_turns(
                 (mine, lambda prod, m=loaded.manifest, b=blobs:
                  ckpt.CheckpointWriter(prod, ck, 1024).write(m, b)),
-                (theirs, lambda prod, m=empty.model_copy(update={"offsets": offsets}), e=envs:
+                (theirs, lambda prod, m=theirs_manifest, e=envs:
                  ckpt.CheckpointWriter(prod, ck, 1024).write(
                      m, {s: ckpt.encode_blob(v) for s, v in e.items()})))
             written[p] = envs

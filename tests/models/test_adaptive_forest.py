@@ -142,10 +142,10 @@ def test_weighted_vote_weights_trees_by_their_accuracy():
 def test_leaves_keep_only_their_feature_subset():
     X, y = _stream(3000, d=16)
     m = AdaptiveRandomForest(n_models=3, seed=5)
-    assert m.subset_size(16) == 4 and AdaptiveRandomForest(max_features="sqrt+1").subset_size(16) == 5
+    assert m.subset_size(16) == 5 and AdaptiveRandomForest(max_features="sqrt").subset_size(16) == 4
     m.learn_many(X, y)
     a = m._arrays
-    assert a["g_w"].shape[1] == 4  # statistics for the subset only, in leaf records only
+    assert a["g_w"].shape[1] == 5  # statistics for the subset only, in leaf records only
     n = int(a["used"][0])
     for s in a["fg_slot"]:
         mine = np.flatnonzero(a["node_slot"][:n] == s)
@@ -157,7 +157,7 @@ def test_leaves_keep_only_their_feature_subset():
                 continue
             assert a["leaf_node"][q] == node
             feats = a["leaf_feat"][q]
-            assert len(set(feats.tolist())) == 4 and (np.diff(feats) > 0).all()
+            assert len(set(feats.tolist())) == 5 and (np.diff(feats) > 0).all()
 
 
 def test_importances_and_bad_input():
@@ -179,8 +179,9 @@ def test_importances_and_bad_input():
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="shared datasets not available")
-def test_accuracy_near_river_arf_on_electricity():
-    """Electricity, first 3,000 rows, worker protocol (batches of 100). Seeds move either
+def test_river_flavour_accuracy_near_river_arf_on_electricity():
+    """River's rules and subset size (``flavour="river"``, ``max_features="sqrt"``) against
+    river's ARF. Electricity, first 3,000 rows, worker protocol (batches of 100). Seeds move either
     forest by about +-2 points on this slice (ours 0.733-0.770 over seeds 1-5, river 0.731
     and 0.753 for seeds 2 and 1), so the mean of three of our seeds is held within 2 points
     of river's seed 1. Whole streams: tests/benchmarks/results/arf.md."""
@@ -198,5 +199,52 @@ def test_accuracy_near_river_arf_on_electricity():
         for x, t in zip(rows[s:s + 100], y[s:s + 100]):
             river.learn_one(x, t)
     river_acc = hits / len(y)
-    ours = np.mean([_prequential(AdaptiveRandomForest(seed=s), X, y).mean() for s in (1, 2, 3)])
+    ours = np.mean([_prequential(AdaptiveRandomForest(seed=s, flavour="river", max_features="sqrt"),
+                                 X, y).mean() for s in (1, 2, 3)])
     assert abs(ours - river_acc) < 0.02, (ours, river_acc)
+
+
+def test_moa_flavour_replaces_no_tree_whose_error_falls():
+    """A stationary concept: every tree's error only falls as it learns. river's rules
+    replace trees on that fall (ADWIN reports any change); MOA's report only a rise of the
+    error, so no tree is replaced; the default is MOA's."""
+    X, y = _stream(3000, d=5)
+    moa, river = AdaptiveRandomForest(seed=3), AdaptiveRandomForest(seed=3, flavour="river")
+    assert moa.params["flavour"] == "moa"
+    for m in (moa, river):
+        m.learn_many(X, y)
+    assert moa.n_drifts == 0 < river.n_drifts
+    # a real rise is still caught: the label flip replaces trees
+    Xf, yf = _stream(6000, d=5, flip_at=3000)
+    moa.learn_many(Xf[3000:], yf[3000:])
+    assert moa.n_drifts > 0
+
+
+def test_vote_weight_of_a_tree_without_a_correct_vote():
+    """MOA's evaluator reports accuracy in percent and gives a tree without a correct vote
+    weight 1, so it counts 1/88 of a tree at 88%; river's accuracy is in [0, 1], and the same
+    tree counts more than the accurate one."""
+    from models import _arf_kernels as ak
+
+    correct, seen = np.array([0.0, 88.0]), np.array([5.0, 100.0])
+    weights = {v: [ak._vote_weight(t, v, correct, seen) for t in (0, 1)]
+               for v in (ak.VOTE_EQUAL, ak.VOTE_ACCURACY, ak.VOTE_PERCENT)}
+    assert weights == {ak.VOTE_EQUAL: [1.0, 1.0], ak.VOTE_ACCURACY: [1.0, 0.88],
+                       ak.VOTE_PERCENT: [1.0, 88.0]}
+
+
+def test_a_state_from_before_the_flavour_goes_on_by_rivers_rules():
+    """Checkpoints written before ``flavour`` hold forests that learned by river's rules:
+    restored, they continue exactly as a river-flavoured forest."""
+    X, y = _stream(3000, flip_at=1500)
+    m = AdaptiveRandomForest(n_models=4, seed=2, flavour="river", max_features="sqrt")
+    m.learn_many(X[:1000], y[:1000])
+    state = m.to_state()
+    del state["params"]["flavour"]
+    r = AdaptiveRandomForest.from_state(decode_state(encode_state(state)))
+    assert r.params["flavour"] == "river"
+    for f in (m, r):
+        f.learn_many(X[1000:], y[1000:])
+    _same_arrays(m, r)
+    with pytest.raises(ValueError, match="flavour"):
+        AdaptiveRandomForest(flavour="java")
