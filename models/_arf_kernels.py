@@ -384,10 +384,18 @@ def _tree_error(s, x, k, lp, degenerate, slot_root, node_feature, node_threshold
     """0/1 error of the tree in slot ``s`` on row ``x`` of class ``k`` (its own prediction:
     the leaf's naive Bayes or majority class, as its detectors are fed)."""
     node = _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
-    mc, nb, tot = _leaf_votes(node, x, degenerate, node_leaf, node_counts, leaf_feat, g_w,
-                              g_mean, g_m2, scores, x_sub, ones)
-    pred = nb if _uses_nb(node, tot, lp, node_active, node_leaf, leaf_mc, leaf_nb) else mc
-    return 0.0 if pred == k else 1.0
+    counts = node_counts[node]
+    total = 0.0
+    for c in range(counts.shape[0]):
+        total += counts[c]
+    if total <= 0.0:
+        return 1.0  # no vote: an error, as _leaf_votes' -1
+    if not _uses_nb(node, total, lp, node_active, node_leaf, leaf_mc, leaf_nb):
+        return 0.0 if argmax(counts) == k else 1.0
+    q = node_leaf[node]  # naive Bayes only when the leaf predicts by it
+    _gather(x, leaf_feat[q], x_sub)
+    hs.naive_bayes_log_joint(x_sub, ones, counts, g_w, g_mean, g_m2, q, degenerate, scores)
+    return 0.0 if argmax(scores) == k else 1.0
 
 
 @njit(inline="always")
