@@ -245,3 +245,19 @@ def restart_candidate(cand_counts, g_w, g_mean, g_m2, g_min, g_max, scalars):
     g_max[:] = -math.inf
     scalars[0] = 0.0
     scalars[1] = 0.0
+
+
+@njit
+def guard_rows(pred_filtered, pred_plain, codes, fade, scores, use_plain):
+    """Which learner answers each row of :class:`models.abfs.ABFSClassifier`'s guard.
+
+    Row ``i`` is answered by the unfiltered learner (``use_plain[i]``) when its faded
+    prequential accuracy so far is above the filtered learner's (ties: the filtered one,
+    the reference); then both scores fade by ``fade`` and add whether each predicted
+    ``codes[i]`` (a prediction of -1, none, is wrong). ``scores``: ``(filtered, plain)``,
+    updated in place.
+    """
+    for i in range(codes.shape[0]):
+        use_plain[i] = scores[1] > scores[0]
+        scores[0] = fade * scores[0] + (1.0 if pred_filtered[i] == codes[i] else 0.0)
+        scores[1] = fade * scores[1] + (1.0 if pred_plain[i] == codes[i] else 0.0)

@@ -1,7 +1,8 @@
 """Seeded synthetic classification streams for tests and benchmarks beside the rotating
 hyperplane (:class:`models.hyperplane.RotatingHyperplane`): SEA concepts and an Agrawal-like
 loan stream, each with an abrupt concept change, in the usual definitions (Street & Kim 2001;
-Agrawal, Imielinski & Swami 1993).
+Agrawal, Imielinski & Swami 1993), and a sparse binary stream of word occurrences whose
+relevant words change (feature drift, as in spam and newsgroup streams; Katakis et al. 2010).
 """
 
 from __future__ import annotations
@@ -61,4 +62,37 @@ def agrawal(n: int, seed: int = 1, noise: float = 0.05) -> tuple[np.ndarray, lis
                            (salary >= 25e3) & (salary <= 75e3)))
     y = np.where(np.arange(n) < n // 2, f1, f2).astype(np.int64)
     X = np.column_stack([salary, commission, age, elevel, car, zipcode, hvalue, hyears, loan])
+    return np.ascontiguousarray(X), [int(v) for v in _flip(y, noise, rng)]
+
+
+def sparse_words(n: int, n_words: int = 500, seed: int = 1, keywords: int = 5,
+                 background: float = 0.02, rate: float = 0.3, switches: int = 3,
+                 noise: float = 0.05) -> tuple[np.ndarray, list[int]]:
+    """A high-dimensional sparse binary stream: ``n_words`` 0/1 word occurrences per row.
+
+    Every word occurs in a row with probability ``background`` (about 10 of 500 per row).
+    The class (1 or 0, equally likely) adds its own ``keywords`` words, each with
+    probability ``rate``; the two keyword sets are drawn anew, disjoint, at ``switches``
+    evenly spaced rows (feature drift: the words that tell the classes apart change).
+    Labels are flipped with probability ``noise``.
+
+    Examples
+    --------
+    >>> X, y = sparse_words(1000, seed=2)
+    >>> X.shape, set(np.unique(X)) == {0.0, 1.0}, 5 < X.sum(axis=1).mean() < 15
+    ((1000, 500), True, True)
+    """
+    rng = np.random.default_rng(seed)
+    X = (rng.random((n, n_words)) < background).astype(np.float64)
+    y = (rng.random(n) < 0.5).astype(np.int64)
+    edges = [n * (k + 1) // (switches + 1) for k in range(switches)] + [n]
+    start = 0
+    for stop in edges:
+        words = rng.choice(n_words, 2 * keywords, replace=False)
+        for cls, chosen in ((1, words[:keywords]), (0, words[keywords:])):
+            rows = np.flatnonzero(y[start:stop] == cls) + start
+            hits = rng.random((rows.size, keywords)) < rate
+            X[rows[:, None], chosen[None, :]] = np.maximum(X[rows[:, None], chosen[None, :]],
+                                                           hits)
+        start = stop
     return np.ascontiguousarray(X), [int(v) for v in _flip(y, noise, rng)]

@@ -151,3 +151,61 @@ def test_batched_test_then_train_equals_row_by_row():
         b.learn_many(X[i:i + 1], y[i:i + 1])
     assert fast == slow
     assert any(e.kind == "feature_drift" for e in a.selector.events()) or a.selector.layers()
+
+
+def test_guard_rows_answer_with_the_learner_ahead_so_far():
+    """Hand-checked: fade 0.5, the filtered learner right on rows 0-1, the unfiltered one on
+    rows 1-4. Scores before each row (filtered, plain): (0, 0) tie -> filtered; (1, 0);
+    (1.5, 1) ; (0.75, 1.5) -> plain; (0.375, 1.75) -> plain."""
+    filtered = np.array([0, 1, 0, 0, 0])
+    plain = np.array([1, 1, 2, 2, 2])
+    codes = np.array([0, 1, 2, 2, 2])
+    scores, use = np.zeros(2), np.zeros(5, np.bool_)
+    ak.guard_rows(filtered, plain, codes, 0.5, scores, use)
+    assert use.tolist() == [False, False, False, True, True]
+    np.testing.assert_allclose(scores, [0.1875, 1.875])
+    ak.guard_rows(np.array([-1]), np.array([-1]), np.array([0]), 0.5, scores, use[:1])
+    np.testing.assert_allclose(scores, [0.09375, 0.9375])  # no prediction: wrong for both
+
+
+def test_the_guard_keeps_abfs_from_costing_accuracy():
+    """A sparse stream of 500 word occurrences whose keywords change once (Assis' settings):
+    filtered and reset at each feature drift, the tree falls more than 5 points below the
+    plain tree; with the guard it is not below it, and the selection is the same."""
+    from tests.synthetic import sparse_words
+
+    X, y = sparse_words(40000, seed=1, switches=1)
+    truth = np.array(y)
+    plain = np.mean(np.array(HoeffdingTree().predict_learn_many(X, y)) == truth)
+    got = {}
+    for guard in (None, 0.99):
+        model = ABFSClassifier(HoeffdingTree(), ABFS(**ASSIS), guard=guard)
+        got[guard] = (np.mean(np.array(model.predict_learn_many(X, y), dtype=object) == truth),
+                      model.selector.layers())
+    assert got[None][0] < plain - 0.05
+    assert got[0.99][0] >= plain and got[0.99][1] == got[None][1]
+
+
+def test_the_guard_round_trips_and_older_states_go_on_without_it():
+    X, y, _ = feature_drift_stream(6000, switch_every=3000)
+    model = ABFSClassifier(NaiveBayes(), ABFS(**ASSIS))
+    assert model.params["guard"] == 0.99
+    model.predict_learn_many(X[:3500], y[:3500])
+    restored = ABFSClassifier.from_state(decode_state(encode_state(model.to_state())))
+    assert restored.predict_learn_many(X[3500:], y[3500:]) == \
+        model.predict_learn_many(X[3500:], y[3500:])
+    # written before the guard: no "guard" parameter, no unfiltered learner
+    old = ABFSClassifier(NaiveBayes(), ABFS(**ASSIS), guard=None)
+    old.predict_learn_many(X[:3500], y[:3500])
+    state = old.to_state()
+    del state["params"]["guard"]
+    back = ABFSClassifier.from_state(decode_state(encode_state(state)))
+    assert back.params["guard"] is None and back.plain is None
+    assert back.predict_learn_many(X[3500:], y[3500:]) == \
+        old.predict_learn_many(X[3500:], y[3500:])
+    bad = model.to_state()
+    bad["extra"]["scores"] = [1.0, float("nan")]
+    with pytest.raises(ValueError, match="scores"):
+        ABFSClassifier.from_state(bad)
+    with pytest.raises(ValueError, match="guard"):
+        ABFSClassifier(NaiveBayes(), guard=1.0)
