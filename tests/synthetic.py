@@ -79,7 +79,7 @@ def sparse_words(n: int, n_words: int = 500, seed: int = 1, keywords: int = 5,
     Examples
     --------
     >>> X, y = sparse_words(1000, seed=2)
-    >>> X.shape, set(np.unique(X)) == {0.0, 1.0}, 5 < X.sum(axis=1).mean() < 15
+    >>> X.shape, set(np.unique(X)) == {0.0, 1.0}, bool(5 < X.sum(axis=1).mean() < 15)
     ((1000, 500), True, True)
     """
     rng = np.random.default_rng(seed)
