@@ -144,11 +144,24 @@ def producer_config(settings, transactional_id: str | None,
         del ours["transaction.timeout.ms"]
     for k, v in ours.items():
         conf.setdefault(k, v)
-    for k in ("group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
-              "partition.assignment.strategy", "isolation.level", "auto.offset.reset",
-              "max.poll.interval.ms", "enable.auto.commit", "fetch.wait.max.ms"):
-        conf.pop(k, None)
-    return conf
+    return without_consumer_keys(conf)
+
+
+# consumer properties librdkafka warns about (CONFWARN) when a producer is given them
+_CONSUMER_ONLY = ("group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
+                  "partition.assignment.strategy", "isolation.level", "auto.offset.reset",
+                  "max.poll.interval.ms", "enable.auto.commit", "fetch.wait.max.ms")
+
+
+def without_consumer_keys(conf: dict) -> dict:
+    """``conf`` without the consumer-only properties (a producer's configuration).
+
+    Examples
+    --------
+    >>> without_consumer_keys({"bootstrap.servers": "b:9092", "group.id": "g"})
+    {'bootstrap.servers': 'b:9092'}
+    """
+    return {k: v for k, v in conf.items() if k not in _CONSUMER_ONLY}
 
 
 def make_consumer(settings, logger=None) -> Consumer:

@@ -253,7 +253,9 @@ def _cmd_produce(args) -> int:
         truth = W if args.truth_every > 0 else None
     if args.rows:
         X, y = X[:args.rows], y[:args.rows]
-    producer = make_producer(settings.kafka.as_librdkafka_dict())
+    from worker.kafka_io import without_consumer_keys
+
+    producer = make_producer(without_consumer_keys(settings.kafka.as_librdkafka_dict()))
     n = produce_stream(producer, settings.topics.instances, stream, X, y,
                        names=names if args.names else None, truth=truth,
                        truth_every=max(1, getattr(args, "truth_every", 0)),
