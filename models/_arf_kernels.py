@@ -442,6 +442,24 @@ def _normalise(row):
 
 
 @njit
+def _detect(learned, errors, n, moa, flags, befores, settings, b_total, b_var, b_count, rows,
+            total, variance, width, tick, drift, n_detections, n_seen):
+    """Feed ``errors[:n]`` to the detectors ``learned[:n]`` of one bank (ADWIN, in order);
+    ``flags[j]``: whether detector ``learned[j]`` reports a change (MOA's rule: only a rise
+    of its mean, :func:`_rose`)."""
+    for j in range(n):
+        t = learned[j]
+        befores[j] = total[t] / width[t] if width[t] > 0 else 0.0
+    _update_pairs(learned[:n], errors[:n], 0, flags[:n], settings[0], int(settings[1]),
+                  int(settings[2]), settings[3], settings[4], b_total, b_var, b_count, rows,
+                  total, variance, width, tick, drift, n_detections, n_seen)
+    if moa:
+        for j in range(n):
+            if flags[j] and not _rose(learned[j], befores[j], total, width, drift):
+                flags[j] = False
+
+
+@njit
 def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i, w_settings,
                d_settings,
                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
@@ -476,12 +494,13 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     index = np.zeros(node_feature.shape[0], np.int64)
     ones = np.ones(m, np.uint8)
     x_sub = np.zeros(m)
-    det = np.zeros(1, np.int64)
+    learned = np.zeros(T, np.int64)  # the trees that learned the row, and their errors
+    errors = np.zeros(T)
+    flags = np.zeros(T, np.bool_)
+    befores = np.zeros(T)
     lp = settings_i[1]
     degenerate = settings_i[2]
     moa = settings_i[4] == FLAVOUR_MOA
-    val = np.zeros(1)
-    flag = np.zeros(1, np.bool_)
     proba = np.zeros(K)
     predict = out.shape[0] > 0
     k_now = k_known  # classes known when row i is predicted (indices follow first appearance)
@@ -501,6 +520,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
         if predict:
             for c in range(K):
                 out[i, c] = 0.0
+        n_learned = 0
         for t in range(T):
             s = fg_slot[t]
             node = _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
@@ -548,33 +568,36 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                                   node_threshold, node_left, node_right, node_active,
                                   node_leaf, node_counts, leaf_feat, leaf_mc, leaf_nb, g_w,
                                   g_mean, g_m2, scores, x_sub, ones)
-            det[0] = t
-            val[0] = err
-            before = w_total[t] / w_width[t] if w_width[t] > 0 else 0.0
-            _update_pairs(det, val, 0, flag, w_settings[0], int(w_settings[1]),
-                          int(w_settings[2]), w_settings[3], w_settings[4], wb_total, wb_var,
-                          wb_count, w_rows, w_total, w_variance, w_width, w_tick, w_drift,
-                          w_det, w_seen)
-            if flag[0] and moa and not _rose(t, before, w_total, w_width, w_drift):
-                flag[0] = False
-            if flag[0]:
-                reset_slot(bg_slot[t], rng, t, perm, index, slot_root, slot_nodes, used,
-                           node_feature, node_threshold, node_left, node_right, node_depth,
-                           node_active, node_merit, node_slot, node_leaf, node_counts,
-                           leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean,
-                           g_m2, g_min, g_max)
-                bg_active[t] = 1
-                reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
-                               w_width, w_tick, w_drift)
-                n_warnings[t] += 1
-            before = d_total[t] / d_width[t] if d_width[t] > 0 else 0.0
-            _update_pairs(det, val, 0, flag, d_settings[0], int(d_settings[1]),
-                          int(d_settings[2]), d_settings[3], d_settings[4], db_total, db_var,
-                          db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
-                          d_det, d_seen)
-            if flag[0] and moa and not _rose(t, before, d_total, d_width, d_drift):
-                flag[0] = False
-            if flag[0]:
+            learned[n_learned] = t
+            errors[n_learned] = err
+            n_learned += 1
+        # the detectors of the trees that learned the row, one call per bank (a call costs
+        # the reference counts of every array it is passed): tree by tree, a warning starts
+        # a background tree, then a drift swaps it in (each tree's own slots and generator)
+        if n_learned:
+            _detect(learned, errors, n_learned, moa, flags, befores, w_settings, wb_total,
+                    wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick, w_drift,
+                    w_det, w_seen)
+            for j in range(n_learned):
+                if flags[j]:
+                    t = learned[j]
+                    reset_slot(bg_slot[t], rng, t, perm, index, slot_root, slot_nodes, used,
+                               node_feature, node_threshold, node_left, node_right, node_depth,
+                               node_active, node_merit, node_slot, node_leaf, node_counts,
+                               leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w,
+                               g_mean, g_m2, g_min, g_max)
+                    bg_active[t] = 1
+                    reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
+                                   w_width, w_tick, w_drift)
+                    n_warnings[t] += 1
+            _detect(learned, errors, n_learned, moa, flags, befores, d_settings, db_total,
+                    db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
+                    d_det, d_seen)
+            for j in range(n_learned):
+                if not flags[j]:
+                    continue
+                t = learned[j]
+                s = fg_slot[t]
                 if bg_active[t] == 1:
                     fg_slot[t] = bg_slot[t]
                     bg_slot[t] = s
