@@ -299,17 +299,14 @@ def _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max):
 
 
 @njit
-def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
-                settings_f, settings_i, slot_nodes, used, node_feature, node_threshold,
-                node_left, node_right, node_depth, node_active, node_merit, node_slot,
-                node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb,
-                g_w, g_mean, g_m2, g_min, g_max, left, right, best_left, best_right, ones):
-    """One weighted row into leaf ``node`` of the tree in slot ``s`` (the Hoeffding tree's
-    row step, with the leaf's random feature subset in place of the global mask);
-    ``mc_pred``, ``nb_pred`` and ``total_before`` are the leaf's votes before the row."""
-    grace, delta, tau, mbf, max_share = (settings_f[0], settings_f[1], settings_f[2],
-                                         settings_f[3], settings_f[4])
-    n_splits, leaf_prediction, max_depth = settings_i[0], settings_i[1], settings_i[3]
+def _update_leaf(node, x, k, wi, mc_pred, nb_pred, total_before, grace, leaf_prediction,
+                 max_depth, node_depth, node_active, node_leaf, node_counts, leaf_feat,
+                 leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max):
+    """One weighted row into leaf ``node`` (the Hoeffding tree's row step, with the leaf's
+    random feature subset in place of the global mask); ``mc_pred``, ``nb_pred`` and
+    ``total_before`` are the leaf's votes before the row. Returns whether a split attempt
+    is due (:func:`_attempt_split`; kept apart: it needs every pool array, and a call costs
+    a reference count per array passed, while most rows only update the leaf)."""
     counts = node_counts[node]
     K = counts.shape[0]
     q = node_leaf[node]
@@ -323,17 +320,33 @@ def _learn_tree(s, node, x, k, wi, mc_pred, nb_pred, total_before, rng, g, perm,
             leaf_nb[q] += wi
     counts[k] += wi
     if not active:
-        return
+        return False
     for j in range(feats.shape[0]):
         hs.gaussian_update(g_w, g_mean, g_m2, g_min, g_max, q, j, k, x[feats[j]], wi)
     if node_depth[node] >= max_depth:
         node_active[node] = 0
-        return
+        return False
     total = 0.0
     for c in range(K):
         total += counts[c]
-    if total - leaf_last_eval[q] < grace:
-        return
+    return total - leaf_last_eval[q] >= grace
+
+
+@njit
+def _attempt_split(s, node, rng, g, perm, settings_f, settings_i, slot_nodes, used,
+                   node_feature, node_threshold, node_left, node_right, node_depth, node_active,
+                   node_merit, node_slot, node_leaf, node_counts, leaf_node, leaf_feat,
+                   leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left,
+                   right, best_left, best_right, ones):
+    """The split attempt of leaf ``node`` of the tree in slot ``s`` (due: see
+    :func:`_update_leaf`): split it, restart it after a "no split" answer, or wait."""
+    delta, tau, mbf, max_share = settings_f[1], settings_f[2], settings_f[3], settings_f[4]
+    n_splits = settings_i[0]
+    counts = node_counts[node]
+    q = node_leaf[node]
+    total = 0.0
+    for c in range(counts.shape[0]):
+        total += counts[c]
     decision, best_f, best_t, merit = split_decision(
         counts, q, ones, delta, tau, n_splits, mbf, max_share, -math.inf, False, g_w, g_mean,
         g_m2, g_min, g_max, left, right, best_left, best_right)
@@ -501,6 +514,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     lp = settings_i[1]
     degenerate = settings_i[2]
     moa = settings_i[4] == FLAVOUR_MOA
+    grace, max_depth = settings_f[0], settings_i[3]
     proba = np.zeros(K)
     predict = out.shape[0] > 0
     k_now = k_known  # classes known when row i is predicted (indices follow first appearance)
@@ -551,18 +565,25 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
                                                 ones)
                 # MOA trains a background tree on the row itself (weight 1), river with k
                 b_w = 1.0 if moa else float(kw)
-                _learn_tree(b_s, b_node, x, k, b_w, b_mc, b_nb, b_tot, rng, t, perm,
-                            settings_f, settings_i, slot_nodes, used, node_feature,
-                            node_threshold, node_left, node_right, node_depth, node_active,
-                            node_merit, node_slot, node_leaf, node_counts, leaf_node, leaf_feat,
-                            leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max,
-                            left, right, best_left, best_right, ones)
-            _learn_tree(s, node, x, k, float(kw), mc_pred, nb_pred, tot, rng, t, perm,
-                        settings_f, settings_i, slot_nodes, used, node_feature, node_threshold,
-                        node_left, node_right, node_depth, node_active, node_merit, node_slot,
-                        node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc,
-                        leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left, right, best_left,
-                        best_right, ones)
+                if _update_leaf(b_node, x, k, b_w, b_mc, b_nb, b_tot, grace, lp, max_depth,
+                                node_depth, node_active, node_leaf, node_counts, leaf_feat,
+                                leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
+                                g_max):
+                    _attempt_split(b_s, b_node, rng, t, perm, settings_f, settings_i,
+                                   slot_nodes, used, node_feature, node_threshold, node_left,
+                                   node_right, node_depth, node_active, node_merit, node_slot,
+                                   node_leaf, node_counts, leaf_node, leaf_feat, leaf_last_eval,
+                                   leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left,
+                                   right, best_left, best_right, ones)
+            if _update_leaf(node, x, k, float(kw), mc_pred, nb_pred, tot, grace, lp, max_depth,
+                            node_depth, node_active, node_leaf, node_counts, leaf_feat,
+                            leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max):
+                _attempt_split(s, node, rng, t, perm, settings_f, settings_i, slot_nodes, used,
+                               node_feature, node_threshold, node_left, node_right, node_depth,
+                               node_active, node_merit, node_slot, node_leaf, node_counts,
+                               leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w,
+                               g_mean, g_m2, g_min, g_max, left, right, best_left, best_right,
+                               ones)
             if moa:  # MOA's detectors see the tree's error on the row it has just learned
                 err = _tree_error(s, x, k, lp, degenerate, slot_root, node_feature,
                                   node_threshold, node_left, node_right, node_active,
