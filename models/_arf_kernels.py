@@ -235,7 +235,7 @@ def _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
     return node
 
 
-@njit
+@njit(_nrt=False)
 def _leaf_votes(node, x, degenerate, node_leaf, node_counts, leaf_feat, g_w, g_mean, g_m2,
                 scores, x_sub, ones):
     """``(majority class, naive Bayes class, leaf weight)`` of a leaf (-1: no vote).
@@ -298,7 +298,7 @@ def _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max):
     g_max[q] = -math.inf
 
 
-@njit
+@njit(_nrt=False)
 def _update_leaf(node, x, k, wi, mc_pred, nb_pred, total_before, grace, leaf_prediction,
                  max_depth, node_depth, node_active, node_leaf, node_counts, leaf_feat,
                  leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max):
@@ -390,7 +390,7 @@ def _rose(t, before, total, width, drift):
     return False
 
 
-@njit
+@njit(_nrt=False)
 def _tree_error(s, x, k, lp, degenerate, slot_root, node_feature, node_threshold, node_left,
                 node_right, node_active, node_leaf, node_counts, leaf_feat, leaf_mc, leaf_nb,
                 g_w, g_mean, g_m2, scores, x_sub, ones):

@@ -283,7 +283,7 @@ def best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, pre, n_splits,
 # ------------------------------------------------------------------------------ naive Bayes
 
 
-@njit
+@njit(_nrt=False)
 def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, out):
     """Log of ``P(c) prod_f p(x_f | c)`` per class into ``out``; returns whether any class
     was seen. Features with ``mask[f] == 0`` are missing and left out of the product.
@@ -334,7 +334,7 @@ def _observed(g_w, leaf, f, K):
     return False
 
 
-@njit
+@njit(_nrt=False)
 def _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out):
     """MOA's naive Bayes votes, multiplied in linear space as MOA does (so a product that
     underflows to 0 stays 0, which decides many early predictions), returned as logs."""
