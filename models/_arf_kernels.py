@@ -454,7 +454,7 @@ def _normalise(row):
             row[c] /= tot
 
 
-@njit
+@njit(_nrt=False)
 def _detect(learned, errors, n, moa, flags, befores, settings, b_total, b_var, b_count, rows,
             total, variance, width, tick, drift, n_detections, n_seen):
     """Feed ``errors[:n]`` to the detectors ``learned[:n]`` of one bank (ADWIN, in order);

@@ -128,7 +128,7 @@ def _is_cut(n0, n1, u0, u1, min_window_length, window_variance, delta_prime):
     return abs(delta_mean) > epsilon
 
 
-@njit(error_model="numpy")
+@njit(error_model="numpy", _nrt=False)
 def _update_pairs(detectors, values, start, out, delta, clock, max_buckets, min_window_length,
                   grace_period, bucket_total, bucket_variance, bucket_count, n_rows, total,
                   variance, width, tick, drift, n_detections, n_seen):
