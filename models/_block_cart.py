@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cart import draw_mask, stratified_bootstrap
+from ._cart import draw_mask, impure, stratified_bootstrap
 from ._jit import njit
-from ._rng import next_u64, randint, shuffle
+from ._rng import next_u64, pick_next, shuffle
 from ._stats import gini
 
 #: nodes of at most this many rows sort their own rows for each feature; larger ones walk the
@@ -61,14 +61,17 @@ def split_features(n_features: int) -> int:
     return min(n_features, max(SPLIT_FEATURES, root))
 
 
-@njit(_nrt=False)
-def _impure(counts):
-    """Whether more than one class has weight (a pure node is a leaf)."""
-    seen = 0
-    for k in range(counts.shape[0]):
-        if counts[k] > 0.0:
-            seen += 1
-    return seen > 1
+@njit(inline="always")
+def _insert(vals, ids, k, x, i):
+    """Insert value ``x`` of row ``i`` into the sorted ``vals[:k]`` (and ``ids[:k]``), after
+    the values equal to it: rows inserted in row order keep that order among ties."""
+    m = k
+    while m > 0 and vals[m - 1] > x:
+        vals[m] = vals[m - 1]
+        ids[m] = ids[m - 1]
+        m -= 1
+    vals[m] = x
+    ids[m] = i
 
 
 @njit(_nrt=False)
@@ -93,14 +96,7 @@ def _node_column(X, f, columns, rows, node_of, v, lo, hi, ids, vals):
         return
     for k in range(n):
         i = rows[lo + k]
-        x = X[i, f]
-        m = k
-        while m > 0 and vals[m - 1] > x:
-            vals[m] = vals[m - 1]
-            ids[m] = ids[m - 1]
-            m -= 1
-        vals[m] = x
-        ids[m] = i
+        _insert(vals, ids, k, X[i, f], i)
 
 
 @njit(_nrt=False)
@@ -169,10 +165,7 @@ def _search_node(X, columns, rows, node_of, v, codes, weight, lo, hi, count_v, f
     for q in range(n_feat):
         if q >= n_split and best[1] >= 0.0:
             return
-        j = q + randint(rng, 0, n_feat - q)
-        f = pool[j]
-        pool[j] = pool[q]
-        pool[q] = f
+        f = pick_next(rng, 0, pool, q)
         _scan_feature(X, f, columns, rows, node_of, v, lo, hi, codes, weight, count_v, n_v,
                       sq_v, vals, ids, left, best)
 
@@ -247,7 +240,7 @@ def tree_importances(X, columns, codes, weight, features, n_split, max_depth, rn
     for _ in range(max_depth):
         first_child = n_nodes
         for v in range(lo, hi):
-            if not _impure(count[v]):
+            if not impure(count[v]):
                 continue
             _search_node(X, columns, rows, node_of, v, codes, weight, start[v], stop[v],
                          count[v], features, pool, n_split, rng, vals, ids, left, best)
@@ -337,14 +330,7 @@ def update_columns(X, changed, order, values, scratch):
     for f in range(X.shape[1]):
         for q in range(k):  # insertion in row order, strict: ties keep the row order
             i = changed_rows[q]
-            x = X[i, f]
-            m = q
-            while m > 0 and new_vals[m - 1] > x:
-                new_vals[m] = new_vals[m - 1]
-                new_rows[m] = new_rows[m - 1]
-                m -= 1
-            new_vals[m] = x
-            new_rows[m] = i
+            _insert(new_vals, new_rows, q, X[i, f], i)
         a = 0
         for s in range(n):  # the unchanged rows in their order, without a branch per row
             i = order[f, s]

@@ -71,8 +71,8 @@ def stratified_bootstrap(rng, i_rng, class_rows, class_start, sample_weight, row
             row_weight[r] += sample_weight[r]
 
 
-@njit
-def _impure(counts):
+@njit(_nrt=False)
+def impure(counts):
     """Whether more than one class has weight (a pure or empty node is a leaf)."""
     seen = 0
     for k in range(counts.shape[0]):
@@ -264,7 +264,7 @@ def _node_totals(lo, hi, node_count, active, node_n, node_sq, best_score, best_f
     """Start the level: which nodes may split, their weights; return how many may."""
     n_active = 0
     for v in range(lo, hi):
-        active[v] = _impure(node_count[v])
+        active[v] = impure(node_count[v])
         n_active += active[v]
         node_n[v] = 0.0
         node_sq[v] = 0.0

@@ -27,7 +27,7 @@ import numpy as np
 from ._block_cart import _node_column
 from ._cart import draw_mask
 from ._jit import njit
-from ._rng import next_u64, randint, shuffle
+from ._rng import next_u64, pick_next, randint, shuffle
 
 
 @njit
@@ -97,10 +97,7 @@ def _search_node(X, Y, w, columns, rows, node_of, v, lo, hi, s_v, n_v, features,
         else:
             if q >= n_split and best[1] >= 0.0:
                 return
-            j = q + randint(rng, 0, n_feat - q)
-            f = pool[j]
-            pool[j] = pool[q]
-            pool[q] = f
+            f = pick_next(rng, 0, pool, q)
         _node_column(X, f, columns, rows, node_of, v, lo, hi, ids, vals)
         _scan(f, ids, vals, hi - lo, Y, w, s_v, n_v, ls, best)
 

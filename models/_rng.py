@@ -95,6 +95,17 @@ def poisson(state, i, lam):
     return k
 
 
+@njit(inline="always")
+def pick_next(state, i, arr, q):
+    """One step of a partial Fisher-Yates shuffle from the front: a uniform draw among
+    ``arr[q:]`` is swapped into ``arr[q]`` and returned (``arr[:q]`` are the earlier picks)."""
+    j = q + randint(state, i, arr.shape[0] - q)
+    picked = arr[j]
+    arr[j] = arr[q]
+    arr[q] = picked
+    return picked
+
+
 @njit
 def shuffle(state, i, arr):
     """Fisher-Yates shuffle of ``arr`` in place."""

@@ -549,7 +549,7 @@ class ABFSClassifier(Learner):
         otherwise each row is predicted and learned in turn.
         """
         chunks: list = []  # (rows' probabilities, the downstream learner's classes then)
-        self._learn(X, y, sample_weight, chunks)
+        codes = self._learn(X, y, sample_weight, chunks)
         plain = self._learn_plain(X, y, sample_weight) if self.plain is not None else None
         if not chunks:
             return np.zeros((0, len(self.classes)))
@@ -558,7 +558,6 @@ class ABFSClassifier(Learner):
             return proba
         plain = self._columns(plain, self.plain.classes)
         use = np.zeros(proba.shape[0], np.bool_)
-        codes = np.asarray(self.selector._classes.encode(list(y)), np.int64)
         ak.guard_rows(_predicted(proba), _predicted(plain), codes, self.params["guard"],
                       self._scores, use)
         proba[use] = plain[use]
@@ -579,7 +578,9 @@ class ABFSClassifier(Learner):
         width = len(self.plain.classes)
         return np.concatenate([np.pad(r, ((0, 0), (0, width - r.shape[1]))) for r in rows])
 
-    def _learn(self, X, y, sample_weight, preds) -> None:
+    def _learn(self, X, y, sample_weight, preds) -> np.ndarray:
+        """Selector and filtered learner over the rows (see class doc); returns the rows'
+        class indices (the selector's order)."""
         X, codes, w = self.selector._prepare(X, y, sample_weight)
         labels = self.selector._classes.decode(codes)
         weights = None if sample_weight is None else w
@@ -632,6 +633,7 @@ class ABFSClassifier(Learner):
         self.selector._run(X, codes, w, before, after)
         train(done[0], X.shape[0])
         self._arrays["n_seen"][0] += X.shape[0]
+        return codes
 
     def _seen(self, X: np.ndarray, columns: list[int] | None) -> np.ndarray:
         """The rows as the downstream learner sees them: its feature mask set to ``columns``
