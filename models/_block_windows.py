@@ -39,13 +39,11 @@ def window_means(history, n_blocks, skip, windows, out):
 
 
 @njit
-def score_windows(history, n_blocks, gap, windows, rate, losses, loss_cross, pred_moments,
-                  target_moments, scratch):
+def score_windows(history, n_blocks, gap, windows, rate, losses, loss_cross, scratch):
     """Fade the windows' statistics and add the newest measurement's: each window's squared
     error in predicting it from the measurements that ended ``gap`` before it
-    (``losses``), the products of those errors (``loss_cross``), the predictions' moments
-    (``pred_moments``: prediction, its square, prediction times target) and the target's
-    (``target_moments``: 1, target, its square). ``scratch``: shape ``(2,) + losses.shape``.
+    (``losses``) and the products of those errors (``loss_cross``). ``scratch``: shape
+    ``(2,) + losses.shape``.
     """
     K, d = losses.shape
     pred, err = scratch[0], scratch[1]
@@ -58,18 +56,10 @@ def score_windows(history, n_blocks, gap, windows, rate, losses, loss_cross, pre
             e = (p - t) * (p - t)
             err[k, f] = e
             losses[k, f] = losses[k, f] * keep + rate * e
-            pred_moments[0, k, f] = pred_moments[0, k, f] * keep + rate * p
-            pred_moments[1, k, f] = pred_moments[1, k, f] * keep + rate * (p * p)
-            pred_moments[2, k, f] = pred_moments[2, k, f] * keep + rate * (p * t)
     for k in range(K):
         for m in range(K):
             for f in range(d):
                 loss_cross[k, m, f] = loss_cross[k, m, f] * keep + rate * (err[k, f] * err[m, f])
-    for f in range(d):
-        t = target[f]
-        target_moments[0, f] = target_moments[0, f] * keep + rate * 1.0
-        target_moments[1, f] = target_moments[1, f] * keep + rate * t
-        target_moments[2, f] = target_moments[2, f] * keep + rate * (t * t)
 
 
 @njit

@@ -4,8 +4,8 @@ The block-forest ranker of :mod:`models.block_forest` with CART regression trees
 (:mod:`models._cart_regression`) in place of classification trees: every ``stride`` rows a
 small forest learns the latest ``block_size`` rows and targets, its impurity importances are
 one measurement, and each feature's importance is the mean of its measurements over the
-memory the block-forest ranker's rule chooses for it (by default a mixture of windows
-weighted by how well each predicted the feature's next independent measurement).
+window mixture of the block-forest ranker. Its measurements are in
+``docs/research/block_forest.md``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class BlockForestRegressionRanker(BlockRanker):
     averaged over a memory chosen per feature.
 
     Everything but the block forests is :class:`~models.block_forest.BlockForestRanker`: the
-    same parameters, defaults, memory rule and noise estimate. A block forest here is
+    same parameters, defaults and window mixture. A block forest here is
     ``n_trees`` CART regression trees, each on a bootstrap of the block and (``mtry``) a
     random subset of the features, splitting on the squared error summed over the targets;
     each target is standardised on the block first, so that every target counts alike
@@ -32,45 +32,23 @@ class BlockForestRegressionRanker(BlockRanker):
 
     Parameters
     ----------
-    block_size, stride, n_trees, max_depth, mtry, max_blocks, kappa, noise, seed, memory, \
-    rate, weights, paired_eta, long_prior, eta, corr_eta, pool, young_prior, young_blocks, \
-    longest
+    block_size, stride, n_trees, max_depth, mtry, max_blocks, seed, rate, paired_eta, \
+    long_prior, eta, pool, longest
         As :class:`~models.block_forest.BlockForestRanker`.
 
     Notes
     -----
     Why a second ranker for regression streams: iSOUP-SymRF's symbolic ranking (Osojnik,
     Panov & Džeroski 2020) sums ``0.5 ** depth`` over the split nodes of trees that only
-    grow, so it cannot see a feature lose its importance; on the rotating-weight regression
-    streams of ``tests/benchmarks/bench_rankings_drift_regression.py`` (17 settings, 10
-    streams each) it scores 0.057 on average (Cassidy & Deviney's correlation with the true
-    weights; -0.22 to +0.27 per setting), this ranker 0.732 (0.57 to 0.84), a forest
-    refitted on the last 300 rows at every ask 0.702. This ranker is at least the best of
-    the 100-, 300- and 1,000-row windows at 10 settings (by up to 0.020) and below it at 7,
-    by 0.002-0.041 (the most at the two fastest clipped walks, where a 100-row window wins,
-    and at the slowest ones; ``tests/benchmarks/results/rankings_drift_regression.md``).
-    The defaults are the classification ranker's, not tuned here. The former defaults
-    scored: candidates of powers of two up to 256 measurements (``longest`` 0) 0.733, at
-    least the best window at the same 10 settings (the longest candidate of 192 gained
-    0.0005-0.0022 at the four slowest settings and lost up to 0.0016 elsewhere); the
-    paired weights with each feature on its own evidence (``pool`` 0) 0.732, at least the
-    best window at 7 settings (pooling gained 0.004-0.005 at the four slowest settings and
-    lost up to 0.012, at the fastest clipped walk with two drifting weights);
-    weights relative to the best loss times the correlations 0.731 (the paired
-    weights gained 0.001-0.008 at the four slowest settings and lost 0.005 at the
-    fastest clipped walk with five drifting weights); squared errors alone 0.726; Lepski's
-    rule on blocks of 200 rows 0.670. Cost: the worker's default regression pipeline on
-    Bike Sharing (12 features, 3 targets) runs 6,130-7,170 rows/s in process, 7,150-8,560
-    unpooled, 8,750-11,580 under Lepski's rule and 17,190-31,670 without a ranker (the
-    machine's load varied within the run), in one run
-    (``tests/benchmarks/bench_ranker_cost.py``, ``results/ranker_cost.md``).
+    grow, so it cannot see a feature lose its importance. The defaults are the
+    classification ranker's, not tuned here. Its measurements on rotating-weight regression
+    streams (against iSOUP-SymRF and sliding-window forests) and its cost are in
+    ``docs/research/block_forest.md``.
 
     References
     ----------
     .. [1] L. Breiman, J. Friedman, R. Olshen, C. Stone, "Classification and regression
        trees", Wadsworth, 1984.
-    .. [2] O. V. Lepski, "Asymptotically minimax adaptive estimation I", Theory of
-       Probability and its Applications 36(4), 1991.
 
     Examples
     --------
@@ -102,10 +80,9 @@ class BlockForestRegressionRanker(BlockRanker):
     def _encode_y(self, X: np.ndarray, y) -> np.ndarray:
         return check_targets(X, y, self.n_targets)
 
-    def _block_importances(self, X: np.ndarray,
-                           Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """MDI of a regression forest grown on one block, and the variance of that mean over
-        the trees (the ``trees`` noise)."""
+    def _block_importances(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """MDI of a regression forest grown on one block: each feature's share of the
+        forest's total decrease of the standardised targets' squared error."""
         p, T, d = self.params, self.params["n_trees"], X.shape[1]
         sd = Y.std(axis=0)
         Z = np.ascontiguousarray((Y - Y.mean(axis=0)) / np.where(sd > 0, sd, 1.0))
@@ -114,10 +91,7 @@ class BlockForestRegressionRanker(BlockRanker):
                             _block_cart.split_features(d), p["max_depth"], self._arrays["rng"],
                             raw)
         total = raw.sum()
-        forest = raw.sum(axis=0) / total if total > 0 else np.zeros(d)
-        tree_totals = raw.sum(axis=1, keepdims=True)
-        per_tree = np.divide(raw, tree_totals, out=np.zeros_like(raw), where=tree_totals > 0)
-        return forest, per_tree.var(axis=0) / T
+        return raw.sum(axis=0) / total if total > 0 else np.zeros(d)
 
     def _check_block_y(self, held: np.ndarray) -> None:
         if not np.isfinite(held).all():

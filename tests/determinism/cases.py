@@ -31,7 +31,8 @@ probability, alert and ranking bit for bit. Then:
   former default rankers name them (``ORF_RANKS``) and keep their digests; its memory, its
   weights (``former_weights``), the pooled evidence (``unpooled``), the young stream's prior
   (``young_prior``) and the longest candidate memory (``powers_of_two``) each changed
-  ``default`` and are pinned by the cases named for them;
+  ``default`` and were pinned by the cases named for them (``former_weights`` and
+  ``young_prior`` removed with their options in issue 37, below);
 * (issue 34) every computation on these paths gives the same bits on every CPU: the
   C library's ``exp``, ``log``, ``log2``, ``pow`` and ``erf`` and numpy's ``exp``, ``log``
   and ``power`` (whose results depend on FMA and AVX-512) became the core's own
@@ -65,10 +66,22 @@ probability, alert and ranking bit for bit. Then:
   ``unpooled``, ``former_weights``; wire ``default``, ``powers_of_two``, ``young_prior``).
   ``arf_river`` runs the former defaults (``flavour="river"``, ``max_features="sqrt"``)
   and gives the former ``default`` digest bit for bit.
+* (issue 37) the block-forest ranker kept only its default rule and its documented options:
+  ``young_prior`` (pipeline and wire) and ``former_weights`` (``weights="relative"`` with
+  ``corr_eta``) pinned options that no longer exist and were removed, with their digests
+  (pipeline ``be010346...a97d9a`` and ``58fb8f0c...0ff0162``, wire ``ffcfd75e...6d6ea9``).
+  Every other case, ``default``, ``powers_of_two`` and ``unpooled`` among them, kept its
+  digest bit for bit.
 
 History of the learner digests (``LEARNERS``), which cover the final checkpointed state beside
 the answers:
 
+* (issue 37) the block-forest rankers' state became version 2: the parameters and arrays of
+  the removed alternatives (Lepski's rule, the relative weights and correlations, the young
+  stream's prior) are no longer written and the state names its version, so
+  ``block_forest`` and ``block_forest_regression`` changed (before: ``bcef9acf...e5f5d99``
+  and ``0861bbcb...8fd1f18``). What they answer did not: the digests of their answers alone
+  are ``a004e536...97093fa7`` and ``bb78bb6a...c7f4f8`` before and after.
 * (issue 36, part 6) the adaptive random forest keeps its trees in a node pool and its leaves'
   statistics in a leaf pool (no longer one node capacity for every slot and estimators for
   every node; the pools grow by a quarter, and the state records each pool's capacity): its
@@ -114,14 +127,8 @@ PIPELINES = {
                          "209bf9dd1a701f79ee831e7f7ca946bbbe6f64bdf528cea9b391c7cf87f00ac9", 3, 3),
     "powers_of_two": (dict(params={"block_forest": {"longest": 0}}),
                       "d7b29664bc491172bd37bac6cf7880054d46e6143f38ebe6cba3797ead856607", 3, 270),
-    "young_prior": (dict(params={"block_forest": {"young_prior": 3.0}}),
-                    "be01034617dc6331a3910be905e5a4a5d19f04017fb0df7c47c7e152b5a97d9a", 3, 270),
     "unpooled": (dict(params={"block_forest": {"pool": 0.0, "longest": 0}}),
                  "59c28b64e9f54afc6c8e04d2e1d470186aac6ebbede5ee85e5a29cf6852bcb52", 3, 270),
-    "former_weights": (dict(params={"block_forest": {"weights": "relative", "eta": 0.25,
-                                                     "corr_eta": 0.3, "pool": 0.0,
-                                                     "longest": 0}}),
-                       "58fb8f0cc23da55627841a43abb35d94fa4ff6b0b0e230c33ddcf56680ff0162", 3, 270),
     "forgetful_forest": (dict(predictor="forgetful_forest", rankers=ORF_RANKS, publish_rankings=TOP_K),
                          "5aa13b0ad53bf30af26652f8dda3e207303268b96bcad17a88e84a6b76c9aa16", 4, 27),
     "tree_ddm": (dict(predictor="forgetful_tree", detectors=["ddm"], batch_size=50,
@@ -147,8 +154,6 @@ WIRE = {
                 "1d41e240914da6afefebca6a5a2def51e3facd968ecdbc1b36512cde883dbfbc"),
     "powers_of_two": (dict(ranking_every=400, params={"block_forest": {"longest": 0}}),
                       "68776bef7c90e8d3d546b4175583e9643b6b7f10cd3343a51563f194c33d911c"),
-    "young_prior": (dict(ranking_every=400, params={"block_forest": {"young_prior": 3.0}}),
-                    "ffcfd75e1c52ed15facbd9b2059b8d09d8b0288848791a63ca91f086104d6ea9"),
     "forgetful_forest": (dict(predictor="forgetful_forest", ranking_every=400, rankers=ORF_RANKS,
                               publish_rankings=TOP_K),
                          "97ddc69ca75041858f9a4e8c3cfa936f43a5c1428df27ddbddc5b6a416aaba32"),
@@ -163,8 +168,8 @@ LEARNERS = {
     "abfs": "bd235a55ca33f87ac52afd8843835a23597c3150b5311965ab45f754a06c4e46",
     "adaptive_random_forest": "4c844e4e786b39e1b4af79d121102c415b61ec680a7b132c049407c4407fb57d",
     "adwin": "0f319726d70d1f32eef377bbc229aa6b4a354de61a64738076a703be9b6c8e51",
-    "block_forest": "bcef9acf55c47abd7ddf1cc1d2107c8d66f65e1b9bf9fe39a8e4c9cd5e5f5d99",
-    "block_forest_regression": "0861bbcb6bf15b208a8a063438eed8f336f3619aa121979f4d04196fbffd1f18",
+    "block_forest": "1462e74c8663c5307008f5138cabb4da5696fc9f15156f4089196f63b05d1f89",
+    "block_forest_regression": "391878d1def565b3e236e9fd323acff1066fd9876e92d7a0a80a01bde05185f6",
     "ddm": "99a410e82a7e516ea7df026b71db6dfc463694164b3a7b6cb0f9504534c5f953",
     "feature_stream": "cbba035c6d8f3c25b7db16eed40ee9490138256486492d5a4143fddd8308965e",
     "forgetful_forest": "8341575f791f77385a334703cb9088fe1354a911732ad278b6fc08531de931ce",

@@ -1,12 +1,20 @@
-"""The block-forest ranker: memory per feature (the window mixture, Lepski's rule), exact state,
+"""The block-forest ranker: memory per feature (the window mixture), exact state, older states,
 determinism."""
 
 from __future__ import annotations
 
+import hashlib
+import zlib
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from models.block_forest import BlockForestRanker
+from models.block_forest import STATE_VERSION, BlockForestRanker
+from models.block_forest_regression import BlockForestRegressionRanker
+from schemas.codec import decode_state
+
+REFERENCE = Path(__file__).parent / "reference"
 
 
 def _switching(n: int, switch: int, seed: int = 0):
@@ -17,34 +25,9 @@ def _switching(n: int, switch: int, seed: int = 0):
     return X, y
 
 
-def test_lepski_keeps_the_longest_memory_on_a_stationary_stream():
-    X, y = _switching(2000, 10**9)
-    ranker = BlockForestRanker(block_size=50, stride=50, max_blocks=16, seed=3, memory="lepski")
-    ranker.learn_many(X, y)
-    assert ranker.n_blocks == 40
-    # every feature's block importances agree over the 16 kept blocks
-    assert (ranker.window_blocks == 16).all()
-    imp = ranker.importances()["mdi"]
-    assert int(np.argmax(imp)) == 0 and imp[0] > 0.5
-
-
-def test_lepski_shortens_the_memory_of_the_switched_features_after_an_abrupt_switch():
-    X, y = _switching(3000, 2000)
-    ranker = BlockForestRanker(block_size=50, stride=50, max_blocks=32, seed=3, memory="lepski")
-    ranker.learn_many(X[:2000], y[:2000])
-    assert ranker.window_blocks[0] == 32
-    ranker.learn_many(X[2000:2200], y[2000:2200])  # four blocks of the new concept
-    window = ranker.window_blocks
-    assert window[0] <= 4 and window[2] <= 4
-    imp = ranker.importances()["mdi"]
-    assert int(np.argmax(imp)) == 2
-
-
-@pytest.mark.parametrize("memory", ["mixture", "lepski"])
-def test_state_round_trip_mid_block_continues_identically(memory):
+def test_state_round_trip_mid_block_continues_identically():
     X, y = _switching(1500, 700, seed=5)
-    a = BlockForestRanker(block_size=40, stride=15, n_trees=8, max_blocks=8, seed=11,
-                          memory=memory)
+    a = BlockForestRanker(block_size=40, stride=15, n_trees=8, max_blocks=8, seed=11)
     a.learn_many(X[:630], y[:630])  # 15 blocks and 30 rows of the next
     b = BlockForestRanker.from_state(a.to_state())
     for learner in (a, b):
@@ -84,17 +67,12 @@ def _faded(values, rate: float) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("weights,corr_eta,pool,longest", [("paired", 0.0, 0.5, 192),
-                                                           ("paired", 0.3, 0.0, 6),
-                                                           ("relative", 0.3, 0.0, 0),
-                                                           ("relative", 0.0, 0.5, 6)])
-def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by_hand(
-        weights, corr_eta, pool, longest):
+@pytest.mark.parametrize("pool,longest", [(0.5, 192), (0.0, 6), (0.5, 0)])
+def test_mixture_weights_are_the_faded_errors_of_each_window_by_hand(pool, longest):
     X, y = _noisy(170, seed=8)  # 16 measurements: after 20, 30, ..., 170 rows
     ranker = BlockForestRanker(block_size=20, stride=10, max_blocks=8, rate=0.25, eta=0.4,
-                               weights=weights, paired_eta=1.5, long_prior=0.5,
-                               corr_eta=corr_eta, pool=pool, young_prior=2.0, young_blocks=10.0,
-                               longest=longest, seed=2)
+                               paired_eta=1.5, long_prior=0.5, pool=pool, longest=longest,
+                               seed=2)
     ranker.learn_many(X, y)
     windows, gap = ranker._windows(), ranker._gap()
     # 16 measurements kept: windows up to 8 (a longest candidate of 192 is cut to 8)
@@ -107,69 +85,32 @@ def test_mixture_weights_are_the_faded_errors_and_correlations_of_each_window_by
     targets = H[gap:][:, None, :]
     L = _faded((preds - targets) ** 2, 0.25)
     np.testing.assert_allclose(ranker._arrays["losses"], L, rtol=1e-12)
-    mass = _faded(np.ones(len(preds)), 0.25)  # the weight the moments have gathered
-
-    def mean(v):
-        return _faded(v, 0.25) / mass
-
-    cov = mean(preds * targets) - mean(preds) * mean(targets)
-    rho = cov / np.sqrt((mean(preds ** 2) - mean(preds) ** 2)
-                        * (mean(targets ** 2) - mean(targets) ** 2))
-    np.testing.assert_allclose(ranker._correlations(), rho, rtol=1e-9, atol=1e-12)
-    assert np.ptp(L, axis=0).min() > 0 and np.ptp(rho, axis=0).min() > 0  # windows differ
+    mass = _faded(np.ones(len(preds)), 0.25)  # the weight the faded means have gathered
+    assert np.ptp(L, axis=0).min() > 0  # the windows differ
     logw = -(L - L.min(0)) / (0.4 * L.min(0) + 1e-12)
-    if weights == "paired":
-        errors = ((preds - targets) ** 2)
-        m1 = L / mass  # faded means of the squared errors and of their products
-        m2 = _faded(errors[:, :, None] * errors[:, None, :], 0.25) / mass
-        parts = 0.25 * 0.75 ** np.arange(len(preds))  # each error's weight in the faded mean
-        n_eff = parts.sum() ** 2 / (parts ** 2).sum()
-        z = np.zeros_like(L)
-        for f in range(L.shape[1]):
-            b = int(np.argmin(m1[:, f]))
-            for k in range(len(windows)):
-                d = m1[k, f] - m1[b, f]
-                var = m2[k, k, f] - 2 * m2[k, b, f] + m2[b, b, f] - d * d
-                z[k, f] = d / np.sqrt(var / n_eff) if d > 0 else 0.0
-        np.testing.assert_allclose(ranker._paired_scores(), z, rtol=1e-9)
-        assert z.max(axis=0).min() > 0  # every feature has a window worse than its best
-        logw = np.minimum(logw, -z / 1.5)  # the larger of the two penalties
+    errors = ((preds - targets) ** 2)
+    m1 = L / mass  # faded means of the squared errors and of their products
+    m2 = _faded(errors[:, :, None] * errors[:, None, :], 0.25) / mass
+    parts = 0.25 * 0.75 ** np.arange(len(preds))  # each error's weight in the faded mean
+    n_eff = parts.sum() ** 2 / (parts ** 2).sum()
+    z = np.zeros_like(L)
+    for f in range(L.shape[1]):
+        b = int(np.argmin(m1[:, f]))
+        for k in range(len(windows)):
+            d = m1[k, f] - m1[b, f]
+            var = m2[k, k, f] - 2 * m2[k, b, f] + m2[b, b, f] - d * d
+            z[k, f] = d / np.sqrt(var / n_eff) if d > 0 else 0.0
+    np.testing.assert_allclose(ranker._paired_scores(), z, rtol=1e-9)
+    assert z.max(axis=0).min() > 0  # every feature has a window worse than its best
+    logw = np.minimum(logw, -z / 1.5)  # the larger of the two penalties
     # each feature's penalties shrunk toward their mean over the features
     logw = (1 - pool) * logw + pool * logw.mean(axis=1, keepdims=True)
-    if weights == "paired":  # a prior toward the longer windows, stronger on a young stream
-        logw = logw + (0.5 + 2.0 * np.exp(-15 / 10)) * (np.log(windows)
-                                                         / np.log(windows[-1]))[:, None]
-    if corr_eta:
-        logw += (rho - rho.max(0)) / corr_eta
+    # a prior toward the longer windows
+    logw = logw + 0.5 * (np.log(windows) / np.log(windows[-1]))[:, None]
     w = np.exp(logw - logw.max(0))
     w /= w.sum(0)
     means = np.stack([H[-k:].mean(axis=0) for k in windows])
     np.testing.assert_allclose(ranker.importances()["mdi"], (w * means).sum(axis=0), rtol=1e-12)
-
-
-def test_the_correlations_move_the_weight_to_the_windows_that_co_move_with_the_truth():
-    X, y = _noisy(600, seed=3)
-    without = BlockForestRanker(block_size=20, stride=10, max_blocks=8, corr_eta=0.0, seed=2)
-    with_corr = BlockForestRanker(block_size=20, stride=10, max_blocks=8, corr_eta=0.05, seed=2)
-    for ranker in (without, with_corr):
-        ranker.learn_many(X, y)
-    # same measurements and losses; only the correlation factor differs
-    np.testing.assert_array_equal(without._arrays["losses"], with_corr._arrays["losses"])
-    rho = with_corr._correlations()
-    best = rho.argmax(axis=0)
-    F = np.arange(rho.shape[1])
-    assert (with_corr._weights()[best, F] > without._weights()[best, F]).all()
-
-
-def _without_paired_weights(state: dict) -> dict:
-    """What a checkpoint written before the paired weights held: none of their parameters
-    (nor the later ``pool`` and young stream's prior) and no products of the windows'
-    errors."""
-    for name in ("weights", "paired_eta", "long_prior", "pool", "young_prior", "young_blocks",
-                 "longest"):
-        del state["params"][name]
-    del state["arrays"]["loss_cross"]
-    return state
 
 
 def test_pooled_evidence_shrinks_each_features_penalties_toward_the_streams():
@@ -202,39 +143,6 @@ def test_a_feature_no_block_splits_on_stays_out_of_the_pooled_evidence():
     np.testing.assert_allclose(pooled._weights(), expected / expected.sum(axis=0), rtol=1e-9)
 
 
-def test_a_state_written_before_the_pooled_evidence_continues_without_it():
-    X, y = _noisy(1200, seed=9)
-    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, pool=0.0)
-    old.learn_many(X[:700], y[:700])
-    state = old.to_state()
-    for name in ("pool", "young_prior", "young_blocks", "longest"):
-        del state["params"][name]
-    restored = BlockForestRanker.from_state(state)
-    assert restored.params["pool"] == 0.0 and restored.params["weights"] == "paired"
-    assert restored.params["young_prior"] == 0.0
-    for learner in (old, restored):
-        learner.learn_many(X[700:], y[700:])
-    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
-
-
-def test_a_young_streams_memory_grows_with_it_and_the_prior_fades_to_the_long_run_one():
-    X, y = _noisy(3000, seed=12)
-    rankers = {prior: BlockForestRanker(block_size=20, stride=10, max_blocks=32, seed=3,
-                                        young_prior=prior, young_blocks=20.0)
-               for prior in (0.0, 3.0)}
-    young, old = {}, {}
-    for prior, ranker in rankers.items():
-        ranker.learn_many(X[:300], y[:300])  # 29 measurements: the prior is 3 e^-1.4 above
-        young[prior] = ranker.window_blocks
-        ranker.learn_many(X[300:], y[300:])  # 299: e^-14.9, nothing left of it
-        old[prior] = ranker.window_blocks
-    assert rankers[3.0]._prior() - 0.25 < 1e-5
-    # same measurements and losses; only the weights differ, and only while the stream is young
-    np.testing.assert_array_equal(rankers[0.0]._arrays["losses"], rankers[3.0]._arrays["losses"])
-    assert (young[3.0] > young[0.0] + 1.0).all()
-    np.testing.assert_allclose(old[3.0], old[0.0], rtol=1e-4)
-
-
 def test_the_candidates_end_at_the_longest_memory_and_older_states_keep_powers_of_two():
     assert list(BlockForestRanker()._windows()) == [1, 2, 4, 8, 16, 32, 64, 128, 192]
     assert list(BlockForestRanker(longest=0)._windows()) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
@@ -246,63 +154,12 @@ def test_the_candidates_end_at_the_longest_memory_and_older_states_keep_powers_o
     old = BlockForestRanker(**small, longest=0)
     assert list(old._windows()) == [1, 2, 4, 8, 16]
     old.learn_many(X[:800], y[:800])
-    state = old.to_state()
+    state = _as_version_1(old.to_state())
     del state["params"]["longest"]  # written before the longest candidate was a setting
     restored = BlockForestRanker.from_state(state)
     assert restored.params["longest"] == 0
     for learner in (old, restored):
         learner.learn_many(X[800:], y[800:])
-    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
-
-
-def test_a_state_written_before_the_correlations_continues_without_them():
-    X, y = _noisy(1200, seed=6)
-    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, rate=0.005,
-                            weights="relative", eta=0.3, corr_eta=0.0, pool=0.0)
-    old.learn_many(X[:700], y[:700])
-    state = _without_paired_weights(old.to_state())
-    # ... and before that: no corr_eta and no moments
-    del state["params"]["corr_eta"]
-    del state["arrays"]["pred_moments"], state["arrays"]["target_moments"]
-    restored = BlockForestRanker.from_state(state)
-    assert restored.params["corr_eta"] == 0.0 and restored.params["rate"] == 0.005
-    assert restored.params["weights"] == "relative"
-    for learner in (old, restored):
-        learner.learn_many(X[700:], y[700:])
-    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
-
-
-def test_a_state_written_before_the_paired_weights_continues_with_the_relative_ones():
-    X, y = _noisy(1200, seed=4)
-    # the default of that version: weights relative to the best loss, times the correlations
-    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, rate=0.001,
-                            weights="relative", eta=0.25, corr_eta=0.3, pool=0.0)
-    old.learn_many(X[:700], y[:700])
-    restored = BlockForestRanker.from_state(_without_paired_weights(old.to_state()))
-    assert restored.params["weights"] == "relative" and restored.params["corr_eta"] == 0.3
-    assert restored.params["eta"] == 0.25
-    for learner in (old, restored):
-        learner.learn_many(X[700:], y[700:])
-    np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
-    # the same checkpoint read as the paired rule would publish something else
-    paired = BlockForestRanker.from_state({**old.to_state(), "params": {
-        **old.params, "weights": "paired"}})
-    assert not np.array_equal(paired.importances()["mdi"], old.importances()["mdi"])
-
-
-def test_a_state_written_before_the_mixture_continues_under_lepskis_rule():
-    X, y = _switching(1200, 600, seed=6)
-    old = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, memory="lepski")
-    old.learn_many(X[:700], y[:700])
-    state = old.to_state()
-    # what a checkpoint of the earlier version held: no memory, rate, eta nor losses
-    state["params"] = {k: v for k, v in state["params"].items()
-                       if k not in ("memory", "rate", "eta")}
-    del state["arrays"]["losses"]
-    restored = BlockForestRanker.from_state(state)
-    assert restored.params["memory"] == "lepski"
-    for learner in (old, restored):
-        learner.learn_many(X[700:], y[700:])
     np.testing.assert_array_equal(old.importances()["mdi"], restored.importances()["mdi"])
 
 
@@ -320,22 +177,15 @@ def test_corrupt_window_losses_are_refused():
         state["arrays"]["loss_cross"][1, 0, 0] = bad
         with pytest.raises(ValueError, match="products"):
             BlockForestRanker.from_state(state)
-    for name, index, bad in (("pred_moments", (1, 0, 0), -1.0), ("pred_moments", (0, 0, 0), np.inf),
-                             ("target_moments", (0, 0), 1.5), ("target_moments", (2, 1), -0.1)):
-        state = ranker.to_state()
-        state["arrays"][name][index] = bad
-        with pytest.raises(ValueError, match="moments"):
-            BlockForestRanker.from_state(state)
 
 
 def test_a_state_of_this_version_missing_an_array_is_refused():
     X, y = _noisy(400, seed=1)
     ranker = BlockForestRanker(block_size=20, stride=10, seed=1)
     ranker.learn_many(X, y)
-    for name in ("loss_cross", "losses", "pred_moments"):
+    for name in ("loss_cross", "losses", "history"):
         state = ranker.to_state()
         del state["arrays"][name]
-        # only a state written before an array existed starts it at zero
         with pytest.raises(ValueError, match=f"missing \\['{name}'\\]"):
             BlockForestRanker.from_state(state)
 
@@ -358,10 +208,127 @@ def test_nothing_before_the_first_block_and_bad_parameters_refused():
     ranker = BlockForestRanker(block_size=20, stride=20)
     ranker.learn_many(np.zeros((5, 3)), [0, 1, 0, 1, 0])
     assert ranker.importances() == {}
-    for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"kappa": 0.0}, {"mtry": 0.0},
-                {"max_blocks": 0}, {"noise": "spread"}, {"memory": "ici"}, {"rate": 0.0},
-                {"rate": 1.5}, {"eta": 0.0}, {"corr_eta": -0.1}, {"weights": "best"},
+    for bad in ({"block_size": 5}, {"stride": 0}, {"stride": 300}, {"mtry": 0.0},
+                {"max_blocks": 0}, {"rate": 0.0}, {"rate": 1.5}, {"eta": 0.0},
                 {"paired_eta": 0.0}, {"long_prior": -0.5}, {"pool": -0.1}, {"pool": 1.5},
-                {"young_prior": -1.0}, {"young_blocks": 0.0}, {"longest": -1}):
+                {"longest": -1}):
         with pytest.raises(ValueError):
             BlockForestRanker(**bad)
+
+
+# ------------------------------------------------------------------ older states
+
+def _as_version_1(state: dict) -> dict:
+    """What version 1 wrote for the same ranker under its default rule: the parameters and
+    arrays of the alternatives kept then for comparison, and no ``state_version``."""
+    a = state["arrays"]
+    K, F = a["losses"].shape
+    state["params"].update(memory="mixture", kappa=1.5, noise="trees", weights="paired",
+                           corr_eta=0.0, young_prior=0.0, young_blocks=50.0)
+    a.update(spread=np.zeros_like(a["history"]), pred_moments=np.zeros((3, K, F)),
+             target_moments=np.zeros((3, F)))
+    del state["extra"]["state_version"]
+    return state
+
+
+def _replay(ranker, X, y) -> str:
+    """Digest of the importances and memories after each 50 rows of ``X``, learned."""
+    h = hashlib.sha256()
+    for s in range(0, X.shape[0], 50):
+        ranker.learn_many(X[s:s + 50], y[s:s + 50])
+        h.update(np.ascontiguousarray(ranker.importances()["mdi"]).tobytes())
+        h.update(np.ascontiguousarray(ranker.window_blocks).tobytes())
+    return h.hexdigest()
+
+
+def _reference(name: str) -> dict:
+    return decode_state(zlib.decompress((REFERENCE / f"{name}.msgpack.zlib").read_bytes()))
+
+
+def _targets(n: int, seed: int):
+    """Two targets: a linear one and a step, with noise (4 features)."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 4))
+    Y = np.column_stack([2 * X[:, 0] + X[:, 1], np.where(X[:, 2] > 0.5, 1.0, -1.0)]) \
+        + rng.normal(0, 0.1, (n, 2))
+    return X, Y
+
+
+def test_a_state_writes_its_version_and_a_later_one_is_refused():
+    X, y = _noisy(300, seed=1)
+    ranker = BlockForestRanker(block_size=20, stride=10, seed=1)
+    ranker.learn_many(X, y)
+    state = ranker.to_state()
+    assert state["extra"]["state_version"] == STATE_VERSION == 2
+    assert not {"memory", "weights", "corr_eta", "young_prior"} & set(state["params"])
+    assert not {"spread", "pred_moments", "target_moments"} & set(state["arrays"])
+    state["extra"]["state_version"] = 3
+    with pytest.raises(ValueError, match="version 3 is not supported"):
+        BlockForestRanker.from_state(state)
+    state = ranker.to_state()
+    state["params"]["weights"] = "paired"  # version 2 has no such parameter
+    with pytest.raises(ValueError, match=r"does not have: \['weights'\]"):
+        BlockForestRanker.from_state(state)
+
+
+def test_a_version_1_checkpoint_of_the_default_continues_exactly():
+    """Checkpoints written by version 1 (``tests/models/reference/block_forest_v1*``: the
+    default ranker, seed 7, after 700 rows) continue as version 1 continued them: the digests
+    were taken with the version-1 code, over the same calls."""
+    state = _reference("block_forest_v1")
+    assert "state_version" not in state["extra"] and state["params"]["memory"] == "mixture"
+    ranker = BlockForestRanker.from_state(state)
+    assert ranker.params == BlockForestRanker(seed=7).params
+    X, y = _noisy(1500, seed=21)
+    assert _replay(ranker, X[700:], y[700:]) == \
+        "223de28b6c0069634c517871ea6b283be2a1bb087de1b3d610121eebe39cd564"
+    back = BlockForestRanker.from_state(ranker.to_state())  # it checkpoints as version 2
+    assert back.to_state()["extra"]["state_version"] == STATE_VERSION
+    regression = BlockForestRegressionRanker.from_state(_reference("block_forest_regression_v1"))
+    X, Y = _targets(1500, seed=22)
+    assert _replay(regression, X[700:], Y[700:]) == \
+        "14697b62245c76b0b19308437619a7c0d43a2e6aa067585d8c0ad29b3abf38a0"
+
+
+def test_a_version_1_state_continues_exactly_whatever_its_kept_parameters():
+    X, y = _noisy(1200, seed=9)
+    ranker = BlockForestRanker(block_size=40, stride=20, max_blocks=8, seed=7, pool=0.0,
+                               longest=0)
+    ranker.learn_many(X[:700], y[:700])
+    state = _as_version_1(ranker.to_state())
+    for name in ("pool", "longest"):  # written before the pooled evidence and ``longest``
+        del state["params"][name]
+    restored = BlockForestRanker.from_state(state)
+    assert restored.params == ranker.params
+    for learner in (ranker, restored):
+        learner.learn_many(X[700:], y[700:])
+    np.testing.assert_array_equal(ranker.importances()["mdi"], restored.importances()["mdi"])
+    np.testing.assert_array_equal(ranker.window_blocks, restored.window_blocks)
+
+
+@pytest.mark.parametrize("change,reason", [
+    ({"memory": "lepski"}, "Lepski's rule"),
+    ({"memory": None}, "Lepski's rule"),  # written before the mixture
+    ({"weights": "relative"}, "weights relative to the best loss"),
+    ({"weights": None}, "weights relative to the best loss"),  # before the paired weights
+    ({"corr_eta": 0.3}, "correlation criterion"),
+    ({"young_prior": 3.0}, "young stream's prior"),
+])
+def test_a_version_1_state_of_a_removed_rule_is_refused_with_its_reason(change, reason):
+    state = _reference("block_forest_v1")
+    for name, value in change.items():
+        if value is None:
+            del state["params"][name]
+        else:
+            state["params"][name] = value
+    with pytest.raises(ValueError, match=f"version 1 ran .*{reason}.*start this ranker afresh"):
+        BlockForestRanker.from_state(state)
+
+
+def test_the_version_1_checkpoint_of_the_former_weights_is_refused():
+    """``block_forest_v1_relative``: the default before the paired weights (weights relative
+    to the best loss times the correlations), written by version 1."""
+    state = _reference("block_forest_v1_relative")
+    assert state["params"]["weights"] == "relative" and state["params"]["corr_eta"] == 0.3
+    with pytest.raises(ValueError, match="weights relative to the best loss"):
+        BlockForestRanker.from_state(state)

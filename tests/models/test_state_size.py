@@ -106,10 +106,9 @@ def test_block_forest_ring_starts_small_and_matches_a_full_ring():
     assert young._arrays["history"].shape[0] == 16 and young.n_blocks == 16
     # the same ranker with the ring allocated at its full 80 rows from the start
     state = young.to_state()
-    for name in ("history", "spread"):
-        full = np.zeros((80, 10))
-        full[:16] = state["arrays"][name]
-        state["arrays"][name] = full
+    full = np.zeros((80, 10))
+    full[:16] = state["arrays"]["history"]
+    state["arrays"]["history"] = full
     old = BlockForestRanker.from_state(state)
     for r in (young, old):
         r.learn_many(X[400:], y[400:])  # 130 measurements: the ring wraps
