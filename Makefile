@@ -25,7 +25,7 @@ PYTEST_ARGS ?=
 BROKER_PORT ?= 9092
 CONTROLLER_PORT ?= 9093
 BROKER_ARGS := --port $(BROKER_PORT) --controller-port $(CONTROLLER_PORT)
-BENCH ?= $(wildcard tests/benchmarks/bench_*.py)
+BENCH ?= $(wildcard tests/benchmarks/*/bench_*.py)
 IMAGE ?= localhost/streamforest
 DEPLOY_ARGS ?=
 

@@ -21,7 +21,7 @@ side by side (``obs_stats``), so adding a row to a bin touches one or two cache 
 ``K = 32``, eight of Bike Sharing's twelve features (hour, month, weekday, ...) fit without
 truncation; raising ``K`` to 64 or 128 changed the prequential MAE of an iSOUP tree with
 MOA's perceptron update by less than 3% on Bike Sharing, SCM20d and a synthetic stream, and
-costs up to a fifth of the forest's speed (``tests/benchmarks/bench_isoup.py``). With the
+costs up to a fifth of the forest's speed (``tests/benchmarks/learners/bench_isoup.py``). With the
 capped delta rule a single tree gains from more candidates on streams of continuous features
 (``relevant_stream``: aRMAE 0.282 at 32, 0.240 at 128; Bike Sharing and SCM20d within 0.3%),
 the default forest does not (128: the switching stream 1-2% lower, SCM20d equal, Bike Sharing

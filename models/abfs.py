@@ -49,7 +49,7 @@ class ABFS(Classifier):
     not yet visited after a hit and to the worst not yet visited after a miss.
 
     How the paper is read where no code exists (Assis' code is not public); each choice
-    was measured against the paper's Tables 1-2 (``tests/benchmarks/results/abfs.md``):
+    was measured against the paper's Tables 1-2 (``tests/benchmarks/fidelity/results/abfs.md``):
 
     * ``omega`` multiplies both OzaBoost factors (Alg. 1 lines 16 and 21), also in BOLE.
     * ``bole_normaliser="layer"`` (default) keeps the layer's own ``sc + sw`` in BOLE's
@@ -426,7 +426,7 @@ class ABFSClassifier(Learner):
     every row and is never reset; each row is answered by the one whose prequential
     accuracy, faded by ``guard`` per row, is higher so far (ties: the filtered one). The
     selection, its rankings and its feature-drift events are the selector's as without the
-    guard. Measured (``tests/benchmarks/bench_abfs_guard.py``): with a Hoeffding tree on the
+    guard. Measured (``tests/benchmarks/learners/bench_abfs_guard.py``): with a Hoeffding tree on the
     seven real streams, ABFS's defaults lose up to 3.34 points against the plain tree
     without the guard, and with it are never more than 0.1 points below it.
 

@@ -178,7 +178,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
       Poisson weights and the subsets of its foreground and background trees; the
       sequences differ from both references, so runs agree in distribution, not row for row.
 
-    Measured (``tests/benchmarks/bench_arf.py``, seeds 1-3, against MOA ARF-10 row by row):
+    Measured (``tests/benchmarks/learners/bench_arf.py``, seeds 1-3, against MOA ARF-10 row by row):
     with river's rules and subset size the forest matched river's ARF and stayed 0.45-1.50
     points below MOA on five of the seven real streams (Electricity -1.34); MOA's subset
     size closed part of that, MOA's leaves most of the rest (Electricity: 0.8806 river,

@@ -85,7 +85,8 @@ fading_factor, max_thresholds, max_depth
     not explain better (a cycle, louder noise) starts backgrounds that mostly replace
     nothing (Bike Sharing: 17 started, 3 replaced; the test suite's periodic noise: none),
     while after a switch of the relevant features every tree is replaced within about 300
-    rows. Measured with ``tests/benchmarks/bench_isoup_drift.py`` (``results/isoup_drift.md``),
+    rows. Measured with ``tests/benchmarks/learners/bench_isoup_drift.py``
+    (``tests/benchmarks/learners/results/isoup_drift.md``),
     against the former default (``perceptron="unit_l1", drift_delta=None``): on the
     switching stream (20,000 rows, seeds 1-5) MAE 0.902 to 0.595 (river's iSOUP tree
     0.86), Bike Sharing aRMAE 0.446 to 0.359, SCM20d 0.416 to 0.279; most of the gain on

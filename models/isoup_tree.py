@@ -90,7 +90,7 @@ class ISOUPTree(ISOUPBase):
       cause of our leaves' lag behind river's (one ``LinearRegression`` trained by SGD per
       target on raw inputs, with a constant rate): with it one leaf on the switching stream
       of ``tests/models/isoup_streams.py`` errs 0.999 against river's 0.925, without it
-      0.914 (``tests/benchmarks/bench_isoup_drift.py``).
+      0.914 (``tests/benchmarks/learners/bench_isoup_drift.py``).
     * *Weights.* An instance weight ``w`` scales every statistic and the perceptron step
       (MOA repeats the step ``int(w)`` times); rows of weight 0 are not learned.
 

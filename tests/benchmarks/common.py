@@ -1,11 +1,21 @@
-"""Helpers the benchmark scripts share: a stream as an ARFF file for MOA, the cost of a
-cold numba compilation measured in a fresh process with an empty cache, and the scoring of
+"""Helpers the benchmark scripts share: a results file stamped with the commit, the machine
+and the command that wrote it; a stream as an ARFF file for MOA; the cost of a cold numba
+compilation measured in a fresh process with an empty cache; the default learners of a
+pipeline configuration and the hyperplane the ranker benchmarks feed them; and the scoring of
 feature importances against a known truth (Cassidy & Deviney's tracking correlation, and the
-sliding-window offline forest they compare with)."""
+sliding-window offline forest they compare with).
+
+The scripts are sorted by kind in the folders beside this file (``learners``, ``rankings``,
+``fidelity``, ``experiments``, ``service``); each writes its results into ``results/`` of its
+own folder through :func:`write_results`.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -16,6 +26,102 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def results_stamp(argv: list[str] | None = None) -> dict[str, str]:
+    """What a results file must say about the run that wrote it: the commit (``+dirty`` when
+    tracked files differ from it), the machine (CPU model, the cores this process may use and
+    the machine's), the exact command and the UTC time."""
+    from datetime import UTC, datetime
+
+    argv = sys.argv if argv is None else argv
+    script = Path(argv[0]).resolve() if argv else Path("?")
+    try:
+        script = script.relative_to(ROOT)
+    except ValueError:
+        pass
+    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+dirty"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"commit": commit,
+            "machine": f"{_cpu_model()}, {usable} of {os.cpu_count()} cores, {platform.system()}",
+            "command": shlex.join(["python", str(script), *argv[1:]]),
+            "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"}
+
+
+def stamp_markdown(argv: list[str] | None = None) -> str:
+    """:func:`results_stamp` as markdown lines (two trailing spaces: one line each)."""
+    s = results_stamp(argv)
+    return (f"Commit: `{s['commit']}`  \nMachine: {s['machine']}  \n"
+            f"Command: `{s['command']}`  \nDate: {s['date']}\n")
+
+
+def write_results(path, content, *, stamp: bool = True, argv: list[str] | None = None) -> Path:
+    """Write a results file, stamped with the commit, the machine and the command
+    (:func:`results_stamp`), and return its path.
+
+    ``content``: markdown text (the stamp goes under its first ``# `` heading, or on top) or,
+    for a ``.json`` path, a JSON-serializable mapping (the stamp goes under ``"stamp"``).
+    ``stamp=False`` for a caller that stamps a section of the file itself (a file that several
+    runs write a section each of: :func:`stamp_markdown` in the section).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".json":
+        data = {"stamp": results_stamp(argv), **content} if stamp else content
+        path.write_text(json.dumps(data, indent=1) + "\n")
+        return path
+    text = content
+    if stamp:
+        head, sep, rest = text.partition("\n")
+        if head.startswith("# ") and sep:
+            rest = rest.lstrip("\n")
+            text = f"{head}\n\n{stamp_markdown(argv)}\n{rest}"
+        else:
+            text = f"{stamp_markdown(argv)}\n{text}"
+    path.write_text(text if text.endswith("\n") else text + "\n")
+    return path
+
+
+def hyperplane(d: int, n: int):
+    """``X`` and int labels of a ``d``-feature rotating hyperplane with two drifting weights
+    (the stream of the ranker cost benchmarks)."""
+    from models.hyperplane import RotatingHyperplane
+
+    X, y, _ = RotatingHyperplane(n_features=d, n_drift_features=2, mag_change=0.001,
+                                 seed=1).take(n)
+    return np.ascontiguousarray(X), [int(v) for v in y]
+
+
+def default_learner(role: str, params: dict | None = None, seed: int = 1):
+    """The learner a classification stream gets for ``role`` (the predictor or its first
+    ranker) under a pipeline configuration with ``params`` (the worker's defaults without)."""
+    from models import registry
+    from worker.pipeline.config import PipelineConfig
+
+    cfg = PipelineConfig(params=params) if params else PipelineConfig()
+    name = (cfg.predictor_for(registry.CLASSIFICATION) if role == registry.PREDICTOR
+            else cfg.rankers_for(registry.CLASSIFICATION)[0])
+    return registry.get(name).build(cfg.params_of(name), (role,), seed=seed)
 
 
 def write_arff(path: Path, X, y, labels=None, relation: str = "bench") -> None:

@@ -1,5 +1,5 @@
 """Helpers of the iSOUP benchmarks: MOA's learners in a JVM loop, river's iSOUP tree, timing,
-and the sections of ``results/isoup.md``."""
+and the sections of ``tests/benchmarks/learners/results/isoup.md``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.benchmarks.common import stamp_markdown, write_results
+
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "tests" / "benchmarks" / "results" / "isoup.md"
+RESULTS = ROOT / "tests" / "benchmarks" / "learners" / "results" / "isoup.md"
 MOA_TREE = "moa.classifiers.multilabel.trees.ISOUPTree"
 MOA_FOREST = ("moa.classifiers.multilabel.meta.OzaBagML "
               "-l (moa.classifiers.multilabel.trees.ISOUPTreeRF) -s {n}")
@@ -73,11 +75,11 @@ def timed(fn):
 
 
 def write_section(name: str, text: str) -> None:
-    """Replace (or append) section ``name`` of ``results/isoup.md``."""
+    """Replace (or append) section ``name`` of ``tests/benchmarks/learners/results/isoup.md``."""
     head = "# iSOUP-Tree and iSOUP-SymRF: fidelity and speed\n\n"
     body = RESULTS.read_text() if RESULTS.exists() else head
     start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
-    block = f"{start}\n{text.rstrip()}\n{end}"
+    block = f"{start}\n{stamp_markdown()}\n{text.rstrip()}\n{end}"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
     body = pattern.sub(lambda _: block, body) if pattern.search(body) else body.rstrip() + "\n\n" + block
-    RESULTS.write_text(body.rstrip() + "\n")
+    write_results(RESULTS, body.rstrip(), stamp=False)

@@ -26,7 +26,7 @@ and rankings equal the reference too. It prints a report (and writes it with ``-
 
 Run (outside the default test run; it needs the broker jars, see ``make setup``)::
 
-    .venv/bin/python tests/chaos/chaos.py --minutes 10 --out tests/benchmarks/results/chaos.md
+    .venv/bin/python tests/chaos/chaos.py --minutes 10 --out tests/benchmarks/service/results/chaos.md
 """
 
 from __future__ import annotations

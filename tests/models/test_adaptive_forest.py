@@ -184,7 +184,7 @@ def test_river_flavour_accuracy_near_river_arf_on_electricity():
     river's ARF. Electricity, first 3,000 rows, worker protocol (batches of 100). Seeds move either
     forest by about +-2 points on this slice (ours 0.733-0.770 over seeds 1-5, river 0.731
     and 0.753 for seeds 2 and 1), so the mean of three of our seeds is held within 2 points
-    of river's seed 1. Whole streams: tests/benchmarks/results/arf.md."""
+    of river's seed 1. Whole streams: tests/benchmarks/learners/results/arf.md."""
     forest = pytest.importorskip("river.forest")
     from worker.dev.datasets import load
 

@@ -3,13 +3,13 @@
 Target (README, "Learners"): a default predictor within 0.5 accuracy points of river's
 ARF-10 on every real classification stream, run as the worker runs it (each mini-batch of
 100 predicted by the model as it stands, then learned). The whole streams are measured by
-``tests/benchmarks/bench_arf.py`` (``results/arf.md``); this guard runs the first 20,000
+``tests/benchmarks/learners/bench_arf.py`` (``tests/benchmarks/learners/results/arf.md``); this guard runs the first 20,000
 rows of Electricity in a few seconds. River takes about 20 s per seed on these rows, too
 slow for the default run, and one seed moves either forest by a few tenths of a point
 there, so our mean over seeds 1-5 is held against river's mean over seeds 1-5 measured
 with::
 
-    python tests/benchmarks/bench_arf.py --streams electricity --rows 20000 --seeds 5 \\
+    python tests/benchmarks/learners/bench_arf.py --streams electricity --rows 20000 --seeds 5 \\
         --no-sqrt1 --out /tmp/arf_slice.md
 
 which gave river ARF-10 0.8088 +- 0.0022 (ours 0.8075 +- 0.0027, -0.14 points). The

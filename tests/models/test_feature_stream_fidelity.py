@@ -1,7 +1,7 @@
 """Small, fast version of the fidelity experiment of Motl & Kordík (2019).
 
-The full run (``tests/benchmarks/fidelity_feature_stream.py``: 15 datasets x 10 seeds; table
-in ``tests/benchmarks/results/feature_stream.md``) follows the paper's protocol: random column
+The full run (``tests/benchmarks/fidelity/fidelity_feature_stream.py``: 15 datasets x 10 seeds; table
+in ``tests/benchmarks/fidelity/results/feature_stream.md``) follows the paper's protocol: random column
 order, stratified 2/3-1/3 split, columns fed one at a time, test AUC after the last. Here: the
 same protocol and code on three small datasets shipped with river, two seeds each (about
 four seconds). Measured on these seeds (challenger / baseline / offline, mean of the two):
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.benchmarks.fidelity_feature_stream import DATASETS, FIRST_SEED, run_pair
+from tests.benchmarks.fidelity.fidelity_feature_stream import DATASETS, FIRST_SEED, run_pair
 
 NAMES = ("bananas", "river_phishing", "segment")
 

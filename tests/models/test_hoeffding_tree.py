@@ -2,7 +2,7 @@
 ``flavour="moa"``, to MOA's numbers), weights, masks.
 
 The accuracy checks run river 0.26 and our tree on the same rows, test-then-train; the
-long tables are in ``tests/benchmarks/bench_hoeffding.py``.
+long tables are in ``tests/benchmarks/learners/bench_hoeffding.py``.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_bad_weights_are_refused():
 
 
 # MOA 2024 (capymoa 0.15) on the shared weather_noaa.arff, prequential accuracy (%), measured
-# with tests/benchmarks/fidelity_abfs.py (its "MOA native" column): DriftDetectionMethodClassifier
+# with tests/benchmarks/fidelity/fidelity_abfs.py (its "MOA native" column): DriftDetectionMethodClassifier
 # -d DDM around bayes.NaiveBayes and trees.HoeffdingTree, and plain trees.HoeffdingTree.
 MOA_NOAA = {"nb+ddm": 70.659, "ht+ddm": 73.655, "ht": 73.479}
 
@@ -126,7 +126,7 @@ MOA_NOAA = {"nb+ddm": 70.659, "ht+ddm": 73.655, "ht": 73.479}
 @pytest.mark.skipif(not DATA.is_dir(), reason="shared datasets not available")
 def test_moa_flavour_reproduces_moa_on_noaa():
     from models.drift_wrapper import DriftDetectionClassifier
-    from tests.benchmarks.fidelity_abfs import header_classes, load, prequential
+    from tests.benchmarks.fidelity.fidelity_abfs import header_classes, load, prequential
 
     X, y = load("noaa")
     classes = header_classes("noaa", y)

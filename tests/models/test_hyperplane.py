@@ -159,8 +159,8 @@ def test_invalid_switch_period():
 
 
 def test_drift_benchmark_settings_and_one_short_stream():
-    # the protocol of tests/benchmarks/bench_rankings_drift.py on the generator's variants
-    from tests.benchmarks.bench_rankings_drift import all_settings, ask_times, score_method
+    # the protocol of tests/benchmarks/rankings/bench_rankings_drift.py on the generator's variants
+    from tests.benchmarks.rankings.bench_rankings_drift import all_settings, ask_times, score_method
 
     settings = all_settings()
     assert len(settings) == 17 and len({s.name for s in settings}) == 17

@@ -1,5 +1,5 @@
 """iSOUP-Tree and iSOUP-SymRF: statistics against slow twins, the paper's definitions, and
-quick fidelity checks (the full runs are ``tests/benchmarks/fidelity_isoup.py``)."""
+quick fidelity checks (the full runs are ``tests/benchmarks/fidelity/fidelity_isoup.py``)."""
 
 from __future__ import annotations
 

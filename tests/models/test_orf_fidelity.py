@@ -1,6 +1,6 @@
 """Small, fast version of the importance-fidelity experiment (Cassidy & Deviney, sec. III).
 
-The full experiment (``tests/benchmarks/fidelity_hyperplane.py``: 10 streams per setting of
+The full experiment (``tests/benchmarks/fidelity/fidelity_hyperplane.py``: 10 streams per setting of
 10,000 rows, against sliding-window offline forests of 50 trees) measured mean correlations
 between the ORF importances and the true drifting weights of 0.46 (MDA) and 0.60 (MDG) for
 K = 2, 0.54 and 0.70 for K = 5, against 0.44-0.50 for the sliding window. Here:

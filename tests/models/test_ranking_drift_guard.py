@@ -1,7 +1,7 @@
 """Guards of the default rankings under drift: a fast and a slow setting of the benchmarks.
 
-``tests/benchmarks/bench_rankings_drift.py`` scores rankings on rotating hyperplanes at many
-drift speeds (results in ``tests/benchmarks/results/rankings_drift.md``). These tests run
+``tests/benchmarks/rankings/bench_rankings_drift.py`` scores rankings on rotating hyperplanes at many
+drift speeds (results in ``tests/benchmarks/rankings/results/rankings_drift.md``). These tests run
 one short stream of a fast and of a slow setting, a few seconds each, and check that the
 default ranking (what a stream with no profile gets) still follows the truth as measured
 there, and better than the papers' online MDG of the Online Random Forest on the same rows.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.benchmarks.bench_rankings_drift import score_method
+from tests.benchmarks.rankings.bench_rankings_drift import score_method
 
 ORF = "online_random_forest"  # the papers' ranker (Cassidy & Deviney's online MDA/MDG)
 
@@ -37,7 +37,7 @@ def test_the_default_ranking_follows_drift(case):
     assert default >= orf, (default, orf)
 
 
-#: the same for regression streams (``tests/benchmarks/bench_rankings_drift_regression.py``):
+#: the same for regression streams (``tests/benchmarks/rankings/bench_rankings_drift_regression.py``):
 #: the default's block-forest ranking, floors from the scores of the window mixture with
 #: paired weights, half pooled (unpooled: 0.640 and 0.765; with the former weights: 0.673
 #: and 0.769; by errors alone: 0.618 and 0.759; under Lepski's rule: 0.495 and 0.686)
@@ -49,7 +49,7 @@ REGRESSION_CASES = {
 
 @pytest.mark.parametrize("case", list(REGRESSION_CASES))
 def test_the_default_regression_ranking_follows_drift(case):
-    from tests.benchmarks.bench_rankings_drift_regression import score_method as score_regression
+    from tests.benchmarks.rankings.bench_rankings_drift_regression import score_method as score_regression
 
     setting, rows, seed, floor = REGRESSION_CASES[case]
     scores = score_regression("default", setting, seed, n_rows=rows)

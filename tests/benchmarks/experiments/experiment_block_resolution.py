@@ -1,6 +1,6 @@
 """Experiment: can the block forest choose its block size from the drift it sees?
 
-Run: ``python tests/benchmarks/experiment_block_resolution.py [--seeds 5] [--jobs 1]``
+Run: ``python tests/benchmarks/experiments/experiment_block_resolution.py [--seeds 5] [--jobs 1]``
 (17 settings x 5 streams: about 2 minutes of one core per run).
 
 The former default ranking (:class:`models.block_forest.BlockForestRanker` with 200-row
@@ -12,8 +12,9 @@ slowest settings (a 1,000-row window wins there) and at the fastest clipped walk
 * ``B<size>:last``: each block forest's latest measurement alone (no averaging), for block
   sizes 100 (every 25 rows), 200 (25), 300 (50) and 1000 (125). Per setting, the best of
   them is what a perfect choice of block size would give;
-* ``default``: the 200-row forest under Lepski's rule (the worker's default ranking when
-  this experiment ran; the mixture of windows replaced it);
+* ``default``: the 200-row forest under the ranker's memory rule (Lepski's rule, the worker's
+  default ranking when the committed results were taken; the window mixture since Lepski's
+  rule was removed from the ranker, so a new run measures that column differently);
 * ``variogram``: a block size chosen per stream from the 200-row measurements' variogram
   ``g(h) = mean (M(t) - M(t - h))^2 / 2`` at ``h`` = 200 and 400 rows. Under a random-walk
   drift ``g(h) = s^2 + D h / 2``, so the two lags give the noise ``s^2 = 2 g(200) - g(400)``
@@ -26,7 +27,7 @@ slowest settings (a 1,000-row window wins there) and at the fastest clipped walk
 
 It is a measurement, not a learner: the selectors read the forests' measurement rings after
 each ask. Scores are means over the streams; ``--windows`` adds the committed window columns
-(``results/rankings_drift_windows*.json``) on the streams they share.
+(``tests/benchmarks/rankings/results/rankings_drift_windows*.json``) on the streams they share.
 """
 
 from __future__ import annotations
@@ -39,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from models.block_forest import BlockForestRanker
-from tests.benchmarks import bench_rankings_drift as bench
 from tests.benchmarks.common import tracking_score
+from tests.benchmarks.rankings import bench_rankings_drift as bench
 
 SIZES = {"B100": (100, 25), "B200": (200, 25), "B300": (300, 50), "B1000": (1000, 125)}
 LOG_SIZES = np.log([b for b, _ in SIZES.values()])
@@ -94,7 +95,7 @@ def score(setting_name: str, seed: int) -> tuple[str, int, dict[str, float]]:
     setting = {s.name: s for s in bench.all_settings()}[setting_name]
     X, y, W = setting.stream(seed)
     times = bench.ask_times(len(y))
-    forests = {k: BlockForestRanker(block_size=b, stride=s, seed=seed, memory="lepski")
+    forests = {k: BlockForestRanker(block_size=b, stride=s, seed=seed)
                for k, (b, s) in SIZES.items()}
     default = forests["B200"]  # the former default's parameters: one forest serves both
     rows, done = [], 0
@@ -115,7 +116,7 @@ def score(setting_name: str, seed: int) -> tuple[str, int, dict[str, float]]:
 def window_means(name: str, seeds: set[int]) -> dict[str, float]:
     """The committed window columns' means over the given streams (those they scored)."""
     out: dict[str, list[float]] = {}
-    for path in sorted((Path(__file__).parent / "results").glob("rankings_drift_windows*.json")):
+    for path in sorted((Path(__file__).parents[1] / "rankings" / "results").glob("rankings_drift_windows*.json")):
         entry = json.loads(path.read_text())["settings"].get(name, {})
         for c, v in entry.get("scores", {}).items():
             if c.startswith("win"):

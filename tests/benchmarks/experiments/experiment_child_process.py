@@ -1,6 +1,6 @@
 """Experiment: would running the learners in a second process lift the lightest pipeline?
 
-Run: ``python tests/benchmarks/experiment_child_process.py --bootstrap HOST:PORT [--runs 2]``
+Run: ``python tests/benchmarks/experiments/experiment_child_process.py --bootstrap HOST:PORT [--runs 2]``
 
 The worker's lightest pipeline (one forgetful tree + ADWIN) is bound by its main thread: the
 Kafka client calls, the codec and the learners take turns on it. This script measures the
@@ -26,9 +26,9 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 
 import bench_worker as bw  # noqa: E402
 from confluent_kafka import TopicPartition  # noqa: E402

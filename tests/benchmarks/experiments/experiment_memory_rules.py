@@ -1,6 +1,6 @@
 """Experiment: which memory rule over the block measurements follows drift at every speed?
 
-Run: ``python tests/benchmarks/experiment_memory_rules.py [--seeds 10] [--jobs 2]
+Run: ``python tests/benchmarks/experiments/experiment_memory_rules.py [--seeds 10] [--jobs 2]
 [--cache DIR]`` (recording the 170 streams takes about 10 minutes of two cores the first
 time; the replays then take about a minute each run).
 
@@ -22,7 +22,7 @@ the current one, came out of it):
 2. *Replay.* Each rule turns the measurements into an importance series at the benchmark's
    asks, scored with the benchmark's score (Cassidy & Deviney's mean correlation with the
    true weights), and compared with the committed sliding-window columns
-   (``results/rankings_drift_windows*.json``) on the same streams.
+   (``tests/benchmarks/rankings/results/rankings_drift_windows*.json``) on the same streams.
 
 The rules:
 
@@ -89,13 +89,17 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import lfilter
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from models.block_forest import BlockForestRanker
-from tests.benchmarks import bench_rankings_drift as bench
-from tests.benchmarks.common import tracking_score
+from tests.benchmarks.common import (
+    tracking_score,
+    write_results,
+)
+from tests.benchmarks.rankings import bench_rankings_drift as bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
+RANKINGS = Path(__file__).resolve().parents[1] / "rankings" / "results"  # the window runs
 OUT = RESULTS / "memory_rules.md"
 WINDOW_RUNS = ("rankings_drift_windows.json", "rankings_drift_windows_s3-4.json",
                "rankings_drift_windows_s5-10.json", "rankings_drift_windows_s11-20.json")
@@ -513,7 +517,7 @@ RULES = {
 
 def window_scores() -> dict:
     """Committed per-stream scores of the sliding windows: ``{setting: {column: {seed: x}}}``."""
-    runs = [json.loads((RESULTS / f).read_text())["settings"] for f in WINDOW_RUNS]
+    runs = [json.loads((RANKINGS / f).read_text())["settings"] for f in WINDOW_RUNS]
     merged = bench.merge_baselines(runs)
     return {name: {c: dict(zip(e["seeds"], v)) for c, v in e["scores"].items()
                    if c.startswith("win")} for name, e in merged.items()}
@@ -656,7 +660,7 @@ def main(argv=None) -> int:
     shown = [DEFAULT, POWERS, YOUNG, UNPOOLED, FORMER,
              "oracle (best fixed window in hindsight)", "split-corr h5 alone (Fisher z, 0.3)"]
     lines = ["# Memory rules replayed on recorded block measurements", "",
-             f"Command: `python tests/benchmarks/experiment_memory_rules.py --seeds "
+             f"Command: `python tests/benchmarks/experiments/experiment_memory_rules.py --seeds "
              f"{args.seeds} --first-seed {args.first_seed}`; {args.seeds} streams per "
              f"setting, from the stream {args.first_seed}. {measured(recorded, len(jobs), record_s)}"
              f"; replay {time.perf_counter() - t0 - record_s:.0f} s. "
@@ -672,7 +676,7 @@ def main(argv=None) -> int:
              "ahead, and the criterion ranks the longest window first while the score ranks "
              "a short one first:", "",
              *criterion_table(settings, seeds_of, args.cache), ""]
-    args.out.write_text("\n".join(lines))
+    write_results(args.out, "\n".join(lines))
     print("\n" + "\n".join(lines))
     return 0
 

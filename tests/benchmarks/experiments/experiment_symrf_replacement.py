@@ -3,7 +3,7 @@
 Historical: written when ``drift_delta`` replaced a tree as soon as its detector cut (no
 background tree) and the default was ``None``; ``results/symrf_replacement.md`` records that
 setting. Today a detector starts a background tree that replaces its tree only when better,
-by default; that is measured by ``tests/benchmarks/bench_isoup_drift.py``.
+by default; that is measured by ``tests/benchmarks/learners/bench_isoup_drift.py``.
 
 Question: does watching each tree with ADWIN and replacing it when its error rises
 (``drift_delta=0.001``, the adaptive random forest's drift confidence) cost prediction error
@@ -13,7 +13,7 @@ whose trees only grow) and ``drift_delta=0.001``.
 
 Streams: Bike Sharing hourly (17,379 rows, 3 targets), SCM20d (8,966 rows, 16 targets), the
 synthetic stream of :func:`tests.models.isoup_streams.relevant_stream` (50,000 rows), and one
-regression stream per drift kind of ``tests/benchmarks/bench_rankings_drift_regression.py``
+regression stream per drift kind of ``tests/benchmarks/rankings/bench_rankings_drift_regression.py``
 (its first seed: ``K=2, T=1e-3, clipped``, 5,000 rows; ``abrupt, P=2000``, 10,000 rows).
 
 Each model runs test-then-train (``predict_learn_many``) on chunks of 1,000 rows, warm (numba
@@ -23,7 +23,7 @@ running mean). Rows/s: wall clock of the whole stream.
 
 Run::
 
-    python tests/benchmarks/experiment_symrf_replacement.py   # ~1 minute
+    python tests/benchmarks/experiments/experiment_symrf_replacement.py   # ~1 minute
 
 Writes ``results/symrf_replacement.md``.
 """
@@ -37,12 +37,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models.isoup_forest import ISOUPSymRF  # noqa: E402
-from tests.benchmarks.bench_rankings_drift import all_settings  # noqa: E402
-from tests.benchmarks.bench_rankings_drift_regression import regression_stream  # noqa: E402
+from tests.benchmarks.common import write_results  # noqa: E402
+from tests.benchmarks.rankings.bench_rankings_drift import all_settings  # noqa: E402
+from tests.benchmarks.rankings.bench_rankings_drift_regression import regression_stream  # noqa: E402
 from tests.models import isoup_streams as streams  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "symrf_replacement.md"
@@ -86,7 +87,7 @@ def main() -> int:
     for delta in (None, 0.001):  # compile (or load) every kernel before timing
         ISOUPSymRF(drift_delta=delta).predict_learn_many(X[:500], Y[:500])
     lines = ["# iSOUP-SymRF with and without per-tree drift replacement", "",
-             "Command: `python tests/benchmarks/experiment_symrf_replacement.py`  ",
+             "Command: `python tests/benchmarks/experiments/experiment_symrf_replacement.py`  ",
              f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Protocol: the script's docstring "
              "(10 trees, square-root subspaces, seed 1, test-then-train).", "",
              "| stream | rows | aRMAE, paper (default) | aRMAE, replacement | rows/s, paper | "
@@ -96,7 +97,7 @@ def main() -> int:
         lines.append(f"| {name} | {X.shape[0]:,} | {paper[0]:.4f} | {watched[0]:.4f} | "
                      f"{paper[1]:,.0f} | {watched[1]:,.0f} | {watched[2]} |")
         print(lines[-1], flush=True)
-    RESULTS.write_text("\n".join(lines) + "\n")
+    write_results(RESULTS, "\n".join(lines))
     print(RESULTS.read_text())
     return 0
 

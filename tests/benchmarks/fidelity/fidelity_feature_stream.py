@@ -22,9 +22,9 @@ datasets.
 
 Run::
 
-    python tests/benchmarks/fidelity_feature_stream.py              # 15 datasets x 10 seeds
-    python tests/benchmarks/fidelity_feature_stream.py --datasets iris wine --seeds 2
-    python tests/benchmarks/fidelity_feature_stream.py --write      # also the results file
+    python tests/benchmarks/fidelity/fidelity_feature_stream.py              # 15 datasets x 10 seeds
+    python tests/benchmarks/fidelity/fidelity_feature_stream.py --datasets iris wine --seeds 2
+    python tests/benchmarks/fidelity/fidelity_feature_stream.py --write      # also the results file
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models.feature_stream_forest import FeatureStreamForest  # noqa: E402
+from tests.benchmarks.common import stamp_markdown, write_results  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 
-RESULTS = ROOT / "tests" / "benchmarks" / "results" / "feature_stream.md"
+RESULTS = Path(__file__).resolve().parent / "results" / "feature_stream.md"
 FIRST_SEED = 2101
 PARAMS = {"n_trees": 30, "mtry": 2 / 3, "max_depth": 6}
 AUTHORS = {"challenger": 0.8358, "baseline": 0.8148, "offline": 0.8342, "wins": (224, 265)}
@@ -212,7 +213,7 @@ def write_section(path: Path, title: str, body: str) -> None:
     """Put ``## title`` with ``body`` into the markdown file, replacing an older copy."""
     head = "# FeatureStreamForest (Motl & Kordík 2019): fidelity and speed\n"
     text = path.read_text() if path.exists() else head
-    section = f"## {title}\n\n{body.strip()}\n"
+    section = f"## {title}\n\n{stamp_markdown()}\n{body.strip()}\n"
     marker = f"## {title}\n"
     if marker in text:
         start = text.index(marker)
@@ -221,7 +222,7 @@ def write_section(path: Path, title: str, body: str) -> None:
         text = text[:start] + section + ("\n" + text[end:] if nxt >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
+    write_results(path, text, stamp=False)
 
 
 def main(argv=None) -> int:
@@ -241,12 +242,12 @@ def main(argv=None) -> int:
     print()
     print(table)
     if args.write:
-        body = ("Protocol of the paper (module doc of `tests/benchmarks/fidelity_feature_stream.py`): "
+        body = ("Protocol of the paper (module doc of `tests/benchmarks/fidelity/fidelity_feature_stream.py`): "
                 f"{args.seeds} seeds per dataset from {FIRST_SEED}, random column order, stratified "
                 "2/3-1/3 split, columns fed one at a time, test AUC after the last; 30 trees per "
                 "generation, mtry 2/3, depth 6. Positive classes:\n\n"
                 + "\n".join(f"* {n}: {DATASETS[n][1]}" for n in args.datasets)
-                + "\n\nCommand: `python tests/benchmarks/fidelity_feature_stream.py --write`\n\n"
+                + "\n\nCommand: `python tests/benchmarks/fidelity/fidelity_feature_stream.py --write`\n\n"
                 + table)
         write_section(RESULTS, "Fidelity: challenger vs baseline vs offline", body)
     return 0

@@ -18,9 +18,9 @@ the report). Compared methods:
 
 Run (the window forests dominate: about 2-3 CPU-minutes per stream with 50 trees)::
 
-    python tests/benchmarks/fidelity_hyperplane.py --streams 10 --trees-window 50
-    python tests/benchmarks/fidelity_hyperplane.py --streams 10 --k 5   # one setting only
-    python tests/benchmarks/fidelity_hyperplane.py --streams 4 --no-window --seed-offset 500
+    python tests/benchmarks/fidelity/fidelity_hyperplane.py --streams 10 --trees-window 50
+    python tests/benchmarks/fidelity/fidelity_hyperplane.py --streams 10 --k 5   # one setting only
+    python tests/benchmarks/fidelity/fidelity_hyperplane.py --streams 4 --no-window --seed-offset 500
 
 Stream seeds are 1..N for K = 2 and 1001..1000+N for K = 5; the ORF configuration was chosen
 on other seeds (see ``--seed-offset``) so the table is not tuned on its own streams.
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from models.hyperplane import RotatingHyperplane
 from models.online_forest import OnlineRandomForest

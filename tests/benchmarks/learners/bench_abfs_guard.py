@@ -14,7 +14,7 @@ CPU-second of the whole run of each model, numba compiled beforehand.
 
 Run::
 
-    python tests/benchmarks/bench_abfs_guard.py     # writes results/abfs_guard.md
+    python tests/benchmarks/learners/bench_abfs_guard.py     # writes results/abfs_guard.md
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models.abfs import ABFS, ABFSClassifier  # noqa: E402
 from models.hoeffding_tree import HoeffdingTree  # noqa: E402
-from tests.benchmarks.bench_arf import STREAMS, get_stream  # noqa: E402
+from tests.benchmarks.common import write_results  # noqa: E402
+from tests.benchmarks.learners.bench_arf import STREAMS, get_stream  # noqa: E402
 from tests.synthetic import sparse_words  # noqa: E402
 
 CONSUME = 2000
@@ -66,7 +67,7 @@ def streams():
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/results/abfs_guard.md"))
+    parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/learners/results/abfs_guard.md"))
     args = parser.parse_args(argv)
     X, y = sparse_words(3000)
     for _, s, g in MODELS:
@@ -75,7 +76,7 @@ def main(argv=None) -> int:
                             capture_output=True, text=True).stdout.strip()
     lines = ["# ABFS + Hoeffding tree against the plain tree, with and without the guard\n",
              f"Commit {commit}, {time.strftime('%Y-%m-%d')}, "
-             "`python tests/benchmarks/bench_abfs_guard.py` (protocol in its docstring). "
+             "`python tests/benchmarks/learners/bench_abfs_guard.py` (protocol in its docstring). "
              "Cells: accuracy minus the plain tree's, in points; last columns: rows per "
              "CPU-second.\n",
              "| stream | rows | plain tree | " + " | ".join(m for m, _, _ in MODELS[1:])
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
     lines.append("| **worst gap** | | | " + " | ".join(f"{worst[m]:+.2f}" for m, _, _ in MODELS[1:])
                  + " | | | |")
     print(lines[-1])
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    write_results(args.out, "\n".join(lines))
     return 0
 
 

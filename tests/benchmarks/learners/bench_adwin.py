@@ -13,7 +13,7 @@ Cases (every one also checks that both libraries detect at the same positions):
 
 Both sides run back to back ``--repeat`` times (the machine is shared): the table gives the
 best throughput of each and the medians of the paired wall-time and CPU-time ratios. numba
-compilation is done before timing. Run: ``python tests/benchmarks/bench_adwin.py [--repeat 3]``.
+compilation is done before timing. Run: ``python tests/benchmarks/learners/bench_adwin.py [--repeat 3]``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ hundred times slower, on its own (fewer) seeds. Streams: every real classificati
 
 Run::
 
-    python tests/benchmarks/bench_arf.py --seeds 10 --moa --river-seeds 3   # results/arf.md
+    python tests/benchmarks/learners/bench_arf.py --seeds 10 --moa --river-seeds 3   # results/arf.md
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models import registry  # noqa: E402
-from tests.benchmarks.common import cold_compile, write_arff  # noqa: E402
+from tests.benchmarks.common import cold_compile, write_arff, write_results  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.dev.datasets import load  # noqa: E402
 from worker.pipeline import Pipeline, PipelineConfig, stream_seed  # noqa: E402
@@ -177,11 +177,11 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N (ours and MOA)")
     parser.add_argument("--river-seeds", type=int, default=1, help="seeds 1..N for river (0: none)")
     parser.add_argument("--moa", action="store_true")
-    parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/results/arf.md"))
+    parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/learners/results/arf.md"))
     args = parser.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    cmd = " ".join(["python tests/benchmarks/bench_arf.py", *(argv or sys.argv[1:])])
+    cmd = " ".join(["python tests/benchmarks/learners/bench_arf.py", *(argv or sys.argv[1:])])
     lines = ["# The default pipeline and its predictor (ARF-10) against MOA and river, row by row\n",
              f"Commit {commit}, {time.strftime('%Y-%m-%d')}, `{cmd}` (protocol in its docstring): "
              "every instance predicted by a model that learned every earlier label; ours fed as "
@@ -208,7 +208,7 @@ def main(argv=None) -> int:
     lines.append(f"\nCold start (empty numba cache, child process): import {imp:.1f} s, first "
                  f"default pipeline run (compilation) {comp:.1f} s.\n")
     print("\n".join(lines[-2:]), flush=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    write_results(args.out, "\n".join(lines))
     return 0
 
 

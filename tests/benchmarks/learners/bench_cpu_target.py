@@ -1,7 +1,7 @@
 """What a portable numba target costs: the default pipelines compiled for this CPU against
 x86-64-v3 and x86-64-v2, side by side on the same rows in one run.
 
-Run: ``python tests/benchmarks/bench_cpu_target.py [--seeds 3] [--reps 3] [--out FILE]``.
+Run: ``python tests/benchmarks/learners/bench_cpu_target.py [--seeds 3] [--reps 3] [--out FILE]``.
 
 Each target gets a numba cache of its own (``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES=""``,
 ``NUMBA_CACHE_DIR``). Per target the script first measures the warm-up on the empty cache
@@ -13,7 +13,7 @@ Electricity (the packaged data, 45,312 rows), a drifting rotating hyperplane (10
 50,000 rows) and Bike Sharing (three targets, 17,379 rows). Throughput is rows per CPU-second
 of the child process; the targets are timed in turn (``--reps`` rounds, each round in a new
 order), so slow phases of a shared machine fall on every target alike. Prints a markdown table
-and writes it to ``--out`` (default ``tests/benchmarks/results/cpu_target.md``) with the commit,
+and writes it to ``--out`` (default ``tests/benchmarks/learners/results/cpu_target.md``) with the commit,
 the CPU and the command.
 """
 
@@ -30,7 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))
+
+from tests.benchmarks.common import write_results  # noqa: E402
+
 TARGETS = {"native": None, "x86-64-v3": "x86-64-v3", "x86-64-v2": "x86-64-v2"}
 
 CHILD = r"""
@@ -100,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=REPO / "tests/benchmarks/results/cpu_target.md")
+    ap.add_argument("--out", type=Path, default=REPO / "tests/benchmarks/learners/results/cpu_target.md")
     args = ap.parse_args(argv)
 
     rates: dict[str, dict[str, list[float]]] = {t: {} for t in TARGETS}
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({os.cpu_count()} vCPUs), command:",
         "",
         "```bash",
-        "python tests/benchmarks/bench_cpu_target.py " + " ".join(argv or sys.argv[1:]),
+        "python tests/benchmarks/learners/bench_cpu_target.py " + " ".join(argv or sys.argv[1:]),
         "```",
         "",
         f"Default pipelines, consume batches of 2,000 rows, seeds 1-{args.seeds}, {args.reps} "
@@ -147,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(header + lines) + "\n"
     print(text)
-    args.out.write_text(text)
+    write_results(args.out, text)
     return 0
 
 

@@ -20,8 +20,8 @@ generation after loading the cached machine code.
 
 Run::
 
-    python tests/benchmarks/bench_feature_stream.py            # writes nothing
-    python tests/benchmarks/bench_feature_stream.py --write    # also the results file
+    python tests/benchmarks/learners/bench_feature_stream.py            # writes nothing
+    python tests/benchmarks/learners/bench_feature_stream.py --write    # also the results file
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models.feature_stream_forest import FeatureStreamForest  # noqa: E402
-from tests.benchmarks.fidelity_feature_stream import DATASETS, RESULTS, write_section  # noqa: E402
+from tests.benchmarks.fidelity.fidelity_feature_stream import DATASETS, RESULTS, write_section  # noqa: E402
 
 N_TRAIN = 10_000
 N_TEST = 5_000
@@ -159,10 +159,10 @@ def main(argv=None) -> int:
     print("\n".join(cold))
     if args.write:
         body = ("One generation of 30 depth-6 trees on 10,000 training rows (module doc of "
-                "`tests/benchmarks/bench_feature_stream.py`); median of "
+                "`tests/benchmarks/learners/bench_feature_stream.py`); median of "
                 f"{args.repeats} generations; AUC on up to 5,000 held-out rows, mean over the same "
                 "generations. Both learners are single-threaded; the machine (2 vCPU) was shared.\n\n"
-                "Command: `python tests/benchmarks/bench_feature_stream.py --write`\n\n" + table)
+                "Command: `python tests/benchmarks/learners/bench_feature_stream.py --write`\n\n" + table)
         write_section(RESULTS, "Speed: one generation against the authors' learner", body)
     return 0
 

@@ -33,8 +33,8 @@ of training for 20 trees without bagging, i.e. about 2,900 rows/s.
 
 Run::
 
-    python tests/benchmarks/bench_forgetful.py                          # ~25 minutes
-    python tests/benchmarks/bench_forgetful.py --streams electricity --no-moa
+    python tests/benchmarks/learners/bench_forgetful.py                          # ~25 minutes
+    python tests/benchmarks/learners/bench_forgetful.py --streams electricity --no-moa
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models.forgetful_forest import ForgetfulRandomForest  # noqa: E402

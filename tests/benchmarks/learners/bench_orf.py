@@ -24,8 +24,8 @@ first N rows (N = the river ARF cap), comparable across all rows of a stream.
 
 Run::
 
-    python tests/benchmarks/bench_orf.py                       # everything (~6 minutes)
-    python tests/benchmarks/bench_orf.py --streams phishing --no-moa
+    python tests/benchmarks/learners/bench_orf.py                       # everything (~6 minutes)
+    python tests/benchmarks/learners/bench_orf.py --streams phishing --no-moa
 
 Measured on the project's 2-vCPU machine (accuracy on the first 10,000 rows / rows per
 CPU-second)::
@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models.hyperplane import RotatingHyperplane  # noqa: E402

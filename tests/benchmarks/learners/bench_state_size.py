@@ -16,7 +16,7 @@ checkout. Both run the same rows.
 
 Usage::
 
-    python tests/benchmarks/bench_state_size.py --seeds 10       # writes results/state_size.md
+    python tests/benchmarks/learners/bench_state_size.py --seeds 10       # writes results/state_size.md
 """
 
 from __future__ import annotations
@@ -32,7 +32,11 @@ import tempfile
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+
+from tests.benchmarks.common import write_results  # noqa: E402
+
 STREAMS = ("hyperplane", "sea", "agrawal", "electricity", "phishing")
 ROWS = 2000
 BATCH = 100
@@ -119,7 +123,7 @@ def report(before: list[dict], after: list[dict], rev: str, head: str, seeds) ->
     key = {(r["stream"], r["seed"]): r for r in before}
     lines = [
         "# Default pipeline state per stream (issue 36, part 6)", "",
-        f"Written by `tests/benchmarks/bench_state_size.py --seeds {max(seeds)}`: the default "
+        f"Written by `tests/benchmarks/learners/bench_state_size.py --seeds {max(seeds)}`: the default "
         f"pipeline after {ROWS:,} rows fed in batches of {BATCH}; MB = 10^6 bytes of state arrays "
         "(`Pipeline.nbytes`, capacity included: what the worker's state budget counts), peak "
         "over the batches, and the checkpoint (msgpack + zlib 1). Before: "
@@ -153,7 +157,7 @@ def main() -> None:
     ap.add_argument("--streams", default=",".join(STREAMS))
     ap.add_argument("--before", default="main", help="git revision measured as 'before'")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--out", type=Path, default=ROOT / "tests" / "benchmarks" / "results"
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results"
                     / "state_size.md")
     args = ap.parse_args()
     seeds = range(1, args.seeds + 1)
@@ -171,7 +175,7 @@ def main() -> None:
     head = subprocess.run(["git", "-C", str(ROOT), "describe", "--all", "--always", "--dirty"],
                           capture_output=True, text=True, check=True).stdout.strip()
     text = report(before, after, f"{args.before} ({rev})", head, seeds)
-    args.out.write_text(text)
+    write_results(args.out, text)
     print(text)
 
 

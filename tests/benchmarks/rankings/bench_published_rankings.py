@@ -4,7 +4,7 @@ Question: a subscriber to the rankings topic holds the last ranking published fo
 How well does that ranking follow the true importances of drifting features, with the
 default configuration fed as the worker feeds it, and how many messages does it cost?
 
-Streams: the rotating hyperplanes of :mod:`tests.benchmarks.bench_rankings_drift` (``d =
+Streams: the rotating hyperplanes of :mod:`tests.benchmarks.rankings.bench_rankings_drift` (``d =
 10``, 5% label noise), the settings given by ``--settings`` (default: clipped walks with
 ``K = 2`` at ``T`` = 1e-3 and 1e-2, ``K = 5`` at 3e-3, and the abrupt switches), seeds
 ``--seeds`` (default 5) seeded as in that benchmark.
@@ -28,7 +28,7 @@ Columns:
 * ``state``: the ranker's own importances read at each ask (what a subscriber could at best
   get from this pipeline);
 * ``win300``: a sliding-window forest on the last 300 rows refitted at every ask
-  (:func:`tests.benchmarks.bench_rankings_drift.window_series`, MDI), the ranking
+  (:func:`tests.benchmarks.rankings.bench_rankings_drift.window_series`, MDI), the ranking
   benchmark's best window on these settings.
 
 Cost: ranking messages per 1,000 instances, their JSON bytes per instance (as the worker
@@ -37,8 +37,8 @@ encodes them: every feature's name and score), and the pipeline's rows per CPU-s
 
 Run::
 
-    python tests/benchmarks/bench_published_rankings.py --seeds 5 \\
-        --out tests/benchmarks/results/published_rankings.md
+    python tests/benchmarks/rankings/bench_published_rankings.py --seeds 5 \\
+        --out tests/benchmarks/rankings/results/published_rankings.md
 """
 
 from __future__ import annotations
@@ -51,15 +51,18 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from tests.benchmarks.bench_rankings_drift import (
+from tests.benchmarks.common import (
+    tracking_score,
+    write_results,
+)
+from tests.benchmarks.rankings.bench_rankings_drift import (
     all_settings,
     ask_times,
     select,
     window_series,
 )
-from tests.benchmarks.common import tracking_score
 from worker.pipeline.config import PipelineConfig
 from worker.pipeline.engine import Pipeline
 
@@ -158,7 +161,7 @@ def run(settings, seeds: int, configs: list[dict], window: bool) -> dict:
 def report(rows: dict, args) -> str:
     columns = list(next(iter(rows.values())))
     lines = ["# Rankings as a subscriber gets them", "",
-             f"`python tests/benchmarks/bench_published_rankings.py --seeds {args.seeds}"
+             f"`python tests/benchmarks/rankings/bench_published_rankings.py --seeds {args.seeds}"
              + "".join(f" --settings '{s}'" for s in args.settings or [])
              + "`", "",
              "Mean over seeds per setting (module docstring: the feeding, the asks, the score). "
@@ -191,7 +194,7 @@ def main(argv=None) -> int:
     text = report(rows, args)
     print(text)
     if args.out:
-        args.out.write_text(text)
+        write_results(args.out, text)
     return 0
 
 

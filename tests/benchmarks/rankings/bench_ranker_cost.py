@@ -6,8 +6,6 @@ runs, no Kafka) fed in chunks of 500 rows, for three configurations:
 * ``default``: what a stream with no profile gets (``PipelineConfig()``);
 * ``former ranker``: the default with the block-forest ranker of the previous release (the
   window mixture with paired weights, each feature on its own evidence: ``pool`` 0);
-* ``Lepski ranker``: the default with an earlier release's (blocks of 200 rows every 25,
-  ``memory="lepski"``);
 * ``no ranker``: the default with ``rankers=[]``.
 
 Streams: a 10-feature rotating hyperplane (30,000 rows), Electricity and Bike Sharing (three
@@ -17,7 +15,7 @@ gives the slowest and the fastest run.
 
 Usage::
 
-    python tests/benchmarks/bench_ranker_cost.py [--repeats 3]
+    python tests/benchmarks/rankings/bench_ranker_cost.py [--repeats 3]
 """
 
 from __future__ import annotations
@@ -30,17 +28,17 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models.hyperplane import RotatingHyperplane  # noqa: E402
+from tests.benchmarks.common import write_results  # noqa: E402
 from worker.dev.datasets import load  # noqa: E402
 from worker.pipeline.config import PipelineConfig  # noqa: E402
 from worker.pipeline.engine import Pipeline  # noqa: E402
 
-RESULTS = ROOT / "tests" / "benchmarks" / "results" / "ranker_cost.md"
+RESULTS = Path(__file__).resolve().parent / "results" / "ranker_cost.md"
 FORMER = {"pool": 0.0}
-LEPSKI = {"block_size": 200, "stride": 25, "memory": "lepski"}
 CHUNK = 500
 MAX_ROWS = 30_000
 
@@ -72,21 +70,19 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     lines = ["# What the default ranking costs", "",
-             f"Command: `python tests/benchmarks/bench_ranker_cost.py --repeats {args.repeats}`  ",
+             f"Command: `python tests/benchmarks/rankings/bench_ranker_cost.py --repeats {args.repeats}`  ",
              f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
              "In-process rows/s of the worker's default pipeline (slowest-fastest of the "
              "repeats, after a warm-up), with the default ranker (the window mixture with "
              "paired weights, half pooled over the features), the former one (the same, each "
-             "feature on its own evidence), an earlier one (blocks of 200 rows every 25, "
-             "Lepski's rule) and none.", "",
-             "| stream | rows | default | former ranker | Lepski ranker | no ranker "
-             "| default / no ranker |",
-             "|---|---|---|---|---|---|---|"]
+             "feature on its own evidence) and none.", "",
+             "| stream | rows | default | former ranker | no ranker | default / no ranker |",
+             "|---|---|---|---|---|---|"]
     for name, X, labels, ranker in streams():
         X = np.ascontiguousarray(X, dtype=np.float64)
         n = min(len(labels), MAX_ROWS)
         configs = {"default": {}, "former": {"params": {ranker: FORMER}},
-                   "lepski": {"params": {ranker: LEPSKI}}, "none": {"rankers": []}}
+                   "none": {"rankers": []}}
         for config in configs.values():
             rows_per_second(X, labels, config, 2_000)
         runs = {k: [rows_per_second(X, labels, c, n) for _ in range(args.repeats)]
@@ -95,7 +91,7 @@ def main(argv=None) -> None:
         ratio = np.median(runs["default"]) / np.median(runs["none"])
         lines.append(f"| {name} | {n:,} | " + " | ".join(cells) + f" | {ratio:.2f} |")
         print(lines[-1], flush=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    write_results(args.out, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -21,54 +21,38 @@ then ``--repeats`` times on ``--rows`` rows; the table gives the median and the 
 
 Usage::
 
-    python tests/benchmarks/bench_ranker_features.py --repeats 3
-    python tests/benchmarks/bench_ranker_features.py --features 500 --profile '{"block_forest":{"n_trees":5}}'
+    python tests/benchmarks/rankings/bench_ranker_features.py --repeats 3
+    python tests/benchmarks/rankings/bench_ranker_features.py --features 500 --profile '{"block_forest":{"n_trees":5}}'
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models import registry  # noqa: E402
-from models.hyperplane import RotatingHyperplane  # noqa: E402
+from tests.benchmarks.common import default_learner, hyperplane, write_results  # noqa: E402
 from worker.pipeline.config import PipelineConfig  # noqa: E402
 from worker.pipeline.engine import Pipeline  # noqa: E402
 
-RESULTS = ROOT / "tests" / "benchmarks" / "results" / "ranker_features.md"
+RESULTS = Path(__file__).resolve().parent / "results" / "ranker_features.md"
 CONSUME = 2_000  # rows per process() call: the worker's default consume batch
 BATCH = 100  # the pipeline's mini-batch
 WARM = 2_000
 
 
-def stream(d: int, n: int):
-    """``X`` and int labels of a ``d``-feature rotating hyperplane."""
-    X, y, _ = RotatingHyperplane(n_features=d, n_drift_features=2, mag_change=0.001,
-                                 seed=1).take(n)
-    return np.ascontiguousarray(X), [int(v) for v in y]
-
-
-def _learner(role: str, params: dict | None):
-    cfg = PipelineConfig(params=params) if params else PipelineConfig()
-    name = (cfg.predictor_for(registry.CLASSIFICATION) if role == registry.PREDICTOR
-            else cfg.rankers_for(registry.CLASSIFICATION)[0])
-    return registry.get(name).build(cfg.params_of(name), (role,), seed=1)
-
-
 def cpu_predictor(X, y, params: dict | None = None) -> float:
     """CPU seconds of the default predictor alone: its fused test-then-train kernel per
     consume batch."""
-    model = _learner(registry.PREDICTOR, params)
+    model = default_learner(registry.PREDICTOR, params)
     t0 = time.process_time()
     for a in range(0, len(y), CONSUME):
         model.predict_learn_many(X[a:a + CONSUME], y[a:a + CONSUME])
@@ -77,7 +61,7 @@ def cpu_predictor(X, y, params: dict | None = None) -> float:
 
 def cpu_ranker(X, y, params: dict | None = None) -> float:
     """CPU seconds of the default ranker alone: learn, then importances, per mini-batch."""
-    model = _learner(registry.RANKER, params)
+    model = default_learner(registry.RANKER, params)
     t0 = time.process_time()
     for a in range(0, len(y), BATCH):
         model.learn_many(X[a:a + BATCH], y[a:a + BATCH])
@@ -96,7 +80,7 @@ def cpu_pipeline(X, y, config: dict) -> float:
 
 def measure(d: int, rows: int, repeats: int, params: dict | None) -> dict[str, list[float]]:
     """Rows per CPU-second of every column on the ``d``-feature stream."""
-    X, y = stream(d, rows)
+    X, y = hyperplane(d, rows)
     config = {"params": params} if params else {}
     runs = {"predictor": lambda a, b: cpu_predictor(a, b),
             "no ranker": lambda a, b: cpu_pipeline(a, b, {"rankers": []}),
@@ -123,16 +107,10 @@ def main(argv=None) -> None:
                          "('{\"block_forest\":{\"n_trees\":5}}')")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    command = "python tests/benchmarks/bench_ranker_features.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
     lines = ["# What the default ranking costs as features grow", "",
-             f"Command: `{command.strip()}`  ", f"Commit: {commit}  ",
-             f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
              f"Rows per CPU-second, median (range) of {args.repeats} runs of {args.rows:,} rows "
              "after a warm-up; pipelines fed consume batches of 2,000 rows "
-             f"(`tests/benchmarks/bench_ranker_features.py`){'; profile ' if args.profile else ''}"
+             f"(`tests/benchmarks/rankings/bench_ranker_features.py`){'; profile ' if args.profile else ''}"
              f"{json.dumps(args.profile) if args.profile else ''}.", "",
              "| features | predictor | no ranker | default | ranker alone | default / predictor |",
              "|---|---|---|---|---|---|"]
@@ -143,7 +121,7 @@ def main(argv=None) -> None:
                                                ("predictor", "no ranker", "default", "ranker"))
                      + f" | {ratio:.2f} |")
         print(lines[-1], flush=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    write_results(args.out, "\n".join(lines))
     print(args.out.read_text())
 
 

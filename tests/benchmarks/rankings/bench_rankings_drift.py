@@ -65,19 +65,19 @@ and whether the default's mean is at least both.
 Run (``--jobs`` processes over streams; ``--quick``: 3 seeds, streams cut to a fifth, at
 least 1,000 rows, switches every 400)::
 
-    python tests/benchmarks/bench_rankings_drift.py --jobs 2
-    python tests/benchmarks/bench_rankings_drift.py --quick --jobs 2
-    python tests/benchmarks/bench_rankings_drift.py --settings "K=2,T=0.01,clipped" \\
+    python tests/benchmarks/rankings/bench_rankings_drift.py --jobs 2
+    python tests/benchmarks/rankings/bench_rankings_drift.py --quick --jobs 2
+    python tests/benchmarks/rankings/bench_rankings_drift.py --settings "K=2,T=0.01,clipped" \\
         --ranker 'online_random_forest:{"importance_decay":0.01}' --no-windows --no-moa
 
 The window forests and MOA are the cost of a run; they can be run once, in batches of streams
 (``--first-seed``), and joined to a run of the default alone (``--baseline``, repeatable)::
 
-    python tests/benchmarks/bench_rankings_drift.py --no-default --first-seed 3 --seeds 2 \\
-        --jobs 2 --out tests/benchmarks/results/rankings_drift_windows_s3-4.md
-    python tests/benchmarks/bench_rankings_drift.py --no-windows --no-moa \\
-        --baseline tests/benchmarks/results/rankings_drift_windows.json \\
-        --baseline tests/benchmarks/results/rankings_drift_windows_s3-4.json
+    python tests/benchmarks/rankings/bench_rankings_drift.py --no-default --first-seed 3 --seeds 2 \\
+        --jobs 2 --out tests/benchmarks/rankings/results/rankings_drift_windows_s3-4.md
+    python tests/benchmarks/rankings/bench_rankings_drift.py --no-windows --no-moa \\
+        --baseline tests/benchmarks/rankings/results/rankings_drift_windows.json \\
+        --baseline tests/benchmarks/rankings/results/rankings_drift_windows_s3-4.json
 
 Writes ``results/rankings_drift.md`` and every per-stream score in ``rankings_drift.json``.
 """
@@ -95,11 +95,15 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from models import registry
 from models.hyperplane import RotatingHyperplane
-from tests.benchmarks.common import tracking_score, window_forest_importances
+from tests.benchmarks.common import (
+    tracking_score,
+    window_forest_importances,
+    write_results,
+)
 
 D = 10
 NOISE = 0.05
@@ -455,7 +459,7 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
              f"Command: `{meta['command']}`  ", f"Date: {meta['date']}  ",
              f"Wall time: {meta['wall_s'] / 60:.1f} min with {meta['jobs']} process(es)  ",
              f"Default rankers: {', '.join(meta['default_rankers']) or 'none'}; window forests "
-             f"of {meta['trees']} trees. Protocol: `tests/benchmarks/bench_rankings_drift.py`.",
+             f"of {meta['trees']} trees. Protocol: `tests/benchmarks/rankings/bench_rankings_drift.py`.",
              "", "Score: Cassidy & Deviney's mean correlation between a ranking's importance "
              "series and the true |a_i| of the drifting features (mean ± sd over streams); "
              "the default's and MOA's scores are their best columns.", ""]
@@ -469,8 +473,8 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
     lines += all_seeds_table(results)
     lines += [""] + [f"* {n}" for n in notes(meta, results)]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({**meta, "settings": results}, indent=1))
+    write_results(out, "\n".join(lines))
+    write_results(out.with_suffix(".json"), {**meta, "settings": results})
 
 
 def merge_baselines(runs: list[dict]) -> dict:
@@ -605,7 +609,7 @@ def main(argv=None) -> int:
     if args.baseline:
         results = with_baseline(results, merge_baselines(
             [json.loads(path.read_text())["settings"] for path in args.baseline]))
-    meta = {"command": "python tests/benchmarks/bench_rankings_drift.py " + " ".join(
+    meta = {"command": "python tests/benchmarks/rankings/bench_rankings_drift.py " + " ".join(
                 sys.argv[1:] if argv is None else argv),
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,

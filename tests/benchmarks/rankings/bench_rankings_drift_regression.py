@@ -6,7 +6,7 @@ as they drift, slowly or fast, at least as well as a sliding-window offline fore
 its window?
 
 Streams: the settings, seeds, stream lengths and asks of
-:mod:`tests.benchmarks.bench_rankings_drift` (``K`` in {2, 5} drifting weights of ``d = 10``,
+:mod:`tests.benchmarks.rankings.bench_rankings_drift` (``K`` in {2, 5} drifting weights of ``d = 10``,
 speeds ``T`` in {1e-4, 1e-3, 3e-3, 1e-2}, clipped and unclipped walks, and the abrupt
 setting whose weight vector is permuted every 2,000 rows), with a multi-target regression
 task built on the same rows and weights. ``Setting.stream`` gives ``X`` and ``W = |a|`` (the
@@ -50,19 +50,19 @@ columns score the same streams).
 Run (``--jobs`` processes over streams; ``--quick``: 3 seeds, streams cut to a fifth, at
 least 1,000 rows, switches every 400)::
 
-    python tests/benchmarks/bench_rankings_drift_regression.py --jobs 2
-    python tests/benchmarks/bench_rankings_drift_regression.py --seeds 3 --jobs 2
-    python tests/benchmarks/bench_rankings_drift_regression.py --settings "K=2,clipped" --quick
+    python tests/benchmarks/rankings/bench_rankings_drift_regression.py --jobs 2
+    python tests/benchmarks/rankings/bench_rankings_drift_regression.py --seeds 3 --jobs 2
+    python tests/benchmarks/rankings/bench_rankings_drift_regression.py --settings "K=2,clipped" --quick
 
 The window forests are the cost of a run: run them once per batch of streams
 (``--no-default --first-seed``) and join them to runs of the default alone (``--baseline``,
 repeatable)::
 
-    python tests/benchmarks/bench_rankings_drift_regression.py --no-default --first-seed 4 \
-        --seeds 7 --jobs 2 --out tests/benchmarks/results/rankings_drift_regression_windows_s4-10.md
-    python tests/benchmarks/bench_rankings_drift_regression.py --no-windows --jobs 2 \
-        --baseline tests/benchmarks/results/rankings_drift_regression_windows.json \
-        --baseline tests/benchmarks/results/rankings_drift_regression_windows_s4-10.json
+    python tests/benchmarks/rankings/bench_rankings_drift_regression.py --no-default --first-seed 4 \
+        --seeds 7 --jobs 2 --out tests/benchmarks/rankings/results/rankings_drift_regression_windows_s4-10.md
+    python tests/benchmarks/rankings/bench_rankings_drift_regression.py --no-windows --jobs 2 \
+        --baseline tests/benchmarks/rankings/results/rankings_drift_regression_windows.json \
+        --baseline tests/benchmarks/rankings/results/rankings_drift_regression_windows_s4-10.json
 
 Writes ``results/rankings_drift_regression.md`` and every per-stream score in
 ``rankings_drift_regression.json``.
@@ -80,10 +80,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from models import registry
-from tests.benchmarks.bench_rankings_drift import (
+from tests.benchmarks.common import write_results
+from tests.benchmarks.rankings.bench_rankings_drift import (
     WINDOWS,
     Setting,
     all_settings,
@@ -230,7 +231,7 @@ def score_method(method_spec: str, setting: Setting | str, seed: int,
     method_spec : str
         ``"default"`` or ``"window:W"``.
     setting : Setting or str
-        A setting or its name (see :func:`tests.benchmarks.bench_rankings_drift.all_settings`).
+        A setting or its name (see :func:`tests.benchmarks.rankings.bench_rankings_drift.all_settings`).
     seed : int
         Stream seed (also seeds the noise of the targets and the learners).
     n_rows : int, optional
@@ -313,7 +314,7 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
              f"Wall time: {meta['wall_s'] / 60:.1f} min with {meta['jobs']} process(es)  ",
              f"Default rankers (regression): {', '.join(meta['default_rankers']) or 'none'}; "
              f"window forests of {meta['trees']} trees. Protocol: "
-             "`tests/benchmarks/bench_rankings_drift_regression.py`.", "",
+             "`tests/benchmarks/rankings/bench_rankings_drift_regression.py`.", "",
              "Score: Cassidy & Deviney's mean correlation between a ranking's importance "
              "series and the true |a_i| of the drifting features (mean ± sd over streams); "
              "the default's score is its best column.", ""]
@@ -326,8 +327,8 @@ def write_report(results: dict, meta: dict, out: Path) -> None:
         lines.append("| " + " | ".join(cells) + " |")
     lines += [""] + [f"* {n}" for n in notes(meta)]
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({**meta, "settings": results}, indent=1))
+    write_results(out, "\n".join(lines))
+    write_results(out.with_suffix(".json"), {**meta, "settings": results})
 
 
 # --------------------------------------------------------------------------------- main
@@ -412,7 +413,7 @@ def main(argv=None) -> int:
     if args.baseline:
         results = with_baseline(results, merge_baselines(
             [json.loads(path.read_text())["settings"] for path in args.baseline]))
-    meta = {"command": "python tests/benchmarks/bench_rankings_drift_regression.py " + " ".join(
+    meta = {"command": "python tests/benchmarks/rankings/bench_rankings_drift_regression.py " + " ".join(
                 sys.argv[1:] if argv is None else argv),
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,

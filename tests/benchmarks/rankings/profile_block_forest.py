@@ -19,30 +19,28 @@ wrapped with CPU-time counters (``time.process_time``), so each part is timed wh
 
 Usage::
 
-    python tests/benchmarks/profile_block_forest.py --features 10 90 500 --rows 3000
+    python tests/benchmarks/rankings/profile_block_forest.py --features 10 90 500 --rows 3000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models import _cart, registry  # noqa: E402
-from tests.benchmarks.bench_ranker_features import BATCH, stream  # noqa: E402
-from worker.pipeline.config import PipelineConfig  # noqa: E402
+from tests.benchmarks.common import default_learner, hyperplane, write_results  # noqa: E402
+from tests.benchmarks.rankings.bench_ranker_features import BATCH  # noqa: E402
 
-RESULTS = ROOT / "tests" / "benchmarks" / "results" / "ranker_profile.md"
+RESULTS = Path(__file__).resolve().parent / "results" / "ranker_profile.md"
 PARTS = ("columns", "trees", "importances per block", "window scoring", "ring", "asks",
          "other")
 
@@ -82,19 +80,16 @@ def _forest_kernel():
 
 def profile(d: int, rows: int, params: dict | None) -> tuple[dict[str, float], int, float]:
     """``(CPU seconds per part, blocks, total CPU seconds)`` of one run on ``d`` features."""
-    X, y = stream(d, rows)
-    cfg = PipelineConfig(params=params) if params else PipelineConfig()
-    name = cfg.rankers_for(registry.CLASSIFICATION)[0]
-    spec = registry.get(name)
+    X, y = hyperplane(d, rows)
     # compile (or load) the kernels on a short stream first
-    warm = spec.build(cfg.params_of(name), (registry.RANKER,), seed=1)
+    warm = default_learner(registry.RANKER, params)
     warm.learn_many(X[:400], y[:400])
     warm.importances()
     module, kernel, columns = _forest_kernel()
     if columns is not None:
         columns(X[:100], np.zeros(100, np.int64))
     timers = Timers()
-    ranker = spec.build(cfg.params_of(name), (registry.RANKER,), seed=1)
+    ranker = default_learner(registry.RANKER, params)
     cls = type(ranker)
     originals = {}
     # whole measurement, forest included (the forest's parts are subtracted below)
@@ -148,13 +143,7 @@ def main(argv=None) -> None:
                     help="learner params, JSON ('{\"block_forest\":{\"n_trees\":5}}')")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    command = "python tests/benchmarks/profile_block_forest.py " + " ".join(
-        sys.argv[1:] if argv is None else argv)
     lines = ["# Where the block-forest ranker's time goes", "",
-             f"Command: `{command.strip()}`  ", f"Commit: {commit}  ",
-             f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
              f"The default ranker on {args.rows:,} rows of a rotating hyperplane, mini-batches of "
              "100 rows, importances asked after each; CPU milliseconds per block forest "
              "(share of the run).", "",
@@ -166,7 +155,7 @@ def main(argv=None) -> None:
         lines.append(f"| {d} | {blocks} | " + " | ".join(cells)
                      + f" | {1e3 * total / blocks:.3f} | {args.rows / total:,.0f} |")
         print(lines[-1], flush=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    write_results(args.out, "\n".join(lines))
     print(args.out.read_text())
 
 

@@ -1,6 +1,6 @@
 """Cold start: from ``python -m worker run`` to the first committed prediction.
 
-Run: ``python tests/benchmarks/bench_cold_start.py [--bootstrap HOST:PORT] [--rows N]
+Run: ``python tests/benchmarks/service/bench_cold_start.py [--bootstrap HOST:PORT] [--rows N]
 [--runs N]`` (without ``--bootstrap`` it starts the local broker). A fresh install is a
 numba cache with nothing in it: every measurement gets its own empty ``NUMBA_CACHE_DIR``,
 so the sources' ``__pycache__`` folders play no part. The script measures
@@ -32,11 +32,11 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from tests.benchmarks.bench_worker import env_for, make_streams, produce  # noqa: E402
 from tests.benchmarks.common import kafka  # noqa: E402
+from tests.benchmarks.service.bench_worker import env_for, make_streams, produce  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
 

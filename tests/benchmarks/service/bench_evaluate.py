@@ -1,6 +1,6 @@
 """Replay benchmark: ``streamforest evaluate`` throughput beside the same pipelines in process.
 
-Run: ``python tests/benchmarks/bench_evaluate.py [--bootstrap HOST:PORT] [--rows N]``
+Run: ``python tests/benchmarks/service/bench_evaluate.py [--bootstrap HOST:PORT] [--rows N]``
 (without ``--bootstrap`` it starts the local broker).
 
 Four hyperplane streams (d = 10) are produced to a 2-partition topic. For each pipeline the
@@ -22,11 +22,11 @@ import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from tests.benchmarks.bench_worker import env_for, in_process, make_streams, produce  # noqa: E402
 from tests.benchmarks.common import kafka  # noqa: E402
+from tests.benchmarks.service.bench_worker import env_for, in_process, make_streams, produce  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
 

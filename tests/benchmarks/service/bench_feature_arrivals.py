@@ -1,7 +1,7 @@
 """Worker benchmark for streams of features: from a ``FeatureArrival`` to the last of its
 predictions committed, with 10,000 unlabelled instances held.
 
-Run: ``python tests/benchmarks/bench_feature_arrivals.py [--bootstrap HOST:PORT] [--held N]
+Run: ``python tests/benchmarks/service/bench_feature_arrivals.py [--bootstrap HOST:PORT] [--held N]
 [--labelled N] [--arrivals K] [--json FILE]`` (without ``--bootstrap`` it starts the local
 broker).
 
@@ -30,10 +30,10 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from tests.benchmarks.common import kafka  # noqa: E402
+from tests.benchmarks.common import kafka, write_results  # noqa: E402
 from worker.app import Worker  # noqa: E402
 from worker.pipeline import FeatureStreamPipeline  # noqa: E402
 from worker.settings import load_settings, stream_profiles  # noqa: E402
@@ -198,7 +198,7 @@ def main(argv=None) -> int:
           f"{res['warm_median_s']:.3f} ({res['warm_min_s']:.3f}-{res['warm_max_s']:.3f}) | "
           f"{res['in_process_median_s']:.3f} | {share:.0%} |")
     if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=2))
+        write_results(args.json, res)
     return 0
 
 

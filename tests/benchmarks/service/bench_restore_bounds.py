@@ -15,7 +15,7 @@ empty lists).
 
 Usage::
 
-    python tests/benchmarks/bench_restore_bounds.py          # writes results/restore_bounds.md
+    python tests/benchmarks/service/bench_restore_bounds.py          # writes results/restore_bounds.md
 """
 
 from __future__ import annotations
@@ -29,18 +29,19 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models import registry  # noqa: E402
 from models.hyperplane import RotatingHyperplane  # noqa: E402
 from schemas import StreamCheckpoint  # noqa: E402
 from schemas.codec import encode, encode_state  # noqa: E402
+from tests.benchmarks.common import write_results  # noqa: E402
 from worker import checkpoint as ckpt  # noqa: E402
 from worker.pipeline import PipelineConfig, make_pipeline  # noqa: E402
 from worker.recovery import stream_pipeline  # noqa: E402
 
-RESULTS = ROOT / "tests" / "benchmarks" / "results" / "restore_bounds.md"
+RESULTS = Path(__file__).resolve().parent / "results" / "restore_bounds.md"
 AGES = (1, 10, 50, 200, 1000, 5000)
 REGRESSORS = ("isoup_tree", "isoup_symrf", "block_forest_regression")
 
@@ -201,7 +202,7 @@ def main() -> int:
     text = "\n".join([
         "# Restoring a stream: compression, peak memory, crafted records",
         "",
-        "Command: `python tests/benchmarks/bench_restore_bounds.py`  ",
+        "Command: `python tests/benchmarks/service/bench_restore_bounds.py`  ",
         f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  ",
         f"Wall time: {time.time() - t0:.0f} s. Machine: 2 vCPUs shared with other work.",
         "",
@@ -225,7 +226,7 @@ def main() -> int:
         *p3,
         "",
     ])
-    RESULTS.write_text(text)
+    write_results(RESULTS, text)
     print(text)
     return 0
 

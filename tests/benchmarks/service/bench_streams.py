@@ -17,8 +17,8 @@ default learners) with a state budget (``--budget-mb``), for each ``N`` of ``--s
 
 Usage::
 
-    python tests/benchmarks/bench_streams.py                      # 100, 1000, 10000 streams
-    python tests/benchmarks/bench_streams.py --streams 100 --rows 200 --no-one-stream  # quick
+    python tests/benchmarks/service/bench_streams.py                      # 100, 1000, 10000 streams
+    python tests/benchmarks/service/bench_streams.py --streams 100 --rows 200 --no-one-stream  # quick
 """
 
 from __future__ import annotations
@@ -35,19 +35,19 @@ import uuid
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from schemas.codec import encode_state  # noqa: E402
-from tests.benchmarks.common import kafka  # noqa: E402
+from tests.benchmarks.common import kafka, write_results  # noqa: E402
 from worker.dev.broker import free_port  # noqa: E402
 from worker.dev.produce import instance_values, make_producer  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
 from worker.topics import create_topics  # noqa: E402
 
-RESULTS = ROOT / "tests" / "benchmarks" / "results" / "streams.md"
+RESULTS = Path(__file__).resolve().parent / "results" / "streams.md"
 
 
 # -- part 1: one stream's state ----------------------------------------------------------------
@@ -272,7 +272,7 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
 
 def report(sizes: list[dict], runs: list[dict], args, wall: float) -> str:
     lines = ["# Many streams per worker", "",
-             f"Command: `python tests/benchmarks/bench_streams.py {' '.join(sys.argv[1:])}`  ",
+             f"Command: `python tests/benchmarks/service/bench_streams.py {' '.join(sys.argv[1:])}`  ",
              f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  ",
              f"Wall time: {wall / 60:.1f} min. Machine: 2 vCPUs shared with the broker.", "",
              "## One stream's state (10 features, 2,000 rows, in process)", "",
@@ -329,9 +329,8 @@ def main() -> None:
                 runs.append(one_run(bootstrap, n_streams, args.rows, args.budget_mb,
                                     args.partitions, not args.no_one_stream, logs))
     text = report(sizes, runs, args, time.perf_counter() - t0)
-    args.out.write_text(text)
-    args.out.with_suffix(".json").write_text(json.dumps({"sizes": sizes, "runs": runs},
-                                                        indent=1))
+    write_results(args.out, text)
+    write_results(args.out.with_suffix(".json"), {"sizes": sizes, "runs": runs})
     print(text)
 
 

@@ -1,6 +1,6 @@
 """Worker benchmark: end-to-end throughput beside in-process throughput, and restore times.
 
-Run: ``python tests/benchmarks/bench_worker.py [--bootstrap HOST:PORT] [--quick]
+Run: ``python tests/benchmarks/service/bench_worker.py [--bootstrap HOST:PORT] [--quick]
 [--only-throughput] [--only TEXT] [--consume-batch N] [--batch N]``
 (without ``--bootstrap`` it starts the local broker). Prints three tables:
 
@@ -22,7 +22,6 @@ records of N rows, with one Prediction per row and with one PredictionBatch per 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -32,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from tests.benchmarks.common import kafka  # noqa: E402
+from tests.benchmarks.common import kafka, write_results  # noqa: E402
 from worker.app import Worker  # noqa: E402
 from worker.dev.produce import (  # noqa: E402
     BATCH_HEADERS,
@@ -356,7 +355,7 @@ def main(argv=None) -> int:
         _print_throughput(thr, f"{args.batch_records} records of {args.batch:,} rows per "
                           "consume and transaction")
         if args.json:
-            Path(args.json).write_text(json.dumps({"batched": thr}, indent=1))
+            write_results(args.json, {"batched": thr})
         return 0
     with kafka(args.bootstrap) as bootstrap:
         print("1. throughput per worker (4 hyperplane streams, d=10, 2 partitions)")
@@ -378,8 +377,7 @@ def main(argv=None) -> int:
     print(f"\n100 MB restore: {big['streams']} streams, {big['state_mb']:.1f} MB, "
           f"{big['restore_s']:.2f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps({"throughput": thr, "recovery": rec,
-                                               "big_state": big}, indent=1))
+        write_results(args.json, {"throughput": thr, "recovery": rec, "big_state": big})
     return 0
 
 
