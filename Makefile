@@ -7,7 +7,7 @@
 #                       tests start a local Kafka broker on free ports)
 #   make demo           the demo
 #   make broker-start   a local Kafka broker on BROKER_PORT (default 9092) in the background; make broker-stop
-#   make bench          the benchmark scripts tests/benchmarks/bench_*.py
+#   make bench          the benchmark scripts tests/benchmarks/*/bench_*.py
 #   make image          the worker image with podman (deploy/image/build.sh; root, podman, runc, debootstrap)
 #   make deploy-test    the image if needed, then three worker containers in one group, killed, scaled
 #                       and stopped, every output checked (tests/deploy/group.py; outside `make test`)
@@ -16,7 +16,7 @@
 #
 # Variables: PYTHON (interpreter for the venv), VENV, PYTEST_ARGS (e.g. PYTEST_ARGS='-m "not kafka"'),
 # BROKER_PORT, CONTROLLER_PORT, BENCH (benchmark scripts to run), HELM_VALUES, IMAGE (worker image name),
-# DEPLOY_ARGS (e.g. DEPLOY_ARGS='--out tests/benchmarks/results/deploy-run.md').
+# DEPLOY_ARGS (e.g. DEPLOY_ARGS='--out tests/benchmarks/service/results/deploy-run.md').
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
