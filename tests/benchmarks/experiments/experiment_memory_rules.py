@@ -660,8 +660,7 @@ def main(argv=None) -> int:
     shown = [DEFAULT, POWERS, YOUNG, UNPOOLED, FORMER,
              "oracle (best fixed window in hindsight)", "split-corr h5 alone (Fisher z, 0.3)"]
     lines = ["# Memory rules replayed on recorded block measurements", "",
-             f"Command: `python tests/benchmarks/experiments/experiment_memory_rules.py --seeds "
-             f"{args.seeds} --first-seed {args.first_seed}`; {args.seeds} streams per "
+             f"{args.seeds} streams per "
              f"setting, from the stream {args.first_seed}. {measured(recorded, len(jobs), record_s)}"
              f"; replay {time.perf_counter() - t0 - record_s:.0f} s. "
              f"{against} See the script's docstring for the rules.", "",

@@ -247,7 +247,7 @@ def main(argv=None) -> int:
                 "2/3-1/3 split, columns fed one at a time, test AUC after the last; 30 trees per "
                 "generation, mtry 2/3, depth 6. Positive classes:\n\n"
                 + "\n".join(f"* {n}: {DATASETS[n][1]}" for n in args.datasets)
-                + "\n\nCommand: `python tests/benchmarks/fidelity/fidelity_feature_stream.py --write`\n\n"
+                + "\n\n"
                 + table)
         write_section(RESULTS, "Fidelity: challenger vs baseline vs offline", body)
     return 0

@@ -20,7 +20,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -72,11 +71,8 @@ def main(argv=None) -> int:
     X, y = sparse_words(3000)
     for _, s, g in MODELS:
         run(X, y, s, g)  # kernels compiled before timing
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
     lines = ["# ABFS + Hoeffding tree against the plain tree, with and without the guard\n",
-             f"Commit {commit}, {time.strftime('%Y-%m-%d')}, "
-             "`python tests/benchmarks/learners/bench_abfs_guard.py` (protocol in its docstring). "
+             "Protocol in the script's docstring. "
              "Cells: accuracy minus the plain tree's, in points; last columns: rows per "
              "CPU-second.\n",
              "| stream | rows | plain tree | " + " | ".join(m for m, _, _ in MODELS[1:])

@@ -28,7 +28,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -179,12 +178,9 @@ def main(argv=None) -> int:
     parser.add_argument("--moa", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "tests/benchmarks/learners/results/arf.md"))
     args = parser.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    cmd = " ".join(["python tests/benchmarks/learners/bench_arf.py", *(argv or sys.argv[1:])])
     lines = ["# The default pipeline and its predictor (ARF-10) against MOA and river, row by row\n",
-             f"Commit {commit}, {time.strftime('%Y-%m-%d')}, `{cmd}` (protocol in its docstring): "
-             "every instance predicted by a model that learned every earlier label; ours fed as "
+             "Protocol in the script's docstring: every instance predicted by a model that "
+             "learned every earlier label; ours fed as "
              f"the worker feeds it (consume batches of {CONSUME:,}); MOA and river one row at a "
              f"time. Accuracy mean ± sd over seeds 1-{args.seeds} (river: 1-{args.river_seeds}); "
              "throughput in rows per CPU-second (every thread), means, on 2 vCPUs.\n",

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -90,16 +89,6 @@ def _timed(env: dict, seeds: int) -> dict[str, list[float]]:
     return json.loads(proc.stdout)
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
@@ -131,19 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                      + f" | {med['x86-64-v2'] / med['native']:.3f} |")
     lines += ["", "| target | warm-up on an empty cache, s |", "|---|---|"]
     lines += [f"| {t} | {cold[t]:.1f} |" for t in TARGETS]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    if subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "models", "worker"], cwd=REPO).returncode:
-        commit += " with uncommitted changes to models/ or worker/"
     header = [
         "# The numba target: this CPU against portable x86-64 levels",
-        "",
-        f"Commit {commit}, {time.strftime('%Y-%m-%d')}, CPU {_cpu_model()} "
-        f"({os.cpu_count()} vCPUs), command:",
-        "",
-        "```bash",
-        "python tests/benchmarks/learners/bench_cpu_target.py " + " ".join(argv or sys.argv[1:]),
-        "```",
         "",
         f"Default pipelines, consume batches of 2,000 rows, seeds 1-{args.seeds}, {args.reps} "
         "rounds; medians of rows per CPU-second (compilation excluded).",

@@ -161,8 +161,7 @@ def main(argv=None) -> int:
         body = ("One generation of 30 depth-6 trees on 10,000 training rows (module doc of "
                 "`tests/benchmarks/learners/bench_feature_stream.py`); median of "
                 f"{args.repeats} generations; AUC on up to 5,000 held-out rows, mean over the same "
-                "generations. Both learners are single-threaded; the machine (2 vCPU) was shared.\n\n"
-                "Command: `python tests/benchmarks/learners/bench_feature_stream.py --write`\n\n" + table)
+                "generations. Both learners are single-threaded; the machine (2 vCPU) was shared.\n\n" + table)
         write_section(RESULTS, "Speed: one generation against the authors' learner", body)
     return 0
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -70,8 +69,6 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     lines = ["# What the default ranking costs", "",
-             f"Command: `python tests/benchmarks/rankings/bench_ranker_cost.py --repeats {args.repeats}`  ",
-             f"Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC  ",
              "In-process rows/s of the worker's default pipeline (slowest-fastest of the "
              "repeats, after a warm-up), with the default ranker (the window mixture with "
              "paired weights, half pooled over the features), the former one (the same, each "

@@ -90,7 +90,6 @@ import multiprocessing as mp
 import sys
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -456,7 +455,6 @@ def all_seeds_table(results: dict) -> list[str]:
 def write_report(results: dict, meta: dict, out: Path) -> None:
     """The markdown table and the JSON of all per-stream scores beside it."""
     lines = ["# Feature-ranking fidelity under drift at many speeds", "",
-             f"Command: `{meta['command']}`  ", f"Date: {meta['date']}  ",
              f"Wall time: {meta['wall_s'] / 60:.1f} min with {meta['jobs']} process(es)  ",
              f"Default rankers: {', '.join(meta['default_rankers']) or 'none'}; window forests "
              f"of {meta['trees']} trees. Protocol: `tests/benchmarks/rankings/bench_rankings_drift.py`.",
@@ -609,10 +607,7 @@ def main(argv=None) -> int:
     if args.baseline:
         results = with_baseline(results, merge_baselines(
             [json.loads(path.read_text())["settings"] for path in args.baseline]))
-    meta = {"command": "python tests/benchmarks/rankings/bench_rankings_drift.py " + " ".join(
-                sys.argv[1:] if argv is None else argv),
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
+    meta = {"wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
             "quick": args.quick, "methods": specs,
             "default_rankers": default_rankers,
             "baseline": [str(path) for path in args.baseline] or None}

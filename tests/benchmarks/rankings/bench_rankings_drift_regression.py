@@ -75,7 +75,6 @@ import json
 import multiprocessing as mp
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -310,7 +309,6 @@ def notes(meta: dict) -> list[str]:
 def write_report(results: dict, meta: dict, out: Path) -> None:
     """The markdown table and the JSON of all per-stream scores beside it."""
     lines = ["# Regression feature-ranking fidelity under drift at many speeds", "",
-             f"Command: `{meta['command']}`  ", f"Date: {meta['date']}  ",
              f"Wall time: {meta['wall_s'] / 60:.1f} min with {meta['jobs']} process(es)  ",
              f"Default rankers (regression): {', '.join(meta['default_rankers']) or 'none'}; "
              f"window forests of {meta['trees']} trees. Protocol: "
@@ -413,10 +411,7 @@ def main(argv=None) -> int:
     if args.baseline:
         results = with_baseline(results, merge_baselines(
             [json.loads(path.read_text())["settings"] for path in args.baseline]))
-    meta = {"command": "python tests/benchmarks/rankings/bench_rankings_drift_regression.py " + " ".join(
-                sys.argv[1:] if argv is None else argv),
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
+    meta = {"wall_s": time.perf_counter() - t0, "jobs": args.jobs, "trees": args.trees,
             "seeds": seeds, "quick": args.quick, "methods": specs,
             "default_rankers": default_rankers,
             "baseline": [str(path) for path in args.baseline] or None}

@@ -202,8 +202,6 @@ def main() -> int:
     text = "\n".join([
         "# Restoring a stream: compression, peak memory, crafted records",
         "",
-        "Command: `python tests/benchmarks/service/bench_restore_bounds.py`  ",
-        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  ",
         f"Wall time: {time.time() - t0:.0f} s. Machine: 2 vCPUs shared with other work.",
         "",
         "## Compression of the pipelines' states (msgpack / zlib level 1)",

@@ -272,8 +272,6 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
 
 def report(sizes: list[dict], runs: list[dict], args, wall: float) -> str:
     lines = ["# Many streams per worker", "",
-             f"Command: `python tests/benchmarks/service/bench_streams.py {' '.join(sys.argv[1:])}`  ",
-             f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  ",
              f"Wall time: {wall / 60:.1f} min. Machine: 2 vCPUs shared with the broker.", "",
              "## One stream's state (10 features, 2,000 rows, in process)", "",
              "| pipeline | memory (MB) | msgpack (MB) | checkpoint, zlib 1 (MB) |",
