@@ -1,6 +1,6 @@
 """The worker's default classification predictor holds the product target on a real stream.
 
-Target (README, "Learners"): a default predictor within 0.5 accuracy points of river's
+Target: a default predictor (docs/library.md) within 0.5 accuracy points of river's
 ARF-10 on every real classification stream, run as the worker runs it (each mini-batch of
 100 predicted by the model as it stands, then learned). The whole streams are measured by
 ``tests/benchmarks/learners/bench_arf.py`` (``tests/benchmarks/learners/results/arf.md``); this guard runs the first 20,000
