@@ -144,16 +144,22 @@ class BatchDecoder:
         Classes per stream, and what one instance may carry.
     version : str
         Worker version, written into dead-letter headers.
-    on_new_stream : callable
-        Called after a pipeline was created (metrics).
+    on_new_stream : callable, optional
+        Called after a pipeline was created.
+
+    Attributes
+    ----------
+    created : int
+        Pipelines created so far (the worker's stream gauges follow it).
     """
 
     def __init__(self, profiles: Profiles, caps: Caps, version: str,
-                 on_new_stream: Callable[[], None]):
+                 on_new_stream: Callable[[], None] | None = None):
         self.profiles = profiles
         self.caps = caps
         self.version = version
         self.on_new_stream = on_new_stream
+        self.created = 0
         self.keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
         self.batches = BatchInput(self)  # InstanceBatch records (worker/instance_batch.py)
 
@@ -331,8 +337,14 @@ class BatchDecoder:
         if inst.y is not None:
             pl.check_label(inst.y)  # a stream whose first label is refused is not created
         pipelines[stream] = pl
-        self.on_new_stream()
+        self.new_stream()
         return inst.x if pl.arrivals else row
+
+    def new_stream(self) -> None:
+        """A pipeline was created."""
+        self.created += 1
+        if self.on_new_stream is not None:
+            self.on_new_stream()
 
     def decode_arrivals(self, task, records: list, dead: list,
                         max_bytes: int) -> list[Arrival]:

@@ -106,7 +106,7 @@ class BatchInput:
                 pipelines.pop(stream, None)  # a refused first record creates no stream
             raise
         if created:
-            dec.on_new_stream()
+            dec.new_stream()
         return stream, X, batch, ys
 
     def _new_pipeline(self, pipelines: dict, stream: str, batch):
