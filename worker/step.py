@@ -65,8 +65,8 @@ class StreamStep:
     ----------
     decoder : worker.batch.BatchDecoder
         Records in.
-    encoder : worker.batch.OutputEncoder
-        Records out.
+    encoder : worker.batch.OutputEncoder or None
+        Records out (``None``: results are not encoded, as in an evaluation).
     metrics : worker.metrics.WorkerMetrics
         Counters of instances, replays and arrivals.
     max_bytes : int
@@ -75,10 +75,10 @@ class StreamStep:
 
     def __init__(self, decoder, encoder, metrics, max_bytes: int):
         self.decoder = decoder
-        self.encoder = encoder
+        self.encoder = encoder if encoder is not None else _Unencoded()
         self.metrics = metrics
         self.max_bytes = max_bytes
-        self.features = FeatureStreams(decoder, encoder, metrics)
+        self.features = FeatureStreams(decoder, self.encoder, metrics)
 
     def run(self, task, rel, outputs: list, dead: list) -> Stepped:
         """One partition's released records (``rel``) through its pipelines."""
@@ -93,3 +93,13 @@ class StreamStep:
             self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
         self.features.process(task, out.streams, out.arrivals, rel.a_offsets, outputs, dead)
         return out
+
+
+class _Unencoded:
+    """The encoder of a step whose results are not published (an evaluation)."""
+
+    def encode(self, *_args) -> None:
+        pass
+
+    def encode_features(self, *_args) -> None:
+        pass
