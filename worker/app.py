@@ -22,7 +22,7 @@ Per poll (one ``consume()`` result; numbers match the comments in
 2. decode every message (:class:`worker.batch.BatchDecoder`); invalid ones become
    dead letters; the rest are grouped by stream (the message key) in partition order;
 3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`),
-   streams of features with their arrivals (:mod:`worker.feature_streams`); rows below a
+   streams of features with their arrivals (:mod:`worker.step`); rows below a
    partition's replay mark only update state;
 4. in one transaction: produce predictions, alerts, rankings and dead letters, the due
    checkpoints, send the consumed offsets of both topics (KIP-447 group metadata; the
@@ -72,7 +72,7 @@ from .input_watch import InputWatch
 from .kafka_io import make_consumer, make_reader
 from .logs import event
 from .metrics import MetricsServer, WorkerMetrics, serve_metrics
-from .partitions import split_batch
+from .partitions import split_poll
 from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .residency import Budget
 from .restore_on_demand import OnDemand
@@ -432,7 +432,7 @@ class Worker:
     def _release(self, msgs) -> dict:
         """``partition -> Released`` of the partitions whose merge lets records through."""
         errors = []
-        per_part, n_ok = split_batch(msgs, self.tasks, self.topics.features, errors.append)
+        per_part, n_ok = split_poll(msgs, self.tasks, self.topics.features, errors.append)
         for err in errors:
             self.inputs.consume_error(err)
         if n_ok:

@@ -1,6 +1,6 @@
 """One poll (a ``consume()`` result) split by partition.
 
-:func:`split_batch` turns one poll into ``partition -> (instances, features)``
+:func:`split_poll` turns one poll into ``partition -> (instances, features)``
 :class:`Records` for the ready partition tasks (:class:`worker.task.PartitionTask`);
 messages are read with the unbound accessors through ``map`` (no per-message Python frame
 on the hot path).
@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError, Message
 
 from .task import PartitionTask
 
-# unbound accessors, for map() over a consumed batch
+# unbound accessors, for map() over a poll
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
 _m_topic, _m_timestamp = Message.topic, Message.timestamp
 
@@ -31,7 +31,7 @@ class Records:
 
 
 def without_errors(msgs: list, on_error) -> list:
-    """The messages of a consumed batch that carry no error, in order; errors other than the
+    """The messages of a poll that carry no error, in order; errors other than the
     end of a partition go to ``on_error(err)``, which may raise."""
     errors = list(map(_m_error, msgs))
     # a KafkaError compared with None raises: count the types (C speed, no comparison)
@@ -46,7 +46,7 @@ def without_errors(msgs: list, on_error) -> list:
     return kept
 
 
-def split_batch(msgs: list, tasks: dict[int, PartitionTask], features: str, on_error
+def split_poll(msgs: list, tasks: dict[int, PartitionTask], features: str, on_error
                 ) -> tuple[dict[int, list], int]:
     """``(partition -> [instances Records or None, features Records or None], number of
     messages without error)`` of the ready partitions.

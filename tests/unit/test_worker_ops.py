@@ -259,8 +259,8 @@ class _Consumer:
 
 def test_lost_partitions_make_the_worker_unready_until_the_next_assignment():
     from worker.app import Worker
-    from worker.task import PartitionTask
     from worker.settings import load_settings
+    from worker.task import PartitionTask
 
     w = Worker(load_settings({}))
     w.joined = True
