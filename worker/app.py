@@ -210,7 +210,7 @@ class Worker:
         if now - self._last_gauges > 1.0:
             self._last_gauges = now
             gauges.checkpoint_age(self.metrics, self.tasks, now)
-            self._streams_changed()  # state bytes grow as streams learn
+            self._stream_gauges()  # state bytes grow as streams learn
         if now - self._last_lag > 5.0:
             self._last_lag = now
             gauges.lag(self.metrics, self.tasks, self.consumer, self.reader)
@@ -327,7 +327,7 @@ class Worker:
         self.metrics.assigned.set(len(self.tasks))
         self.metrics.streams.set(gauges.n_streams(self.tasks))
 
-    def _streams_changed(self) -> None:
+    def _stream_gauges(self) -> None:
         gauges.streams(self.metrics, self.tasks, self.budget)
 
     # -- restore ------------------------------------------------------------------------------
@@ -361,7 +361,7 @@ class Worker:
                   committed=r.committed, start=r.start, features_start=r.fstart,
                   features_committed=r.fcommitted, cuts=len(r.cuts), bytes=r.n_bytes,
                   seconds=round(r.seconds, 3))
-        self._streams_changed()
+        self._stream_gauges()
 
     def _replayed(self, task: PartitionTask, seconds: float | None) -> None:
         """The partition caught up with its committed offset: restore and replay are done."""
@@ -409,7 +409,7 @@ class Worker:
             n_replay += done.stepped.learned.n_replay
             self._replayed(task, done.replayed_s)
         if self.decoder.created != created:
-            self._streams_changed()
+            self._stream_gauges()
         self.metrics.replayed.inc(n_replay)
         self.metrics.instances_in.inc(n_live)
         # 4. one transaction: outputs, dead letters, checkpoints, offsets
@@ -423,7 +423,7 @@ class Worker:
         self.faults.raise_if("raise_after_begin", self.n_polls)
         self.txn.send_dead(dead)
         if self.policy.write_due(self.tasks, list(released), self.txn.writer):
-            self._streams_changed()
+            self._stream_gauges()
         # after the checkpoints, which drop the cuts they cover
         offsets = [tp for p in moved for tp in self.tasks[p].offsets()]
         self.txn.crash_before_commit()
