@@ -1,7 +1,19 @@
 """The worker: composition root, the consume -> decode -> learn -> produce loop, rebalances.
 
-One :class:`Worker` is one member of the consumer group. Per consumed batch (numbers match
-the comments in :meth:`Worker._process_batch`):
+One :class:`Worker` is one member of the consumer group: the loop and the rebalance
+callbacks. The layers under it, in the spirit of Kafka Streams' thread, task and record
+collector:
+
+* :class:`worker.task.PartitionTask`: one assigned partition (restore, merge, the
+  per-partition step, offsets, checkpoint);
+* :class:`worker.step.StreamStep`: decode, learn, encode, for the worker and the evaluator;
+* :class:`worker.transactions.Transactions`: the producer, the commit thread, aborts and
+  fencing; a failed step comes back as "rewind", never as a call into the worker;
+* :class:`worker.checkpoint_policy.CheckpointPolicy`: which partitions are checkpointed
+  when, how many per transaction, and passivation past the state budget.
+
+Per poll (one ``consume()`` result; numbers match the comments in
+:meth:`Worker._process_poll`):
 
 1. group the messages by partition, drop what belongs to partitions that are not restored
    yet (they are re-read after the restore seeks them); partition *p* of the instances
@@ -10,12 +22,12 @@ the comments in :meth:`Worker._process_batch`):
 2. decode every message (:class:`worker.batch.BatchDecoder`); invalid ones become
    dead letters; the rest are grouped by stream (the message key) in partition order;
 3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`),
-   streams of features with their arrivals (:mod:`worker.feature_streams`); rows below a
+   streams of features with their arrivals (:mod:`worker.step`); rows below a
    partition's replay mark only update state;
 4. in one transaction: produce predictions, alerts, rankings and dead letters, the due
    checkpoints, send the consumed offsets of both topics (KIP-447 group metadata; the
    instances offset carries the merge's cuts) and commit. The two
-   round trips that end the transaction run on a commit thread while the next batch is
+   round trips that end the transaction run on a commit thread while the next poll is
    consumed and computed; every later use of the producer, restore, rebalance callback and
    shutdown waits for them first, and a failed commit rewinds exactly as before (the state
    computed meanwhile is dropped with the rest).
@@ -25,7 +37,7 @@ from its last checkpoint and replayed up to the committed offsets, so in-memory 
 runs ahead of what was committed. Fatal producer errors do the same after making a new
 producer (a producer fenced again and again means another process shares the transactional
 id: the worker exits). A passivated stream that cannot be restored on demand
-(:mod:`worker.residency`) rewinds its partition alone, before the batch's transaction begins:
+(:mod:`worker.residency`) rewinds its partition alone, before the poll's transaction begins:
 the partition is restored as at start, with its fallbacks (:mod:`worker.recovery`).
 Rebalances (cooperative-sticky): new partitions are paused in the callback and restored by
 the loop; revoked ones get a bounded final checkpoint and are dropped; lost ones are dropped
@@ -45,68 +57,42 @@ from __future__ import annotations
 import faulthandler
 import logging
 import signal
+import threading
 import time
-from collections import deque
-from concurrent.futures import TimeoutError as FutureTimeout
 
-import numpy as np
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import TopicPartition
 
-from schemas.checkpoint import StreamCheckpoint
-
-from . import __version__, consume_errors
+from . import __version__, gauges
 from . import checkpoint as ckpt
 from .batch import BatchDecoder, Caps, OutputEncoder
-from .committer import Committer
+from .checkpoint_policy import CheckpointPolicy
+from .failure import WorkerFailed
 from .faults import Faults
-from .feature_streams import FeatureStreams
-from .kafka_io import (
-    AbortableError,
-    AtLeastOnceProducer,
-    FatalProducerError,
-    TransactionalProducer,
-    make_consumer,
-    make_reader,
-)
-from .learn import learn_streams
+from .input_watch import InputWatch
+from .kafka_io import make_consumer, make_reader
 from .logs import event
-from .merge import MAX_CUTS_CHARS, A, B, CoMerge, encode_cuts
 from .metrics import MetricsServer, WorkerMetrics, serve_metrics
-from .partitions import PartitionTask, split_batch
+from .partitions import split_poll
 from .preflight import BrokersUnreachable, TopicProblem, preflight
-from .recovery import restore_partition, stream_pipeline
 from .residency import Budget
+from .restore_on_demand import OnDemand
 from .settings import stream_profiles
+from .step import StreamStep
+from .task import PartitionTask
+from .transactions import Transactions
 from .watchdog import Watchdog
 
-_m_key = Message.key
+__all__ = ["Worker", "WorkerFailed", "run"]
 
 log = logging.getLogger("streamforest.worker")
-
-#: a producer fenced this often within this many seconds shares its transactional id
-_FENCING_LOOP = (3, 300.0)
-
-
-class WorkerFailed(RuntimeError):
-    """The worker cannot go on (see the module doc); the message says why."""
-
-
-class RestoreOnDemandFailed(AbortableError):
-    """Passivated streams could not be read back from their partition's checkpoint.
-
-    :meth:`Worker._prefetch` restores the partition again (with the fallback of a restore
-    at start); met anywhere else, it aborts the batch and rewinds every partition.
-    """
-
-
-def _send_and_commit(producer, offsets, metadata) -> None:
-    """End a batch's transaction (runs on the commit thread)."""
-    producer.send_offsets(offsets, metadata)
-    producer.commit()
 
 
 class Worker:
     """A consumer-group member running one pipeline per stream (see module doc).
+
+    It owns the loop and the rebalance callbacks; the partition tasks
+    (:class:`worker.task.PartitionTask`) do the per-partition work, :class:`Transactions`
+    the producer and its transactions, :class:`CheckpointPolicy` the checkpoints.
 
     Parameters
     ----------
@@ -124,81 +110,64 @@ class Worker:
         self.metrics = WorkerMetrics()
         self.tasks: dict[int, PartitionTask] = {}
         self.to_restore: set[int] = set()
-        self.stopping = False
+        self._stop = threading.Event()
         self.joined = False
-        self.n_transactions = 0
         self.member = settings.member_name
         self.group = settings.kafka.group_id
-        self.transactional_id = settings.transactional_id
         self.consumer = None
-        self.producer: TransactionalProducer | None = None
         self.reader = None
         self.server: MetricsServer | None = None
-        self.writer: ckpt.CheckpointWriter | None = None
+        self.txn = Transactions(settings, self.metrics, self.faults, self._stop)
         self._last_lag = 0.0
         self.budget = Budget(int(settings.worker.state_budget_mb * 1024 * 1024))
+        self.policy = CheckpointPolicy(settings.checkpoint, self.budget, self.metrics)
         self.limits = ckpt.Limits.from_settings(settings)  # what checkpoint records may claim
-        self._restore_timeout_s = 60.0
-        self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__,
-                                    self._streams_changed)
+        self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__)
         self.encoder = OutputEncoder(self.topics, self.metrics, __version__,
                                      output=settings.output)
-        self.features = FeatureStreams(self.decoder, self.encoder, self.metrics)
-        self._executor = None  # the commit thread (see _process_batch)
-        self._pending = None  # (future, offsets, t0) of the commit in flight
+        self.stream_step = StreamStep(self.decoder, self.encoder, self.metrics,
+                                settings.worker.max_message_bytes)
+        self.on_demand: OnDemand | None = None  # restores passivated streams (after start)
+        self.inputs = InputWatch(self.topics, self.metrics, settings.worker.startup_timeout_s)
         self.failed = False  # an unexpected error: abort, no checkpoint, non-zero exit
-        self.n_batches = 0
-        self._fenced: deque[float] = deque(maxlen=_FENCING_LOOP[0])
-        self._aborts_in_row = 0
-        self._unknown_since: float | None = None
+        self.n_polls = 0
         self._last_gauges = 0.0
         self.watchdog = Watchdog(settings.worker.shutdown_timeout_s)
-        # a commit is two transaction calls, each bounded by shutdown_timeout_s, plus retries
-        self._commit_bound = 3 * settings.worker.shutdown_timeout_s
-        self._batch_bytes: int | None = None  # below the output topics' record limit
         # seconds spent waiting for input: the merge's idle bound counts these only, so time
-        # spent computing a batch never makes a topic look idle (worker/merge.py)
+        # spent computing a poll never makes a topic look idle (worker/merge.py)
         self._input_clock = 0.0
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def producer(self):
+        return self.txn.producer
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
         s = self.settings
         self.server = serve_metrics(self.metrics, s.worker)
-        checked = preflight(s, stopping=lambda: self.stopping)
+        checked = preflight(s, stopping=self._stop.is_set)
         self.encoder.set_limits(checked.max_bytes)
-        self._batch_bytes = min(checked.max_bytes.values()) - self.encoder.RECORD_OVERHEAD
-        self._new_producer()
+        self.txn.open(min(checked.max_bytes.values()) - self.encoder.RECORD_OVERHEAD)
         self.reader = make_reader(s)
-        self.consumer = make_consumer(s)
+        self.consumer = self.txn.consumer = make_consumer(s)
+        self.on_demand = OnDemand(self.reader, self.topics.checkpoints, self.limits, self.txn,
+                                  self.metrics)
         # the group assigns instances partitions; each brings the same partition of the
         # features topic, assigned here by hand (no assignor co-partitions two topics)
         self.consumer.subscribe([self.topics.instances], on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_lost)
         event(log, logging.INFO, "worker started", member=self.member,
-              transactional_id=self.transactional_id, group=s.kafka.group_id,
+              transactional_id=self.txn.transactional_id, group=s.kafka.group_id,
               topic=self.topics.instances, features=self.topics.features, version=__version__)
 
-    def _new_producer(self) -> None:
-        if self.producer is not None:
-            try:
-                self.producer.close()
-            except Exception:  # noqa: BLE001 (the old producer is being replaced anyway)
-                pass
-        if self.settings.worker.exactly_once:
-            self.producer = TransactionalProducer(self.settings, self.transactional_id,
-                                                  timeout_s=self.settings.worker.shutdown_timeout_s,
-                                                  batch_bytes=self._batch_bytes)
-        else:
-            self.producer = AtLeastOnceProducer(self.settings, lambda: self.consumer,
-                                                batch_bytes=self._batch_bytes)
-        self.writer = ckpt.CheckpointWriter(
-            self.producer, self.topics.checkpoints, self.settings.checkpoint.max_message_bytes,
-            faults=self.faults)
-
     def request_stop(self, *_args) -> None:
-        """Signal handler: finish the current batch, then shut down (within the bound)."""
-        self.stopping = True
+        """Signal handler: finish the current poll, then shut down (within the bound)."""
+        self._stop.set()
         self.watchdog.arm("shutdown")
 
     def run(self, until=None) -> None:
@@ -219,7 +188,7 @@ class Worker:
             self.shutdown()
 
     def step(self) -> int:
-        """One loop turn: restore, consume, process one batch. Returns messages consumed."""
+        """One loop turn: restore, consume, process one poll. Returns messages consumed."""
         w = self.settings.worker
         self.metrics.beat()
         if self.to_restore:
@@ -233,18 +202,18 @@ class Worker:
             self.settle()
             self._restore_pending()
         if msgs or any(t.ready and t.waiting for t in self.tasks.values()):
-            self._guarded(self._process_batch, msgs)
+            self._transact(self._process_poll, msgs)
         else:
-            self._guarded(self._idle_checkpoints)
-        self._check_input_topic()
+            self._transact(self._idle_checkpoints)
+        self.inputs.check(self.consumer)
         now = time.monotonic()
         if now - self._last_gauges > 1.0:
             self._last_gauges = now
-            self._update_ckpt_age(now)
-            self._streams_changed()  # state bytes grow as streams learn
+            gauges.checkpoint_age(self.metrics, self.tasks, now)
+            self._stream_gauges()  # state bytes grow as streams learn
         if now - self._last_lag > 5.0:
             self._last_lag = now
-            self._update_lag()
+            gauges.lag(self.metrics, self.tasks, self.consumer, self.reader)
         self.metrics.ready = self.joined and not self.to_restore
         return len(msgs)
 
@@ -257,130 +226,41 @@ class Worker:
         event(log, logging.INFO, "worker stopping", member=self.member, failed=self.failed)
         try:
             if self.failed:
-                self._abandon()
+                self.txn.abandon()
             elif self.consumer is not None and self.producer is not None:
-                self._guarded(self._checkpoint_txn, list(self.tasks), True)
+                self._transact(self.policy.write_alone, self.tasks, list(self.tasks), self.txn)
         finally:
             # each client is closed even if another fails (and a failure here never hides
             # the error that ended the worker)
+            txn_producer, txn_thread = self.txn.closers()
             for what, close in (("consumer", self.consumer and self.consumer.close),
-                                ("producer", self.producer and self.producer.close),
+                                txn_producer,
                                 ("reader", self.reader and self.reader.close),
                                 ("metrics server", self.server and self.server.stop),
-                                ("commit thread", self._executor and self._executor.shutdown)):
+                                txn_thread):
                 if close:
                     try:
                         close()  # the consumer revokes (checkpoint is then a no-op) and leaves
                     except Exception as exc:  # noqa: BLE001 (close every resource even when one fails)
                         event(log, logging.WARNING, f"{what} close failed", error=str(exc))
-            self._executor = None
             self.watchdog.disarm()
         event(log, logging.INFO, "worker stopped", member=self.member)
 
-    def _abandon(self) -> None:
-        """After a failure: let a commit in flight end, abort the open transaction."""
-        self._drain()
-        if self.producer is not None:
-            try:
-                self.producer.abort()
-            except Exception as exc:  # noqa: BLE001 (the broker aborts it at its timeout)
-                event(log, logging.WARNING, "abort failed", error=str(exc))
+    # -- transactions and rewinds ----------------------------------------------------------------
 
-    # -- error handling ---------------------------------------------------------------------
-
-    def _guarded(self, fn, *args):
-        """Run a transactional step; on failure abort (or recreate) and rewind."""
-        try:
-            return fn(*args)
-        except AbortableError as exc:
-            self._drain()
-            event(log, logging.WARNING, "transaction aborted, rewinding", error=str(exc))
-            self._aborted()
-            try:
-                self.producer.abort()
-            except FatalProducerError:
-                self._rebuild_producer()
-            self._rewind()
-        except FatalProducerError as exc:
-            self._drain()
-            event(log, logging.ERROR, "producer failed, recreating it", error=str(exc),
-                  fenced=exc.fenced)
-            self._aborted()
-            if exc.fenced:
-                self._check_fencing_loop()
-            self._rebuild_producer()
+    def _transact(self, fn, *args) -> None:
+        """Run a transactional step; when it was aborted, rewind every partition."""
+        if self.txn.run(fn, *args):
             self._rewind()
 
-    def _aborted(self) -> None:
-        self.metrics.aborts.inc()
-        self._aborts_in_row += 1
-        self.metrics.consecutive_aborts.set(self._aborts_in_row)
-
-    def _rebuild_producer(self) -> None:
-        """A new producer; retried while the brokers recover (within the startup bound)."""
-        self.metrics.producer_rebuilds.inc()
-        deadline = time.monotonic() + self.settings.worker.startup_timeout_s
-        while True:
-            try:
-                self._new_producer()
-                return
-            except (AbortableError, FatalProducerError) as exc:
-                if time.monotonic() > deadline or self.stopping:
-                    raise WorkerFailed(f"no producer could be made: {exc}") from exc
-                event(log, logging.WARNING, "making a new producer failed, retrying",
-                      error=str(exc))
-                self.producer = None
-                time.sleep(1.0)
-
-    def _check_fencing_loop(self) -> None:
-        """Fenced again and again: another process uses our transactional id (exit)."""
-        now = time.monotonic()
-        self._fenced.append(now)
-        n, window = _FENCING_LOOP
-        if len(self._fenced) == n and now - self._fenced[0] <= window:
-            raise WorkerFailed(
-                f"the producer was fenced {n} times within {window:g} s: another process uses "
-                f"transactional.id {self.transactional_id!r}; give every member its own "
-                "STREAMFOREST_WORKER__MEMBER_NAME (or leave it unset) and "
-                "STREAMFOREST_WORKER__TRANSACTIONAL_ID")
-
-    def _drain(self) -> None:
-        """Before an abort: let a commit in flight end (its outcome no longer matters)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            try:
-                self._wait_commit(pending[0])
-            except Exception:  # noqa: BLE001 (everything is rewound anyway)
-                pass
-
-    def _wait_commit(self, future) -> None:
-        """The commit's outcome, within a bound.
-
-        librdkafka's transaction calls can block past their own timeouts while the
-        coordinator is away (seen with a broker killed and restarted mid-commit). Past the
-        bound the producer is given up: a new one with the same transactional id fences it
-        (its transaction is aborted by the coordinator), and the partitions are rewound.
-        """
-        try:
-            future.result(timeout=self._commit_bound)
-        except FutureTimeout:
-            self._give_up_producer()
-            raise FatalProducerError(f"the transaction commit did not end within "
-                                     f"{self._commit_bound:g} s") from None
-
-    def _give_up_producer(self) -> None:
-        """Leave a producer stuck in a call to its thread; the next one fences it."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
-            self._executor = None
-        self.producer = None  # not closed: closing would block on the same call
+    def settle(self) -> None:
+        """Wait until every processed poll is committed (or rewound after a failed commit)."""
+        self._transact(self.txn.settle)
 
     def _rewind(self) -> None:
         """Drop in-memory state of every partition and restore it from checkpoint + replay."""
         for p, task in self.tasks.items():
-            task.ready = False
-            task.pipelines.clear()
-            task.dirty.clear()
+            task.release_state()
             self.to_restore.add(p)
         tps = self._both(self.tasks)
         if tps:
@@ -400,9 +280,10 @@ class Worker:
         consumer.incremental_assign(both)
         if both:
             consumer.pause(both)  # restored by the loop, outside this callback
+        load = self.on_demand.load if self.on_demand is not None else None
         for tp in partitions:
             self.tasks[tp.partition] = PartitionTask(self.group, tp.topic, tp.partition,
-                                                     self.topics.features, self._load_streams)
+                                                     self.topics.features, load)
             self.to_restore.add(tp.partition)
         self.metrics.assigned.set(len(self.tasks))
         event(log, logging.INFO, "partitions assigned",
@@ -411,14 +292,14 @@ class Worker:
     def _on_revoke(self, consumer, partitions) -> None:
         self.metrics.rebalances.labels(event="revoke").inc()
         parts = [tp.partition for tp in partitions if tp.partition in self.tasks]
-        # the last batch is committed (once the commit in flight ends); a final checkpoint
+        # the last poll is committed (once the commit in flight ends); a final checkpoint
         # saves the new owner a replay. After a failure nothing is committed any more.
         self.watchdog.arm("partition revocation")
         try:
             if self.producer is not None and not self.failed:
                 self.settle()
                 if parts:
-                    self._guarded(self._checkpoint_txn, parts, True)
+                    self._transact(self.policy.write_alone, self.tasks, parts, self.txn)
         finally:
             if not self.stopping:
                 self.watchdog.disarm()
@@ -444,80 +325,10 @@ class Worker:
             if task is not None:
                 self.metrics.forget_partition(p)
         self.metrics.assigned.set(len(self.tasks))
-        self.metrics.streams.set(self._n_streams())
+        self.metrics.streams.set(gauges.n_streams(self.tasks))
 
-    def _n_streams(self) -> int:
-        return sum(t.pipelines.n_resident for t in self.tasks.values())
-
-    def _streams_changed(self) -> None:
-        tasks = self.tasks.values()
-        self.metrics.streams.set(self._n_streams())
-        self.metrics.streams_passivated.set(sum(len(t.pipelines.passivated) for t in tasks))
-        self.metrics.state_bytes.set(self.budget.held(self.tasks))
-
-    # -- the state budget (worker/residency.py) ---------------------------------------------------
-
-    def _load_streams(self, task: PartitionTask, streams: list[str]) -> dict:
-        """Passivated streams' pipelines, from the checkpoint the partition's manifest names.
-
-        Their envelopes may have been written in the transaction of the previous batch: its
-        commit ends first, and the read waits until the partition's last stable offset
-        reaches them (a read_committed reader sees a committed transaction only once its
-        markers are written, which happens after the commit returns). A checkpoint that
-        cannot be read or restored raises :class:`RestoreOnDemandFailed`.
-        """
-        self._settle()
-        try:
-            envelopes = ckpt.read_streams(self.reader, self.topics.checkpoints, task.partition,
-                                          task.manifest, streams, self._restore_timeout_s,
-                                          task.manifest_end, self.limits)
-            pipelines = {s: stream_pipeline(s, env) for s, env in envelopes.items()}
-        except (RuntimeError, ValueError, TimeoutError, MemoryError, KafkaException) as exc:
-            # CheckpointError is a RuntimeError; so are the timeouts and read errors
-            raise RestoreOnDemandFailed(f"{type(exc).__name__}: {exc}") from exc
-        self.metrics.restored_on_demand.inc(len(envelopes))
-        event(log, logging.DEBUG, "streams restored", partition=task.partition,
-              streams=len(envelopes))
-        return pipelines
-
-    def _prefetch(self, task: PartitionTask, rel) -> None:
-        """Restore, in one read, the passivated streams the released records are keyed by.
-
-        When the read fails the partition is restored again from its checkpoints, as at start
-        (an older checkpoint, else a rebuild from the input), and its records are read again
-        after that: ``task.ready`` is then false.
-        """
-        if not task.pipelines.passivated:
-            return
-        keys = dict.fromkeys(map(_m_key, rel.a + rel.b))
-        try:
-            task.pipelines.prefetch(k.decode("utf-8", "replace") for k in keys if k is not None)
-        except RestoreOnDemandFailed as exc:
-            self._restore_again(task, str(exc))
-
-    def _restore_again(self, task: PartitionTask, why: str) -> None:
-        """Drop a partition's state and restore it from its checkpoints in the next step.
-
-        The batches before were committed (a restore on demand waits for that), so the
-        restore replays silently what the dropped state had learned since its checkpoint.
-        """
-        event(log, logging.WARNING, "restore on demand failed: restoring the partition from "
-              "its checkpoints again", partition=task.partition, error=why)
-        self.metrics.restore_failures.inc()
-        task.ready = False
-        task.pipelines.clear()
-        task.dirty.clear()
-        self.to_restore.add(task.partition)
-        self.consumer.pause(self._both([task.partition]))
-
-    def _passivate(self) -> None:
-        """Within the budget's low-water mark again (after the checkpoints of a batch)."""
-        dropped = self.budget.passivate(self.tasks)
-        if dropped:
-            self.metrics.passivations.inc(len(dropped))
-            event(log, logging.INFO, "streams passivated", streams=len(dropped),
-                  resident=self._n_streams(), bytes=self.budget.held(self.tasks))
-        self._streams_changed()
+    def _stream_gauges(self) -> None:
+        gauges.streams(self.metrics, self.tasks, self.budget)
 
     # -- restore ------------------------------------------------------------------------------
 
@@ -528,43 +339,20 @@ class Worker:
                 self.to_restore.discard(p)
                 continue
             try:
-                r = restore_partition(self.consumer, self.reader, self.group, task.topic, p,
-                                      self.topics.checkpoints, task.features,
-                                      budget_bytes=self.budget.left(self.tasks, p),
-                                      limits=self.limits)
+                r = task.restore(self.consumer, self.reader, self.topics.checkpoints,
+                                 self.budget.left(self.tasks, p), self.limits,
+                                 self.settings.worker.max_task_idle_ms / 1000.0)
             except Exception as exc:  # noqa: BLE001 (broker trouble: stay paused, retry)
                 event(log, logging.ERROR, "restore failed, will retry", partition=p,
                       error=f"{type(exc).__name__}: {exc}")
                 self.metrics.restore_failures.inc()
-                err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-                if isinstance(err, KafkaError) and err.code() in consume_errors.UNKNOWN_TOPIC:
-                    self._unknown_since = self._unknown_since or time.monotonic()
+                self.inputs.restore_error(exc)
                 time.sleep(1.0)
                 continue
             if r.refused:
                 self.metrics.checkpoints_refused.inc(len(r.refused))
                 self.metrics.restore_fallbacks.labels(kind=r.fallback).inc()
-            task.pipelines.clear()
-            for s, pl in r.pipelines.items():
-                task.pipelines[s] = pl
-            task.pipelines.mark_passivated(r.passivated)
-            task.dirty.clear()
-            task.position, task.committed = r.start, r.committed
-            task.fposition, task.fcommitted = r.fstart, r.fcommitted
-            task.merge = CoMerge(r.start, r.fstart, r.committed, r.fcommitted, r.cuts,
-                                 self.settings.worker.max_task_idle_ms / 1000.0)
-            task.held = set()
-            task.manifest = r.manifest or ckpt.empty_manifest(
-                self.group, task.topic, p, r.start, task.features, r.fstart)
-            task.manifest_end = r.end
-            task.since_ckpt = 0
-            task.last_ckpt = time.monotonic()
-            task.restore_t0 = time.monotonic() - r.seconds
-            self._seek(TopicPartition(task.topic, p, r.start))
-            self._seek(TopicPartition(task.features, p, r.fstart))
-            task.ready = True
-            if not task.replaying:
-                self._replayed(task)
+            self._replayed(task, task.end_replay())
             self.to_restore.discard(p)
             self.metrics.restore_seconds.observe(r.seconds)
             event(log, logging.INFO, "partition restored", partition=p, streams=len(r.pipelines),
@@ -573,354 +361,98 @@ class Worker:
                   committed=r.committed, start=r.start, features_start=r.fstart,
                   features_committed=r.fcommitted, cuts=len(r.cuts), bytes=r.n_bytes,
                   seconds=round(r.seconds, 3))
-        self._streams_changed()
+        self._stream_gauges()
 
-    def _seek(self, tp: TopicPartition) -> None:
-        """Position a (paused) assigned partition at ``tp.offset`` and resume it."""
-        try:
-            self.consumer.seek(tp)
-        except Exception:  # noqa: BLE001 (not fetching yet: re-assign at the offset instead)
-            self.consumer.incremental_unassign([TopicPartition(tp.topic, tp.partition)])
-            self.consumer.incremental_assign([tp])
-        self.consumer.resume([TopicPartition(tp.topic, tp.partition)])
+    def _replayed(self, task: PartitionTask, seconds: float | None) -> None:
+        """The partition caught up with its committed offset: restore and replay are done."""
+        if seconds is None:
+            return
+        self.metrics.recovery_seconds.observe(seconds)
+        event(log, logging.INFO, "partition caught up", partition=task.partition,
+              committed=task.committed, seconds=round(seconds, 3))
 
-    # -- the batch ------------------------------------------------------------------------------
+    def _restore_again(self, task: PartitionTask, why: str) -> None:
+        """A partition whose passivated streams could not be read back dropped its state:
+        restore it from its checkpoints in the next turn, as at start.
 
-    def _process_batch(self, msgs) -> None:
+        The polls before were committed (a restore on demand waits for that), so the
+        restore replays silently what the dropped state had learned since its checkpoint.
+        """
+        event(log, logging.WARNING, "restore on demand failed: restoring the partition from "
+              "its checkpoints again", partition=task.partition, error=why)
+        self.metrics.restore_failures.inc()
+        self.to_restore.add(task.partition)
+        self.consumer.pause(self._both([task.partition]))
+
+    # -- the poll -----------------------------------------------------------------------------
+
+    def _process_poll(self, msgs) -> None:
+        """Steps 1-4 of the module doc for one poll."""
         t0 = time.perf_counter()
-        w = self.settings.worker
-        tasks = self.tasks
         # 1. split by partition, queue for the merge of instances and features, release what
         #    the merge order allows (worker/merge.py)
         released = self._release(msgs)
         if not released:
             return
-        producer = self.producer
+        created = self.decoder.created
         n_live = n_replay = 0
         dead = []
         outputs: list[tuple[str, bytes, list[bytes]]] = []  # (topic, key, values)
         for p, rel in released.items():
-            task = tasks[p]
-            # 2. decode, group by stream (passivated streams come back first)
-            self._prefetch(task, rel)
-            if not task.ready:  # they could not: the partition is restored again
+            task = self.tasks[p]
+            # 2., 3. decode, learn, encode (passivated streams come back first)
+            done = task.process(rel, self.stream_step, outputs, dead, self.n_polls)
+            if done.restore_again is not None:
+                self._restore_again(task, done.restore_again)
                 continue
-            streams = (self.decoder.decode(task, rel.a, rel.a_offsets, dead, w.max_message_bytes)
-                       if rel.a else {})
-            arrivals = (self.decoder.decode_arrivals(task, rel.b, dead, w.max_message_bytes)
-                        if rel.b else [])
-            # 3. learn (streams of features with their arrivals, in merged order)
-            learned = learn_streams(task, streams)
-            for stream, pl, sr, lo, res in learned.results:
-                self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
-            n_live += learned.n_live
-            n_replay += learned.n_replay
-            self.features.process(task, streams, arrivals, rel.a_offsets, outputs, dead)
-            task.pipelines.touch(list(streams) + [a.stream for a in arrivals], self.n_batches)
-            n_a = rel.a_offsets.shape[0]
-            live_a = n_a if not n_a or rel.a_offsets[0] >= task.committed else int(
-                np.count_nonzero(rel.a_offsets >= task.committed))
-            # checkpoints are due by instances: an InstanceBatch counts its rows
-            live_a += self.decoder.batches.extra_live_rows if rel.a else 0
-            task.since_ckpt += live_a + sum(1 for a in arrivals if a.live)
-            task.position, task.fposition = task.merge.position
-            if task.restore_t0 is not None and not task.replaying:
-                self._replayed(task)
+            n_live += done.stepped.learned.n_live
+            n_replay += done.stepped.learned.n_replay
+            self._replayed(task, done.replayed_s)
+        if self.decoder.created != created:
+            self._stream_gauges()
         self.metrics.replayed.inc(n_replay)
         self.metrics.instances_in.inc(n_live)
         # 4. one transaction: outputs, dead letters, checkpoints, offsets
-        moved = [p for p in released if tasks[p].ready and (
-            tasks[p].position > tasks[p].committed or tasks[p].fposition > tasks[p].fcommitted)]
-        self.n_batches += 1
-        self.faults.raise_if("raise_before_begin", self.n_batches)
+        moved = [p for p in released if self.tasks[p].moved]
+        self.n_polls += 1
+        self.faults.raise_if("raise_before_begin", self.n_polls)
         if not moved and not outputs and not dead:
             return  # pure replay: nothing to commit
-        self._settle()  # the previous batch's commit (it ran while this batch was computed)
-        producer.begin()
-        producer.produce_many(outputs, self.encoder.headers)
-        self.faults.raise_if("raise_after_begin", self.n_batches)
-        for key, value, headers, reason in dead:
-            producer.produce(self.topics.deadletter, value, key, headers=headers)
-            self.metrics.deadletters.labels(reason=reason).inc()
-        self._due_checkpoints(list(released))
-        offsets = self._offsets(moved)  # after the checkpoints, which drop the cuts they cover
-        n = self.n_transactions + 1
-        self.faults.crash_if("crash_before_commit", n, producer.flush)
-        metadata = self.consumer.consumer_group_metadata()
-        if isinstance(producer, AtLeastOnceProducer):  # commits through the consumer: in line
-            producer.send_offsets(offsets, metadata)
-            producer.commit()
-            self._committed(offsets, t0)
-            return
-        # the commit round trips (offsets to the coordinator, then the commit itself) overlap
-        # the next consume and its computation; the next producer use waits for them
-        # (:meth:`_settle`), and a failed commit rewinds to the committed state as before
-        self._pending = (self._committer().submit(_send_and_commit, producer, offsets, metadata),
-                         offsets, t0)
+        self.txn.begin()  # once the previous poll's commit ended (it ran while this was computed)
+        self.txn.send(outputs, self.encoder.headers)
+        self.faults.raise_if("raise_after_begin", self.n_polls)
+        self.txn.send_dead(dead)
+        if self.policy.write_due(self.tasks, list(released), self.txn.writer):
+            self._stream_gauges()
+        # after the checkpoints, which drop the cuts they cover
+        offsets = [tp for p in moved for tp in self.tasks[p].offsets()]
+        self.txn.crash_before_commit()
+        self.txn.commit(offsets, {p: self.tasks[p] for p in moved}, t0, in_background=True)
 
     def _release(self, msgs) -> dict:
         """``partition -> Released`` of the partitions whose merge lets records through."""
-        for p, (ra, rb) in self._by_partition(msgs).items():
-            merge = self.tasks[p].merge
-            if ra is not None:
-                merge.push_arrays(A, ra.msgs, ra.ts, ra.offsets)
-            if rb is not None:
-                merge.push_arrays(B, rb.msgs, rb.ts, rb.offsets)
-        now = self._input_clock
-        limit = self.settings.worker.consume_batch
+        errors = []
+        per_part, n_ok = split_poll(msgs, self.tasks, self.topics.features, errors.append)
+        for err in errors:
+            self.inputs.consume_error(err)
+        if n_ok:
+            self.inputs.delivered()
+        for p, records in per_part.items():
+            self.tasks[p].push(records)
         out = {}
         for p, task in self.tasks.items():
             if task.ready and task.waiting:
-                rel = task.merge.release(now, lambda side, p=p: self._caught_up(p, side), limit)
+                rel = task.release(self.consumer, self._input_clock,
+                                   self.settings.worker.consume_batch)
                 if rel:
                     out[p] = rel
-                self._backpressure(task)
         return out
-
-    def _backpressure(self, task) -> None:
-        """Pause a topic partition whose records pile up waiting for the other topic (as
-        Kafka Streams' buffered.records.per.partition), resume it once they drain."""
-        high = 4 * self.settings.worker.consume_batch
-        for side, topic in ((A, task.topic), (B, task.features)):
-            queued = task.merge.queued(side)
-            tp = [TopicPartition(topic, task.partition)]
-            if side not in task.held and queued > high:
-                self.consumer.pause(tp)
-                task.held.add(side)
-            elif side in task.held and queued <= high // 4:
-                self.consumer.resume(tp)
-                task.held.discard(side)
-
-    def _caught_up(self, p: int, side: int) -> bool:
-        """Whether the topic of ``side`` has nothing more to deliver for partition ``p`` yet:
-        its fetch position reached its end offset (the last stable one, read_committed)."""
-        task = self.tasks[p]
-        topic = task.topic if side == A else task.features
-        tp = TopicPartition(topic, p)
-        try:
-            high = self.consumer.get_watermark_offsets(tp, cached=True)[1]
-            fetched = self.consumer.position([tp])[0].offset
-        except Exception:  # noqa: BLE001 (unknown yet: the merge waits within its bound)
-            return False
-        here = max(fetched, task.merge.position[side])
-        return high >= 0 and here >= high
-
-    def _offsets(self, parts) -> list[TopicPartition]:
-        """Offsets to commit for ``parts``: both topics; the instances partition carries the
-        merge's cuts since the last checkpoint (worker/merge.py)."""
-        out = []
-        for p in parts:
-            t = self.tasks[p]
-            ck = t.manifest.offsets
-            meta = encode_cuts((ck.get(t.topic, 0), ck.get(t.features, 0)), t.merge.cuts)
-            out.append(TopicPartition(t.topic, p, max(t.position, t.committed), metadata=meta))
-            out.append(TopicPartition(t.features, p, max(t.fposition, t.fcommitted)))
-        return out
-
-    def _committer(self) -> Committer:
-        if self._executor is None:
-            self._executor = Committer()
-        return self._executor
-
-    def _settle(self) -> None:
-        """Wait for the commit in flight; its errors surface here (inside :meth:`_guarded`)."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            future, offsets, t0 = pending
-            self._wait_commit(future)
-            self._committed(offsets, t0)
-
-    def settle(self) -> None:
-        """Wait until every processed batch is committed (or rewound after a failed commit)."""
-        self._guarded(self._settle)
-
-    def _committed(self, offsets, t0: float) -> None:
-        self.n_transactions += 1
-        self.metrics.commits.inc()
-        self._aborts_in_row = 0
-        self.metrics.consecutive_aborts.set(0)
-        for tp in offsets:
-            task = self.tasks.get(tp.partition)
-            if task is None:
-                continue
-            if tp.topic == task.topic:
-                task.committed = tp.offset
-            else:
-                task.fcommitted = tp.offset
-        self.faults.crash_if("crash_after_commit", self.n_transactions)
-        self.metrics.batch_latency.observe(time.perf_counter() - t0)
-
-    def _by_partition(self, msgs) -> dict[int, list]:
-        """``partition -> [instances, features]`` records of the ready partitions
-        (:func:`worker.partitions.split_batch`); consumer errors go to :meth:`_consume_error`."""
-        per_part, n_ok = split_batch(msgs, self.tasks, self.topics.features, self._consume_error)
-        if n_ok:
-            self._unknown_since = None  # the input topic is there
-        return per_part
-
-    def _consume_error(self, err) -> None:
-        """Count and log a consumer error; raise :class:`WorkerFailed` for fatal ones."""
-        self.metrics.consume_errors.labels(code=err.name()).inc()
-        event(log, logging.WARNING, "consume error", error=str(err), code=err.name())
-        what = consume_errors.kind(err)
-        if what == "fatal":
-            raise WorkerFailed(f"fatal consumer error: {err}")
-        if what == "unknown_topic" and self._unknown_since is None:
-            self._unknown_since = time.monotonic()
-
-    def _check_input_topic(self) -> None:
-        """An input topic reported unknown and never came back within the bound: exit."""
-        if self._unknown_since is None:
-            return
-        gone = time.monotonic() - self._unknown_since
-        if gone <= self.settings.worker.startup_timeout_s:
-            return
-        missing = []
-        for topic, var in ((self.topics.instances, "INSTANCES"),
-                           (self.topics.features, "FEATURES")):
-            try:
-                md = self.consumer.list_topics(topic, timeout=5.0).topics.get(topic)
-            except Exception:  # noqa: BLE001 (brokers unreachable: not this check's business)
-                return
-            if md is None or md.error is not None or not md.partitions:
-                missing.append((topic, var))
-        if not missing:
-            self._unknown_since = None  # it was a passing error (a topic being created)
-            return
-        topic, var = missing[0]
-        raise WorkerFailed(f"the input topic {topic} has been unknown for {gone:.0f} s "
-                           f"(deleted?): create it, or point STREAMFOREST_TOPICS__{var} at "
-                           "an existing topic")
-
-    def _replayed(self, task: PartitionTask) -> None:
-        """The partition caught up with its committed offset: restore and replay are done."""
-        seconds = time.monotonic() - task.restore_t0
-        task.restore_t0 = None
-        self.metrics.recovery_seconds.observe(seconds)
-        event(log, logging.INFO, "partition caught up", partition=task.partition,
-              committed=task.committed, seconds=round(seconds, 3))
-
-    # -- checkpoints ----------------------------------------------------------------------------
-
-    def _due_checkpoints(self, parts) -> None:
-        """Checkpoint the partitions that are due (``every_instances`` or ``interval_s``, once
-        their changed streams learned ``rows_per_stream`` rows each on average); past the state
-        budget, every partition with changed streams, whose least recently used streams are then
-        passivated.
-
-        One transaction writes at most ``checkpoint.transaction_bytes`` of checkpoints (a
-        partition is never split): thousands of streams per partition make a checkpoint of
-        hundreds of MB, which would outlast the transaction timeout. Due partitions left over
-        go first in the next transactions; those whose merge cuts no longer fit the offset
-        metadata are never left over.
-        """
-        c = self.settings.checkpoint
-        now = time.monotonic()
-        over = self.budget.exceeded(self.tasks)
-        due = []  # (cuts too long: never left over, last checkpoint, task)
-        for p in (sorted(self.tasks) if over else parts):
-            task = self.tasks[p]
-            if not (task.ready and task.dirty):
-                continue
-            must = self._cuts_too_long(task)
-            # a checkpoint rewrites every changed stream's whole state: with thousands of
-            # streams it waits until they learned rows_per_stream rows each on average
-            enough = task.since_ckpt >= c.rows_per_stream * len(task.dirty)
-            if over or must or enough and (task.since_ckpt >= c.every_instances
-                                           or now - task.last_ckpt >= c.interval_s):
-                due.append((not must, task.last_ckpt, p))
-        written = 0
-        for optional, _, p in sorted(due):
-            if written >= c.transaction_bytes and optional:
-                break
-            written += self._checkpoint(self.tasks[p])
-        if over:
-            self._passivate()
-
-    @staticmethod
-    def _cuts_too_long(task) -> bool:
-        """The merge's cuts would not fit the offset metadata: a checkpoint drops them."""
-        return len(encode_cuts((0, 0), task.merge.cuts)) > MAX_CUTS_CHARS
-
-    def _checkpoint(self, task: PartitionTask) -> int:
-        """Write the changed streams of a partition (transaction open); returns the bytes."""
-        t0 = time.perf_counter()
-        ts = int(time.time() * 1000)
-        offsets = {task.topic: task.position, task.features: task.fposition}
-        topics = [task.topic, task.features]
-        level = self.settings.checkpoint.compression_level
-        blobs = {
-            s: ckpt.encode_blob(StreamCheckpoint(
-                group=self.group, topics=topics, partition=task.partition, stream=s,
-                config=task.pipelines[s].cfg.as_dict(), offsets=offsets,
-                state=task.pipelines[s].to_state(), ts=ts), level)
-            for s in sorted(task.dirty) if s in task.pipelines
-        }
-        base = task.manifest.model_copy(update={"offsets": offsets, "topics": topics, "ts": ts})
-        manifest, n_bytes, task.manifest_end = self.writer.write(base, blobs, task.manifest_end)
-        task.manifest = manifest
-        task.merge.checkpointed()
-        task.dirty.clear()
-        task.since_ckpt = 0
-        task.last_ckpt = time.monotonic()
-        self.metrics.ckpt_seconds.observe(time.perf_counter() - t0)
-        self.metrics.ckpt_bytes.labels(partition=task.partition).set(n_bytes)
-        event(log, logging.DEBUG, "checkpoint written", partition=task.partition,
-              offset=task.position, streams=len(blobs), bytes=n_bytes)
-        return n_bytes
-
-    def _checkpoint_txn(self, parts, force: bool) -> None:
-        """A transaction holding only checkpoints (idle interval, revoke, shutdown).
-
-        It sends the partitions' offsets with the group metadata like every batch does, so
-        a member that is no longer in the group (a zombie) cannot commit it (KIP-447). The
-        offset sent is the committed one or the position if further (never behind: during a
-        replay the position is below the committed offset).
-        """
-        self._settle()
-        todo = [self.tasks[p] for p in parts
-                if p in self.tasks and self.tasks[p].ready and self.tasks[p].dirty]
-        cap = self.settings.checkpoint.transaction_bytes
-        while todo:  # transactions of at most ``cap`` bytes each (see _due_checkpoints)
-            self.producer.begin()
-            done, written = [], 0
-            while todo and (written < cap or not done):
-                task = todo.pop(0)
-                written += self._checkpoint(task)
-                done.append(task)
-            offsets = self._offsets([t.partition for t in done])
-            self.producer.send_offsets(offsets, self.consumer.consumer_group_metadata())
-            self.producer.commit()
-            self._committed(offsets, time.perf_counter())
 
     def _idle_checkpoints(self) -> None:
-        self._settle()  # nothing to overlap the commit in flight with
-        c = self.settings.checkpoint
-        now = time.monotonic()
-        due = [p for p, t in self.tasks.items()
-               if t.ready and t.dirty and now - t.last_ckpt >= c.interval_s]
+        self.txn.settle()  # nothing to overlap the commit in flight with
+        due = self.policy.idle(self.tasks)
         if due:
-            self._checkpoint_txn(due, False)
-
-    def _update_ckpt_age(self, now: float) -> None:
-        for p, t in self.tasks.items():
-            self.metrics.ckpt_age.labels(partition=p).set(now - t.last_ckpt)
-
-    def _update_lag(self) -> None:
-        """Lag of every assigned partition; one still restoring counts from its committed offset."""
-        for p, task in self.tasks.items():
-            tp = TopicPartition(task.topic, p)
-            try:
-                if task.ready:
-                    high = self.consumer.get_watermark_offsets(tp, cached=True)[1]
-                    position = task.position
-                else:  # paused, no fetch yet: ask the broker
-                    high = self.reader.get_watermark_offsets(tp, timeout=1.0)[1]
-                    position = max(0, self.consumer.committed([tp], timeout=1.0)[0].offset)
-            except Exception:  # noqa: BLE001 (no answer yet: keep the last value)
-                continue
-            if high is not None and high >= 0:
-                self.metrics.lag.labels(partition=p).set(max(0, high - position))
+            self.policy.write_alone(self.tasks, due, self.txn)
 
 
 def run(settings, faults: Faults | None = None) -> int:

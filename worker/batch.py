@@ -46,6 +46,9 @@ _m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 
+#: a field left out of a record (``None`` is a value)
+_ABSENT = object()
+
 #: message keys whose stream id is remembered (keys beyond it are decoded each time)
 MAX_CACHED_KEYS = 100_000
 
@@ -144,16 +147,22 @@ class BatchDecoder:
         Classes per stream, and what one instance may carry.
     version : str
         Worker version, written into dead-letter headers.
-    on_new_stream : callable
-        Called after a pipeline was created (metrics).
+    on_new_stream : callable, optional
+        Called after a pipeline was created.
+
+    Attributes
+    ----------
+    created : int
+        Pipelines created so far (the worker's stream gauges follow it).
     """
 
     def __init__(self, profiles: Profiles, caps: Caps, version: str,
-                 on_new_stream: Callable[[], None]):
+                 on_new_stream: Callable[[], None] | None = None):
         self.profiles = profiles
         self.caps = caps
         self.version = version
         self.on_new_stream = on_new_stream
+        self.created = 0
         self.keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
         self.batches = BatchInput(self)  # InstanceBatch records (worker/instance_batch.py)
 
@@ -331,8 +340,14 @@ class BatchDecoder:
         if inst.y is not None:
             pl.check_label(inst.y)  # a stream whose first label is refused is not created
         pipelines[stream] = pl
-        self.on_new_stream()
+        self.new_stream()
         return inst.x if pl.arrivals else row
+
+    def new_stream(self) -> None:
+        """A pipeline was created."""
+        self.created += 1
+        if self.on_new_stream is not None:
+            self.on_new_stream()
 
     def decode_arrivals(self, task, records: list, dead: list,
                         max_bytes: int) -> list[Arrival]:
@@ -546,16 +561,9 @@ class OutputEncoder:
         key = stream.encode()
         held = res.predictions
         if held is not None and len(held.ids):
-            ptopic = self.topics.predictions
-            const = {"v": 1, "stream": stream, "model": pl.model_name, "classes": held.classes,
-                     "topic": task.topic, "partition": task.partition,
-                     "n_features": held.n_features}
-            values = self._encode_predictions(const, held.ids, held.y_pred, held.y_true,
-                                              held.proba, held.offsets, held.ts)
-            if not self._fits(ptopic, key, values):
-                values = self._keep_fitting(task, stream, key, ptopic, values, held.offsets,
-                                            dead)
-            outputs.append((ptopic, key, values))
+            self.predictions(task, stream, key, pl.model_name, held.classes,
+                             (held.ids, held.y_pred, held.y_true, held.proba, held.offsets,
+                              held.ts), outputs, dead, n_features=held.n_features)
             self.metrics.outputs.labels(kind="prediction").inc(len(held.ids))
         rk = res.ranking
         if rk is not None:
@@ -570,19 +578,34 @@ class OutputEncoder:
                 self._too_large(task, stream, key, offset, topic, len(value), dead)
         self._rejected(task, stream, key, res.rejected, dead)
 
-    def _predictions(self, task, stream, key, pl, res, sr, lo, outputs, dead) -> None:
-        ptopic = self.topics.predictions
-        ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
-        const = {"v": 1, "stream": stream, "model": pl.model_name, "classes": None,
+    def predictions(self, task, stream: str, key: bytes, model: str, classes, rows,
+                    outputs: list, dead: list, n_features=_ABSENT) -> None:
+        """Append one group of Prediction records: the one builder of every caller.
+
+        ``rows`` is ``(ids, y_pred, y_true, proba, offsets, ts)`` of consecutive rows
+        predicted with the same ``classes``; ``n_features`` is written for streams of
+        features only. Fields in the order of the :class:`schemas.messages.Prediction`
+        wire format as published (shared fields first, then the row's); a record above the
+        topic's limit is dead-lettered instead.
+        """
+        ids, y_pred, y_true, proba, offsets, ts = rows
+        const = {"v": 1, "stream": stream, "model": model, "classes": classes,
                  "topic": task.topic, "partition": task.partition}
+        if n_features is not _ABSENT:
+            const["n_features"] = n_features
+        ptopic = self.topics.predictions
+        values = self._encode_predictions(const, ids, y_pred, y_true, proba, offsets, ts)
+        if not self._fits(ptopic, key, values):
+            values = self._keep_fitting(task, stream, key, ptopic, values, offsets, dead)
+        outputs.append((ptopic, key, values))
+
+    def _predictions(self, task, stream, key, pl, res, sr, lo, outputs, dead) -> None:
+        ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
         for start, stop, classes, y_pred, proba in merge_blocks(res.blocks):
             a, z = lo + start, lo + stop
-            const["classes"] = classes
-            values = self._encode_predictions(const, ids[a:z], y_pred, ys[a:z], proba,
-                                              offs[a:z], ts[a:z])
-            if not self._fits(ptopic, key, values):
-                values = self._keep_fitting(task, stream, key, ptopic, values, offs[a:z], dead)
-            outputs.append((ptopic, key, values))
+            self.predictions(task, stream, key, pl.model_name, classes,
+                             (ids[a:z], y_pred, ys[a:z], proba, offs[a:z], ts[a:z]),
+                             outputs, dead)
         self.metrics.outputs.labels(kind="prediction").inc(len(sr) - lo)
 
     def _alerts(self, task, stream, key, res, sr, lo, outputs, dead) -> None:

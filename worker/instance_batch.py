@@ -106,7 +106,7 @@ class BatchInput:
                 pipelines.pop(stream, None)  # a refused first record creates no stream
             raise
         if created:
-            dec.on_new_stream()
+            dec.new_stream()
         return stream, X, batch, ys
 
     def _new_pipeline(self, pipelines: dict, stream: str, batch):
@@ -224,18 +224,11 @@ def encode_batched_predictions(enc, task, stream: str, key: bytes, pl, res, sr, 
 
 def _single_rows(enc, task, stream, key, pl, blocks, sr, lo, a, z, outputs, dead) -> None:
     """Rows ``a:z`` (live-relative) that came as plain Instances: one Prediction each."""
-    ptopic = enc.topics.predictions
     ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
-    const = {"v": 1, "stream": stream, "model": pl.model_name, "classes": None,
-             "topic": task.topic, "partition": task.partition}
     for s0, s1, classes, y_pred, proba in _slices(blocks, a, z):
         p, q = lo + s0, lo + s1
-        const["classes"] = classes
-        values = enc._encode_predictions(const, ids[p:q], y_pred, ys[p:q], proba, offs[p:q],
-                                         ts[p:q])
-        if not enc._fits(ptopic, key, values):
-            values = enc._keep_fitting(task, stream, key, ptopic, values, offs[p:q], dead)
-        outputs.append((ptopic, key, values))
+        enc.predictions(task, stream, key, pl.model_name, classes,
+                        (ids[p:q], y_pred, ys[p:q], proba, offs[p:q], ts[p:q]), outputs, dead)
 
 
 def _one_batch(enc, task, stream, key, pl, blocks, sr, lo, a, z, outputs, dead) -> None:

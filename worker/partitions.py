@@ -1,27 +1,19 @@
-"""The worker's view of its input partitions: what it holds for each, and a consumed batch
-split by partition.
+"""One poll (a ``consume()`` result) split by partition.
 
-:class:`PartitionTask` is everything one assigned partition carries between batches: the
-partition of the instances topic and the same partition of the features topic (the two are
-co-partitioned and merged, :mod:`worker.merge`), its streams' pipelines, positions, the last
-checkpoint's manifest. :func:`split_batch` turns one ``consume()`` result into
-``partition -> (instances, features)`` records for the ready partitions; messages are read
-with the unbound accessors through ``map`` (no per-message Python frame on the hot path).
+:func:`split_poll` turns one poll into ``partition -> (instances, features)``
+:class:`Records` for the ready partition tasks (:class:`worker.task.PartitionTask`);
+messages are read with the unbound accessors through ``map`` (no per-message Python frame
+on the hot path).
 """
 
 from __future__ import annotations
 
-import time
-from functools import partial
-
 import numpy as np
 from confluent_kafka import KafkaError, Message
 
-from . import checkpoint as ckpt
-from .merge import A, B, CoMerge
-from .residency import StreamTable
+from .task import PartitionTask
 
-# unbound accessors, for map() over a consumed batch
+# unbound accessors, for map() over a poll
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
 _m_topic, _m_timestamp = Message.topic, Message.timestamp
 
@@ -38,50 +30,8 @@ class Records:
                               count=len(msgs))
 
 
-class PartitionTask:
-    """What the worker holds for one assigned input partition.
-
-    ``load(task, streams)`` restores passivated streams from the partition's checkpoint
-    (:class:`worker.residency.StreamTable`); without it, nothing may be passivated.
-    """
-
-    def __init__(self, group: str, topic: str, partition: int, features: str, load=None):
-        self.topic = topic
-        self.features = features
-        self.partition = partition
-        self.ready = False
-        # stream -> worker.pipeline.Pipeline, resident or passivated
-        self.pipelines = StreamTable(partial(load or _nothing_passivated, self))
-        self.dirty: set[str] = set()
-        self.position = 0  # next instances offset to process
-        self.committed = 0  # offsets below it were committed (and are replayed silently)
-        self.fposition = 0  # the same two of the features partition
-        self.fcommitted = 0
-        self.merge = CoMerge(0, 0)  # made again by every restore
-        self.held: set[int] = set()  # sides paused while their records wait in the merge
-        self.manifest = ckpt.empty_manifest(group, topic, partition, 0, features)
-        # where the manifest's chunks end on the checkpoints topic (worker.checkpoint.Written)
-        self.manifest_end = 0
-        self.since_ckpt = 0
-        self.last_ckpt = time.monotonic()
-        self.restore_t0: float | None = None  # set while replaying after a restore
-
-    @property
-    def replaying(self) -> bool:
-        return self.position < self.committed or self.fposition < self.fcommitted
-
-    @property
-    def waiting(self) -> bool:
-        """Records are buffered for the merge (a later step may release them)."""
-        return bool(self.merge.queued(A) or self.merge.queued(B))
-
-
-def _nothing_passivated(task, streams) -> dict:
-    raise RuntimeError(f"partition {task.partition} cannot restore passivated streams {streams}")
-
-
 def without_errors(msgs: list, on_error) -> list:
-    """The messages of a consumed batch that carry no error, in order; errors other than the
+    """The messages of a poll that carry no error, in order; errors other than the
     end of a partition go to ``on_error(err)``, which may raise."""
     errors = list(map(_m_error, msgs))
     # a KafkaError compared with None raises: count the types (C speed, no comparison)
@@ -96,7 +46,7 @@ def without_errors(msgs: list, on_error) -> list:
     return kept
 
 
-def split_batch(msgs: list, tasks: dict[int, PartitionTask], features: str, on_error
+def split_poll(msgs: list, tasks: dict[int, PartitionTask], features: str, on_error
                 ) -> tuple[dict[int, list], int]:
     """``(partition -> [instances Records or None, features Records or None], number of
     messages without error)`` of the ready partitions.

@@ -27,7 +27,7 @@ time, and it is reported in :attr:`Restored.refused` (the worker counts it in it
 A passivated stream restored on demand (:mod:`worker.residency`) reads the same checkpoint;
 when that read fails, the worker restores the whole partition again through
 :func:`restore_partition`, so a checkpoint refused on demand takes the same fallback as at
-start (see :meth:`worker.app.Worker._load_streams`).
+start (see :meth:`worker.restore_on_demand.OnDemand.load`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ until the partition's last stable offset reaches the checkpoint (a read_committe
 a committed transaction only once its markers are written, after the commit returned). A
 restore on demand that fails (a checkpoint refused, a read timed out) never ends the worker:
 the partition is restored again from its checkpoints, with the fallback of a restore at start
-(see :meth:`worker.app.Worker._load_streams` and :mod:`worker.recovery`).
+(see :meth:`worker.restore_on_demand.OnDemand.load` and :mod:`worker.recovery`).
 
 :class:`StreamTable` is the mapping the decoder, the learner loop and the checkpoint writer
 use (``table[stream]``, ``table.get(stream)``, ``stream in table``): a passivated stream

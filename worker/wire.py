@@ -349,10 +349,6 @@ def _refuse_out_of_range(d: Decoded, w: int) -> None:
 # --- predictions ------------------------------------------------------------------------------
 
 
-def _int64(v: int) -> bytes:
-    return b"\xd3" + int(v).to_bytes(8, "big", signed=True)
-
-
 _I64 = "i64"  # a varying int (written as msgpack int 64)
 _F64S = "f64s"  # a varying fixed-length list of floats (msgpack float 64 each)
 

@@ -141,7 +141,7 @@ def test_a_batch_with_consumer_errors_is_split_and_the_errors_reported():
     split (errors go to the callback, end-of-partition events are dropped)."""
     from confluent_kafka import KafkaError, Message
 
-    from worker.partitions import PartitionTask, split_batch
+    from worker.partitions import PartitionTask, split_poll
 
     task = PartitionTask("g", "in", 0, "in.features")
     task.ready = True
@@ -152,7 +152,7 @@ def test_a_batch_with_consumer_errors_is_split_and_the_errors_reported():
             Message(topic="in.features", partition=0, offset=7, key=b"s", value=b"f",
                     timestamp=(1, 6))]
     seen = []
-    per_part, n_ok = split_batch(msgs, {0: task}, "in.features", seen.append)
+    per_part, n_ok = split_poll(msgs, {0: task}, "in.features", seen.append)
     assert n_ok == 2 and [e.code() for e in seen] == [KafkaError.UNKNOWN_TOPIC_OR_PART]
     inst, feat = per_part[0]
     assert inst.offsets.tolist() == [0] and inst.ts.tolist() == [5]

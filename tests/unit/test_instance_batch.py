@@ -27,11 +27,11 @@ from schemas.codec import InstanceLimits, decode, encode, encode_state
 from schemas.deadletter import parse_deadletter_headers
 from worker.batch import BatchDecoder, Caps, OutputEncoder
 from worker.dev.produce import BATCH_HEADERS, batch_values, instance_values
-from worker.learn import learn_streams
 from worker.metrics import WorkerMetrics
 from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
+from worker.step import learn_streams
 
 CFG = PipelineConfig(predictor="forgetful_tree", rankers=[], batch_size=10)
 

@@ -228,10 +228,10 @@ def test_a_producer_fenced_again_and_again_ends_the_worker():
     from worker.settings import load_settings
 
     w = Worker(load_settings({"STREAMFOREST_WORKER__TRANSACTIONAL_ID": "shared-id"}))
-    w._check_fencing_loop()
-    w._check_fencing_loop()  # twice: a restart or a zombie, not yet a loop
+    w.txn.check_fencing_loop()
+    w.txn.check_fencing_loop()  # twice: a restart or a zombie, not yet a loop
     with pytest.raises(WorkerFailed, match="another process uses transactional.id 'shared-id'"):
-        w._check_fencing_loop()
+        w.txn.check_fencing_loop()
 
 
 def test_the_watchdog_ends_an_overdue_step_and_not_a_finished_one():
@@ -259,8 +259,8 @@ class _Consumer:
 
 def test_lost_partitions_make_the_worker_unready_until_the_next_assignment():
     from worker.app import Worker
-    from worker.partitions import PartitionTask
     from worker.settings import load_settings
+    from worker.task import PartitionTask
 
     w = Worker(load_settings({}))
     w.joined = True
@@ -347,10 +347,10 @@ def test_a_vanished_input_topic_ends_the_worker_naming_it(gone):
     t = w.topics
     other = t.features if gone == "instances" else t.instances
     w.consumer = _Lister([other])
-    w._unknown_since = time.monotonic() - 5
+    w.inputs.unknown_since = time.monotonic() - 5
     with pytest.raises(WorkerFailed, match=f"input topic {getattr(t, gone)} .*"
                                            f"STREAMFOREST_TOPICS__{gone.upper()}"):
-        w._check_input_topic()
+        w.inputs.check(w.consumer)
     w.consumer = _Lister([t.instances, t.features])
-    w._check_input_topic()
-    assert w._unknown_since is None
+    w.inputs.check(w.consumer)
+    assert w.inputs.unknown_since is None

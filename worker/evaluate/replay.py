@@ -1,11 +1,12 @@
 """One candidate configuration replayed over a topic's records, with the worker's own code.
 
 A :class:`Candidate` holds what a worker would hold for the partitions it reads (one
-:class:`worker.partitions.PartitionTask` per partition), decodes each batch with the worker's
-:class:`worker.batch.BatchDecoder` and runs it through the stream pipelines with
-:func:`worker.learn.learn_streams`, the step the worker itself runs. Nothing is replayed
-silently (every record is live), so with the same configuration and seed the predictions,
-alerts and rankings are the ones a worker would publish for the same records. The candidate
+:class:`worker.task.PartitionTask` per partition) and runs each partition's records through
+:meth:`worker.task.PartitionTask.process`, the step the worker itself runs (decode, learn,
+encode: :class:`worker.step.StreamStep`), streams of features included (the features topic
+is not read: their rows are held, as a worker's are until their features arrive). Nothing
+is replayed silently (every record is live), so with the same configuration and seed the
+predictions, alerts and rankings are the ones a worker would publish for the same records. The candidate
 records, per stream, the prequential metrics (:class:`worker.evaluate.metrics.StreamMetrics`),
 the alerts and the rankings with their stream positions, and the declared true importances.
 
@@ -30,8 +31,10 @@ from schemas.messages import TRUTH_HEADER
 
 from .. import __version__
 from ..batch import BatchDecoder, Caps
-from ..learn import learn_streams
-from ..partitions import PartitionTask
+from ..merge import Released
+from ..metrics import WorkerMetrics
+from ..step import StreamStep
+from ..task import PartitionTask
 from .metrics import StreamMetrics, spearman
 
 #: instances between two samples of a candidate's state size (its peak memory)
@@ -60,10 +63,11 @@ class Candidate:
         self.profiles = profiles
         self.topic = topic
         self.window, self.every = window, every
-        self.decoder = BatchDecoder(profiles, Caps.from_settings(settings), __version__,
-                                    lambda: None)
+        self.decoder = BatchDecoder(profiles, Caps.from_settings(settings), __version__)
         self.features_topic = settings.topics.features
         self.max_bytes = settings.worker.max_message_bytes
+        self.counters = WorkerMetrics()  # the step's counters (not reported)
+        self.n_feeds = 0
         self.group = f"{settings.kafka.group_id}.evaluate"
         self.tasks: dict[int, PartitionTask] = {}
         self.metrics: dict[str, StreamMetrics] = {}
@@ -93,17 +97,19 @@ class Candidate:
         task = self.task(p)
         dead: list = []
         truths = _truth_headers(msgs)
-        streams = self.decoder.decode(task, msgs, offsets, dead, self.max_bytes)
-        learned = learn_streams(task, streams)
-        for stream, pl, sr, lo, res in learned.results:
+        # the backfill's encoder writes what a worker would publish; without it, no encoding
+        step = StreamStep(self.decoder, encoder, self.counters, self.max_bytes)
+        done = task.process(Released(a=msgs, a_offsets=offsets), step,
+                            outputs if outputs is not None else [], dead, self.n_feeds)
+        self.n_feeds += 1
+        stepped = done.stepped
+        for stream, pl, sr, lo, res in stepped.learned.results:
             self._record(stream, pl, sr, lo, res)
-            if encoder is not None:
-                encoder.encode(task, stream, pl, res, sr, lo, outputs, [])
         for offset, stream, scores in truths:
-            self._truth(streams, task, offset, stream, scores)
+            self._truth(stepped.streams, task, offset, stream, scores)
         for *_, code in dead:
             self.refused[code] += 1
-        self.instances += learned.n_live
+        self.instances += stepped.learned.n_live
         if self.instances >= self._next_sample:
             self._next_sample = self.instances + STATE_SAMPLE_EVERY
             self.peak_bytes = max(self.peak_bytes, self.state_nbytes())

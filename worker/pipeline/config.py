@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from models import registry
 from models.base import check_param_ranges
@@ -271,7 +270,3 @@ def _param_problems(cfg: PipelineConfig) -> list[tuple[str, str]]:
                 problems.append((f"params.{name}" + (f".{key}" if key else ""), why))
     return problems
 
-
-def describe(value: Any) -> str:
-    """Short text of a configuration value for messages."""
-    return ", ".join(value) if isinstance(value, tuple | list) else str(value)
