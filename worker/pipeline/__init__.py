@@ -1,5 +1,7 @@
 """Stream pipelines: the stages of one stream's learners, driven test-then-train (no Kafka).
 
+* :mod:`~worker.pipeline.protocol`: :class:`StreamPipeline`, what the runtime asks of
+  either kind;
 * :mod:`~worker.pipeline.engine`: :class:`Pipeline`, the segmenting engine of a stream of
   instances;
 * :mod:`~worker.pipeline.feature_stream`: :class:`FeatureStreamPipeline`, a stream of
@@ -24,6 +26,7 @@ from .engine import Pipeline
 from .errors import PipelineError
 from .feature_stream import FeatureStreamPipeline
 from .profiles import Profiles
+from .protocol import StreamPipeline
 from .results import (
     Alert,
     FeatureResult,
@@ -35,14 +38,14 @@ from .results import (
 
 __all__ = ["Alert", "FeatureResult", "FeatureStreamPipeline", "HeldPredictions", "Pipeline",
            "PipelineConfig", "PipelineError", "PredictionBlock", "Profiles", "RankingOut",
-           "StreamResult", "check_config", "make_pipeline", "pipeline_from_state",
+           "StreamPipeline", "StreamResult", "check_config", "make_pipeline", "pipeline_from_state",
            "stream_seed"]
 
 
 def make_pipeline(stream: str, cfg: PipelineConfig, n_features: int,
                   feature_names: list[str] | None = None, max_classes: int | None = None,
                   max_rows: int = 100_000,
-                  max_features: int = 2000) -> Pipeline | FeatureStreamPipeline:
+                  max_features: int = 2000) -> StreamPipeline:
     """The pipeline of a new stream: of features when the profile's first predictor learns
     from feature arrivals, of instances otherwise.
 
@@ -64,7 +67,7 @@ def make_pipeline(stream: str, cfg: PipelineConfig, n_features: int,
     return Pipeline(stream, cfg, n_features, feature_names, max_classes=max_classes)
 
 
-def pipeline_from_state(state: dict) -> Pipeline | FeatureStreamPipeline:
+def pipeline_from_state(state: dict) -> StreamPipeline:
     """The pipeline a ``to_state()`` of either kind describes, continuing exactly.
 
     A stream of features' state has a ``kind`` (its forest's registry name); a stream of

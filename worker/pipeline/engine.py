@@ -5,7 +5,7 @@ around the numba learners of :mod:`models` and knows nothing about Kafka: the wo
 the decoded rows of one stream, in partition order, and turns what it returns into messages.
 
 Semantics (the same for every learner, so that results never depend on how the input was
-cut into consume batches)
+cut into polls)
 
 * The stream's task (:mod:`worker.pipeline.tasks`) is its profile's, or fixed by its first
   labelled instance; the stages (:mod:`worker.pipeline.stages`) are built for that task.
@@ -14,10 +14,10 @@ cut into consume batches)
   forest, Saffari et al. 2009; Hoeffding trees and naive Bayes, Domingos & Hulten 2000; the
   iSOUP tree and forest) learns each labelled row right after predicting it, in one call of
   its fused kernel per run of labelled rows (``predict_proba_learn_many``): every instance is
-  predicted by a model that learned every earlier label, whatever the consume batch.
+  predicted by a model that learned every earlier label, whatever the poll.
 * Labelled instances are also appended to a pending buffer. When it holds ``batch_size``
   rows, a predictor defined on mini-batches learns it as one (``learn_many``): the forgetful
-  learners (Yuan et al. 2023, Sec. 3: each batch is tested before it is learned).
+  learners (Yuan et al. 2023, Sec. 3: each mini-batch is tested before it is learned).
 * The rankers learn the pending rows as their blocks complete, whatever the mini-batch: a
   ranker whose importances change only at the end of a block (``learn_every``: a block
   forest measures every ``stride`` rows) is fed that often, the others once per
@@ -37,7 +37,7 @@ cut into consume batches)
 
 Input is processed in *segments* whose boundaries depend only on the stream itself (the
 point where the buffer fills, the next ranking point), so an uninterrupted run, a run cut
-into other consume batches and a run restored from a checkpoint give identical outputs.
+into other polls and a run restored from a checkpoint give identical outputs.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER, SELECTOR
 
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
+from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
 from .stages import Stage, alert_level, detect
 from .tasks import Task, make_task, task_of_label
@@ -203,6 +204,25 @@ class Pipeline:
         """Registry name of the predictor (the ``model`` of predictions)."""
         return self.predictor.name if self.predictor is not None else self.cfg.model_name
 
+    # -- what the intake asks (worker.pipeline.protocol.StreamPipeline) ------------------------
+
+    @property
+    def fixed_columns(self) -> tuple[int, list[str] | None]:
+        """Every instance has the columns of the stream's first one."""
+        return self.n_features, self.feature_names
+
+    @property
+    def bulk_ready(self) -> bool:
+        """The bulk kernels take integer labels unchecked: classification streams only."""
+        return self.task is not None and self.task.name == CLASSIFICATION
+
+    def check_instance_batch(self) -> None:
+        """InstanceBatch records are taken."""
+
+    def check_arrival(self) -> None:
+        """FeatureArrivals are refused: the stream learns from instances."""
+        raise not_a_stream_of_features(self.stream)
+
     @property
     def classes(self) -> list:
         """Class labels known to the predictor (class-index order; empty for regression)."""
@@ -249,7 +269,7 @@ class Pipeline:
         if self.task is None and labelled.any():
             self.check_label(y[int(np.argmax(labelled))])
         lab_idx = np.flatnonzero(labelled)
-        batch = 0 if self.prequential else self.cfg.batch_size  # rows a mini-batch learner waits for
+        mini_batch = 0 if self.prequential else self.cfg.batch_size  # rows a mini-batch learner waits for
         block = self.rank_rows
         every = self.cfg.ranking_every if self.cfg.rankers else 0
         start = self.n_instances  # stream position of input row 0
@@ -260,8 +280,8 @@ class Pipeline:
             # at least one row: a state written before the rankers learned per block holds
             # up to a mini-batch of rows they have not learned; they learn at the first row
             need = max(1, block - (self.n_pending - self.n_ranked))
-            if batch:
-                need = max(1, min(need, batch - self.n_pending))
+            if mini_batch:
+                need = max(1, min(need, mini_batch - self.n_pending))
             k = int(np.searchsorted(lab_idx, i))
             if k + need - 1 < lab_idx.shape[0]:
                 j = int(lab_idx[k + need - 1]) + 1
@@ -407,13 +427,13 @@ class Pipeline:
         from the stream's start; a pending row is dropped once every learner that waits
         for it has learned it.
         """
-        batch = not self.prequential and self.n_pending >= self.cfg.batch_size
+        full = not self.prequential and self.n_pending >= self.cfg.batch_size
         ranks = self.n_pending - self.n_ranked >= self.rank_rows
         pX, yp, pO, pP = self._pending_X, self._pending_y, self._pending_off, self._pending_pos
         Xp = pX[0] if len(pX) == 1 else np.concatenate(pX)
         positions = np.concatenate(pP)
         k = self.n_ranked
-        learning = [(self.predictor, 0)] if batch else []
+        learning = [(self.predictor, 0)] if full else []
         if ranks:
             learning += [(s, k) for s in self.rankers if s is not self.predictor]
         try:
@@ -425,15 +445,15 @@ class Pipeline:
                                  PipelineError("learner_rejected", str(exc))))
             return
         ranked = self.n_pending if ranks else k
-        if batch or self.prequential:  # only the rankers wait for the rows after ``ranked``
+        if full or self.prequential:  # only the rankers wait for the rows after ``ranked``
             self._keep_pending(Xp, positions, ranked)
         else:
             self.n_ranked = ranked
-        if batch and self.selector is not None:  # it learned inside the predictor
+        if full and self.selector is not None:  # it learned inside the predictor
             self._publish_events(self.selector, positions, row, out)
         for stage, first in learning:
             self._publish_events(stage, positions[first:], row, out)
-        if batch and self.selector is not None:
+        if full and self.selector is not None:
             self._rank_selection(row, out)
         if ranks and self.rankers and self.cfg.publish_rankings != "interval":
             self._rank(row, out, only_changed=self.cfg.publish_rankings == "top_k")

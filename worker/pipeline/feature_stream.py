@@ -64,6 +64,7 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER
 
 from .config import PipelineConfig, stream_seed
 from .errors import PipelineError
+from .protocol import no_instance_batches
 from .results import FeatureResult, HeldPredictions, RankingOut
 from .stages import Stage
 from .tasks import Task, make_task
@@ -236,6 +237,20 @@ class FeatureStreamPipeline:
     def n_labelled(self) -> int:
         """Labelled rows held."""
         return int(self._labelled[: self.n_rows].sum())
+
+    # -- what the intake asks (worker.pipeline.protocol.StreamPipeline) ------------------------
+
+    #: columns grow as features arrive: an instance is checked when its turn comes (:meth:`add`)
+    fixed_columns = None
+    #: rows are checked by the pipeline, never taken by the bulk kernels
+    bulk_ready = False
+
+    def check_instance_batch(self) -> None:
+        """InstanceBatch records are refused: a stream of features holds its rows one by one."""
+        raise no_instance_batches(self.stream)
+
+    def check_arrival(self) -> None:
+        """FeatureArrivals are what the stream learns from."""
 
     def check_label(self, y: Any) -> None:
         """Refuse (:class:`PipelineError`) a label this stream cannot take; fix the task at the

@@ -1,0 +1,534 @@
+"""Records in: one partition's released records as per-stream rows and arrivals.
+
+:class:`RecordDecoder` turns a partition's instance records into :class:`StreamRows` per
+stream (the message key), in partition order, and its feature records into
+:class:`Arrival` s. It is the one place that creates a stream's pipeline (at the stream's
+first valid record, :meth:`RecordDecoder.new_pipeline`). Every record it cannot take
+becomes a dead letter with its reason, in the poll's :class:`worker.output.Outbox`. The
+steady state (plain instances of known streams) goes through the bulk kernel of
+:mod:`worker.wire` with no per-message Python work; anything else is taken message by
+message.
+
+An InstanceBatch record (header ``sf-kind: instance-batch``, :mod:`schemas.batches`) is many
+consecutive rows of one stream in one record. :class:`InstanceBatchIntake` validates every
+row, checks the rows against the stream's pipeline (width, feature names, labels) and
+appends them to the stream's :class:`StreamRows` as one block, so they run through the same
+test-then-train pipeline as rows sent one per record, in the same order. A record is taken
+or refused whole: a bad row dead-letters the batch, with the row's index in the ``sf-row``
+header and in the reason, and no row of it reaches the pipeline. Every row of a batch shares
+the record's offset; a checkpoint is always taken between records, so a restore replays a
+batch whole, and the replay reproduces the uninterrupted run.
+
+What a stream's pipeline takes is asked of the pipeline
+(:class:`worker.pipeline.StreamPipeline`), whichever its kind. The records out are
+:mod:`worker.output`'s; neither knows about transactions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from confluent_kafka import Message
+
+from schemas.batches import BatchRowError, batch_rows, decode_instance_batch, is_instance_batch
+from schemas.codec import InstanceLimits, decode, decode_instance, instance_features
+from schemas.deadletter import ROW
+from schemas.errors import DecodeError
+from schemas.messages import FeatureArrival
+
+from .keys import stream_of_key
+from .pipeline import PipelineError, Profiles, StreamPipeline, make_pipeline
+from .pipeline.protocol import not_a_stream_of_features
+from .wire import decode_bulk, decode_fast
+
+# unbound accessors, for map() over a poll
+_m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
+
+#: message keys whose stream id is remembered (keys beyond it are decoded each time)
+MAX_CACHED_KEYS = 100_000
+
+
+class StreamRows:
+    """Decoded rows of one stream within one partition's released records.
+
+    Filled either message by message (``rows``, ``ys``, ``ids``, ``ts``, ``offsets`` lists,
+    see :meth:`finish`) or at once from bulk-decoded columns (:meth:`from_columns`).
+    """
+
+    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X", "instance_batches")
+
+    def __init__(self):
+        self.rows, self.ys, self.offsets, self.ids, self.ts = [], [], [], [], []
+        self.live = 0  # index of the first live row (rows before it are replayed)
+        self.X = None
+        self.instance_batches = None  # (start, stop) rows of each InstanceBatch, in order
+
+    @classmethod
+    def from_columns(cls, X, ys, offsets, ids, ts, live) -> StreamRows:
+        sr = cls()
+        sr.X, sr.ys, sr.offsets, sr.ids, sr.ts, sr.live = X, ys, offsets, ids, ts, live
+        return sr
+
+    def append(self, row, y, offset: int, ident, ts: int, live: bool) -> None:
+        """One more row, in partition order (replayed rows all come before live ones)."""
+        if not live:
+            self.live += 1
+        self.rows.append(row)
+        self.ys.append(y)
+        self.offsets.append(offset)
+        self.ids.append(ident)
+        self.ts.append(ts)
+
+    def extend(self, X: np.ndarray, ys: list, offset: int, ids: list, ts: list,
+               live: bool) -> None:
+        """The rows of one InstanceBatch (all at ``offset``), kept as one block."""
+        n = X.shape[0]
+        if not live:
+            self.live += n
+        if self.instance_batches is None:
+            self.instance_batches = []
+        start = len(self.ys)
+        self.instance_batches.append((start, start + n))
+        self.rows.append(X)  # a 2-D block among 1-D rows: see finish
+        self.ys.extend(ys)
+        self.offsets.extend([offset] * n)
+        self.ids.extend(ids)
+        self.ts.extend(ts)
+
+    def finish(self, n_features: int) -> None:
+        """Rows appended one by one -> a feature matrix and an offsets array."""
+        if self.X is None:
+            if self.instance_batches is not None:  # blocks of InstanceBatches: stacked, not copied row by row
+                self.X = np.concatenate([np.asarray(r, dtype=np.float64).reshape(-1, n_features)
+                                         for r in self.rows])
+            else:
+                self.X = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), n_features)
+            self.offsets = np.array(self.offsets, dtype=np.int64)
+            self.rows = None
+
+    def __len__(self) -> int:
+        return len(self.ys)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What one stream and one message may hold; past it, input is dead-lettered.
+
+    ``max_classes`` bounds the class labels of one stream; ``instance`` bounds labels, ids and
+    feature names. The number of streams has no cap: the state budget passivates idle ones
+    (:mod:`worker.residency`).
+    """
+
+    max_classes: int = 1000
+    instance: InstanceLimits = InstanceLimits()
+    feature_rows: int = 100_000  # rows a stream of features holds
+
+    @classmethod
+    def from_settings(cls, settings) -> Caps:
+        w = settings.worker
+        return cls(w.max_classes, InstanceLimits(
+            w.max_label_length, w.max_features, w.max_feature_name_length),
+            settings.learners.feature_stream_rows)
+
+
+class RecordDecoder:
+    """Decodes partitions' records into per-stream rows and arrivals (see the module doc).
+
+    Parameters
+    ----------
+    profiles : worker.pipeline.Profiles
+        What a new stream's pipeline is made of (its profile).
+    caps : Caps
+        Classes per stream, and what one instance may carry.
+
+    Attributes
+    ----------
+    created : int
+        Pipelines created so far (the worker's stream gauges follow it).
+    instance_batches : InstanceBatchIntake
+        Takes the InstanceBatch records; counts their live rows beyond one per record.
+    """
+
+    def __init__(self, profiles: Profiles, caps: Caps):
+        self.profiles = profiles
+        self.caps = caps
+        self.created = 0
+        self.keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
+        self.instance_batches = InstanceBatchIntake(self)
+
+    # -- the one place that creates pipelines --------------------------------------------------
+
+    def new_pipeline(self, stream: str, n_features: int,
+                     feature_names: list[str] | None) -> StreamPipeline:
+        """The pipeline of a new stream, from its profile and its first record's columns (not
+        registered: the caller registers it once its first record is taken)."""
+        caps = self.caps
+        return make_pipeline(stream, self.profiles.for_stream(stream), n_features,
+                             feature_names, caps.max_classes, caps.feature_rows,
+                             caps.instance.max_features)
+
+    def register(self, pipelines, stream: str, pl: StreamPipeline) -> None:
+        """A new stream's pipeline joins its partition's (its first record was taken)."""
+        pipelines[stream] = pl
+        self.created += 1
+
+    # -- instance records ----------------------------------------------------------------------
+
+    def decode(self, task, pm: list, offsets: np.ndarray, outbox,
+               max_bytes: int) -> dict[str, StreamRows]:
+        """Decode one partition's messages into per-stream rows; refused ones are
+        dead-lettered in ``outbox`` (:class:`worker.output.Outbox`).
+
+        The whole poll's share is parsed at once (:func:`worker.wire.decode_bulk`); when
+        every message is a plain instance of a known stream with the stream's width (the
+        steady state), rows are grouped by stream with array operations and no per-message
+        Python work beyond reading the messages. Otherwise messages are taken one by one, in
+        order: bulk-decoded ones as they are, the rest through :func:`decode_fast` or full
+        validation, which also creates pipelines and reports errors.
+        """
+        self.instance_batches.reset()
+        mkeys = list(map(_m_key, pm))
+        values = list(map(_m_value, pm))
+        headers = list(map(_m_headers, pm))
+        if headers.count(None) != len(headers):  # messages with headers go the long way
+            values = [v if h is None else None for v, h in zip(values, headers)]
+        D = decode_bulk(values, mkeys, max_bytes)
+        codes, names, width = self._key_codes(task.pipelines, mkeys)
+        fast = D.ok & (D.nx == width[codes])
+        if fast.all() and self._labels_known(task.pipelines, D, codes, names):
+            return _group_bulk(D, codes, names, width, offsets, task.committed)
+        return self._decode_each(task, pm, outbox, max_bytes, D, fast)
+
+    def _key_codes(self, pipelines: dict, mkeys: list):
+        """Per message, the code of its key; per code, the known stream and its width
+        (-1: decoded the long way: an unknown stream, or one whose rows the bulk kernel does
+        not take, :attr:`worker.pipeline.StreamPipeline.bulk_ready`)."""
+        uniq = dict.fromkeys(mkeys)  # first-seen order: outputs never depend on hash seeds
+        if len(uniq) == 1:
+            codes_of = {mkeys[0]: 0}
+            codes = np.zeros(len(mkeys), dtype=np.int64)
+        else:
+            codes_of = {k: c for c, k in enumerate(uniq)}
+            codes = np.fromiter(map(codes_of.__getitem__, mkeys), dtype=np.int64,
+                                count=len(mkeys))
+        width = np.full(len(codes_of), -1, dtype=np.int64)
+        names = [None] * len(codes_of)
+        for k, c in codes_of.items():
+            stream = self.keys.get(k)
+            pl = pipelines.get(stream) if stream is not None else None
+            if pl is not None and pl.bulk_ready:
+                width[c], names[c] = pl.n_features, stream
+        return codes, names, width
+
+    def _decode_each(self, task, pm, outbox, max_bytes, D, fast) -> dict[str, StreamRows]:
+        """Message by message (new streams, unusual layouts or errors)."""
+        streams: dict[str, StreamRows] = {}
+        replay_until = task.committed
+        fast_l = fast.tolist()
+        for i, m in enumerate(pm):
+            off = m.offset()
+            live = off >= replay_until
+            stream = self.keys.get(m.key())
+            if fast_l[i]:  # decoded in bulk: a plain instance of this known stream
+                a = int(D.xstart[i])
+                _rows_of(streams, stream).append(
+                    D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
+                    int(D.ids[i]), int(D.ts[i]), live)
+                continue
+            if is_instance_batch(m.headers()):  # many rows in one record
+                self.instance_batches.take(task, m, live, outbox, max_bytes, streams)
+                continue
+            taken = self._decode_fast(task.pipelines, m, stream, max_bytes)
+            if taken is None:  # first message of a stream, anything unusual, and errors
+                taken = self._decode_full(task, m, live, outbox, max_bytes)
+            if taken is not None:
+                stream, row, y, ident, ts = taken
+                _rows_of(streams, stream).append(row, y, off, ident, ts, live)
+        return streams
+
+    @staticmethod
+    def _labels_known(pipelines, D, codes, names) -> bool:
+        """Every label of the poll is one its stream has seen (new ones take the long way,
+        which checks the class cap and registers them)."""
+        for c, stream in enumerate(names):
+            sel = (codes == c) & D.has_y
+            if sel.any() and not pipelines[stream].task.knows(np.unique(D.y[sel]).tolist()):
+                return False
+        return True
+
+    def _decode_fast(self, pipelines, m, stream, max_bytes):
+        """``(stream, row, y, id, ts)`` of a plain, well-formed instance of a known stream
+        with the stream's width and a label it knows, or ``None``."""
+        if stream is None or m.headers() is not None:
+            return None
+        fast = decode_fast(m.value(), max_bytes)
+        if fast is None or fast[0] != stream:
+            return None
+        pl = pipelines.get(stream)
+        if pl is None or len(fast[3]) != pl.n_features or not pl.bulk_ready:
+            return None
+        _stream, ident, ts, row, y = fast
+        longest = self.caps.instance.max_label_length
+        if (type(ident) is str and len(ident) > longest) or (
+                y is not None and not pl.task.knows((y,))):
+            return None  # the long way says why, or registers the new label
+        return stream, row, y, ident, ts
+
+    def _decode_full(self, task, m, live: bool, outbox, max_bytes: int):
+        """Full validation; creates the stream's pipeline at its first valid message.
+
+        Returns ``(stream, row, y, id, ts)``, or ``None`` after dead-lettering the message
+        (replayed messages were dead-lettered before: they are only skipped).
+        """
+        key = m.key()
+        try:
+            stream = stream_of_key(key)
+        except PipelineError as exc:
+            if live:
+                outbox.refuse(task, m, exc, exc.code)
+            return None
+        if len(self.keys) < MAX_CACHED_KEYS:
+            self.keys[key] = stream
+        try:
+            stream, pl, inst = self._validated(task.pipelines, m, stream, max_bytes)
+            row = self._row(task.pipelines, stream, pl, inst)
+        except (DecodeError, PipelineError) as exc:
+            if live:
+                outbox.refuse(task, m, exc, exc.code)
+            return None
+        return stream, row, inst.y, inst.id, inst.ts
+
+    def _validated(self, pipelines, m, stream, max_bytes):
+        """``(stream, pipeline or None, Instance)`` of a message that passes validation."""
+        pl = pipelines.get(stream)
+        n_features, names = (pl.fixed_columns if pl is not None else None) or (None, None)
+        inst = decode_instance(
+            m.value(), m.headers(), max_bytes=max_bytes, n_features=n_features,
+            feature_names=names, limits=self.caps.instance)
+        if inst.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from "
+                                f"the instance's stream {inst.stream!r}")
+        return stream, pl, inst
+
+    def _row(self, pipelines, stream, pl, inst):
+        """The instance's row; a new stream's first row creates its pipeline.
+
+        The label is checked by the stream's task (the first label fixes it when the
+        stream's profile does not). A stream whose columns grow (a stream of features) takes
+        ``x`` as it came: its pipeline checks it against the columns known when the row's
+        turn comes.
+        """
+        if pl is None:
+            return self._first_row(pipelines, stream, inst)
+        if pl.fixed_columns is None:
+            if inst.y is not None:
+                pl.check_label(inst.y)
+            return inst.x
+        if pl.feature_names is None and isinstance(inst.x, dict):
+            # names mean nothing to a stream whose columns have none: reading the map by
+            # position would put values under the wrong features
+            raise DecodeError("unknown_feature", "x is a map, but this stream's features have "
+                              "no names (its first instance sent x as a list): send x as a list "
+                              "in the stream's order", "x")
+        row = instance_features(inst, pl.feature_names)
+        if len(row) != pl.n_features:
+            raise DecodeError("feature_count", f"expected {pl.n_features} features,"
+                              f" got {len(row)}", "x")
+        if inst.y is not None:
+            pl.check_label(inst.y)
+        return row
+
+    def _first_row(self, pipelines, stream, inst):
+        """The first instance of a stream: its columns fix the new pipeline's."""
+        names = list(inst.x) if isinstance(inst.x, dict) else None
+        row = instance_features(inst, names)
+        if not row and not self.profiles.for_stream(stream).arrivals:
+            raise DecodeError("feature_count", "x is empty: only a stream of features (a "
+                              "profile with predictor feature_stream) may start without "
+                              "features", "x")
+        pl = self.new_pipeline(stream, len(row), names)
+        if inst.y is not None:
+            pl.check_label(inst.y)  # a stream whose first label is refused is not created
+        self.register(pipelines, stream, pl)
+        return row if pl.fixed_columns is not None else inst.x
+
+    # -- feature records -----------------------------------------------------------------------
+
+    def decode_arrivals(self, task, records: list, outbox, max_bytes: int) -> list[Arrival]:
+        """The feature records a merge released (``(message, instances before it)``), as
+        :class:`Arrival` s in order; refused ones are dead-lettered (when live)."""
+        out = []
+        for m, n_before in records:
+            live = m.offset() >= task.fcommitted
+            try:
+                arrival = self._arrival(task.pipelines, m, max_bytes)
+            except (DecodeError, PipelineError) as exc:
+                if live:
+                    outbox.refuse(task, m, exc, exc.code, task.features)
+                continue
+            out.append(Arrival(arrival.stream, arrival, m, n_before, live))
+        return out
+
+    def _arrival(self, pipelines, m, max_bytes: int) -> FeatureArrival:
+        """A valid FeatureArrival for a stream held here that takes arrivals."""
+        stream = stream_of_key(m.key())
+        arrival = decode(m.value(), FeatureArrival, m.headers(), max_bytes=max_bytes)
+        if arrival.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
+                                f"arrival's stream {arrival.stream!r}")
+        stream = arrival.stream
+        limit = self.caps.instance.max_feature_name_length
+        if len(arrival.feature) > limit:
+            raise PipelineError("feature_name_length", f"feature name of {len(arrival.feature)} "
+                                f"characters; the limit is {limit} "
+                                "(STREAMFOREST_WORKER__MAX_FEATURE_NAME_LENGTH)")
+        pl = pipelines.get(stream)
+        if pl is None:
+            if self.profiles.for_stream(stream).arrivals:
+                raise PipelineError("unknown_stream", f"no instance of stream {stream!r} has "
+                                    "arrived yet: send the instances before their features")
+            raise not_a_stream_of_features(stream)
+        pl.check_arrival()
+        return arrival
+
+
+class InstanceBatchIntake:
+    """Takes InstanceBatch records for a :class:`RecordDecoder` (see the module doc).
+
+    Attributes
+    ----------
+    extra_live_rows : int
+        Live rows taken beyond one per record since :meth:`reset` (checkpoints are due after a
+        number of instances, not of records).
+    """
+
+    def __init__(self, decoder: RecordDecoder):
+        self.decoder = decoder
+        self.extra_live_rows = 0
+
+    def reset(self) -> None:
+        self.extra_live_rows = 0
+
+    def take(self, task, m, live: bool, outbox, max_bytes: int, streams: dict) -> None:
+        """Append the rows of InstanceBatch record ``m`` to ``streams``, or dead-letter it
+        (when live; replayed records were dead-lettered before and are only skipped)."""
+        try:
+            stream, X, batch, ys = self._rows(task.pipelines, m, max_bytes)
+        except (BatchRowError, PipelineError) as exc:
+            if live:
+                row = getattr(exc, "row", None)
+                outbox.refuse(task, m, exc, exc.code,
+                              extra_headers=[(ROW, str(row).encode())] if row is not None else ())
+            return
+        n = X.shape[0]
+        _rows_of(streams, stream).extend(X, ys, m.offset(), batch.row_ids(), batch.row_ts(),
+                                         live)
+        if live:
+            self.extra_live_rows += n - 1
+
+    def _rows(self, pipelines: dict, m, max_bytes: int):
+        """``(stream, X in the stream's column order, batch, labels)`` of a valid batch."""
+        dec = self.decoder
+        key = m.key()
+        stream = dec.keys.get(key) if key is not None else None
+        if stream is None:
+            stream = stream_of_key(key)
+        batch = decode_instance_batch(m.value(), m.headers(), max_bytes=max_bytes,
+                                      limits=dec.caps.instance)
+        if batch.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
+                                f"batch's stream {batch.stream!r}")
+        pl = pipelines.get(stream)
+        created = pl is None
+        if created:
+            names = list(batch.features) if batch.features is not None else None
+            pl = dec.new_pipeline(stream, batch.X.shape[1], names)
+        pl.check_instance_batch()
+        X = batch_rows(batch, pl.feature_names)
+        if X.shape[1] != pl.n_features:
+            raise BatchRowError("feature_count", f"the stream has {pl.n_features} features, "
+                                f"the batch's rows have {X.shape[1]}", "X[0]", 0)
+        ys = batch.row_labels()
+        _check_labels(pl, ys)  # a refused first record creates no stream
+        if created:
+            dec.register(pipelines, stream, pl)
+        return stream, X, batch, ys
+
+
+def _check_labels(pl, ys: list) -> None:
+    """Every label is one the stream takes (the first new one may fix its task, new classes
+    are registered as rows sent one by one would register them); else the first bad row.
+
+    New classes of the rows before a bad one stay registered although the batch is refused:
+    a replay of the same records registers them again, so a restored run stays identical."""
+    task = pl.task
+    if task is not None and task.name == "classification":
+        try:
+            distinct = set(ys)
+        except TypeError:  # a list among the labels: refused below, with its row
+            distinct = None
+        if distinct is not None:
+            distinct.discard(None)
+            if task.knows(distinct):
+                return  # the steady state: labels the stream has seen
+    seen = set()
+    for r, y in enumerate(ys):
+        if y is None:
+            continue
+        key = (type(y), tuple(y)) if type(y) is list else (type(y), y)
+        if key in seen:
+            continue
+        try:
+            pl.check_label(y)
+        except PipelineError as exc:
+            raise BatchRowError(exc.code, exc.reason, f"y[{r}]", r) from None
+        seen.add(key)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """A valid FeatureArrival and where it sits in the merged order of its partition."""
+
+    stream: str
+    arrival: FeatureArrival
+    msg: Message
+    n_before: int  # instance records released before it in the same release
+    live: bool
+
+    def values(self) -> dict[str, float]:
+        """The feature's values by instance id (string form)."""
+        v = self.arrival.values
+        if isinstance(v, dict):
+            return v
+        return {str(i): x for i, x in zip(self.arrival.ids, v)}
+
+
+def _rows_of(streams: dict, stream: str) -> StreamRows:
+    sr = streams.get(stream)
+    if sr is None:
+        sr = streams[stream] = StreamRows()
+    return sr
+
+
+def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, StreamRows]:
+    """Per-stream columns of records decoded in bulk (rows stay in partition order)."""
+    streams: dict[str, StreamRows] = {}
+    if width.shape[0] == 1:
+        groups = [(0, np.arange(codes.shape[0]))]
+    else:
+        order = np.argsort(codes, kind="stable")
+        cuts = np.flatnonzero(np.diff(codes[order])) + 1
+        groups = [(int(codes[g[0]]), g) for g in np.split(order, cuts)]
+    for c, idx in groups:
+        offs = offsets[idx]
+        ys = D.y[idx].tolist()
+        unl = np.flatnonzero(~D.has_y[idx])
+        for r in unl.tolist():
+            ys[r] = None
+        streams[names[c]] = StreamRows.from_columns(
+            D.rows(idx, int(width[c])), ys, offs, D.ids[idx], D.ts[idx],
+            int(np.searchsorted(offs, replay_until)))
+    return streams
+
+
