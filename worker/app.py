@@ -19,12 +19,14 @@ Per poll (one ``consume()`` result; numbers match the comments in
    yet (they are re-read after the restore seeks them); partition *p* of the instances
    topic and partition *p* of the features topic (assigned with it by hand) are one task,
    whose records the merge releases in timestamp order (:mod:`worker.merge`);
-2. decode every message (:class:`worker.batch.BatchDecoder`); invalid ones become
+2. decode every message (:class:`worker.intake.RecordDecoder`); invalid ones become
    dead letters; the rest are grouped by stream (the message key) in partition order;
 3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`),
    streams of features with their arrivals (:mod:`worker.step`); rows below a
    partition's replay mark only update state;
-4. in one transaction: produce predictions, alerts, rankings and dead letters, the due
+4. in one transaction: produce the poll's outbox (:class:`worker.output.Outbox`:
+   predictions, alerts, rankings, from :class:`worker.output.OutputEncoder`, and dead
+   letters), the due
    checkpoints, send the consumed offsets of both topics (KIP-447 group metadata; the
    instances offset carries the merge's cuts) and commit. The two
    round trips that end the transaction run on a commit thread while the next poll is
@@ -64,14 +66,15 @@ from confluent_kafka import TopicPartition
 
 from . import __version__, gauges
 from . import checkpoint as ckpt
-from .batch import BatchDecoder, Caps, OutputEncoder
 from .checkpoint_policy import CheckpointPolicy
 from .failure import WorkerFailed
 from .faults import Faults
 from .input_watch import InputWatch
+from .intake import Caps, RecordDecoder
 from .kafka_io import make_consumer, make_reader
 from .logs import event
 from .metrics import MetricsServer, WorkerMetrics, serve_metrics
+from .output import Outbox, OutputEncoder
 from .partitions import split_poll
 from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .residency import Budget
@@ -122,9 +125,8 @@ class Worker:
         self.budget = Budget(int(settings.worker.state_budget_mb * 1024 * 1024))
         self.policy = CheckpointPolicy(settings.checkpoint, self.budget, self.metrics)
         self.limits = ckpt.Limits.from_settings(settings)  # what checkpoint records may claim
-        self.decoder = BatchDecoder(self.profiles, Caps.from_settings(settings), __version__)
-        self.encoder = OutputEncoder(self.topics, self.metrics, __version__,
-                                     output=settings.output)
+        self.decoder = RecordDecoder(self.profiles, Caps.from_settings(settings))
+        self.encoder = OutputEncoder(self.topics, self.metrics, output=settings.output)
         self.stream_step = StreamStep(self.decoder, self.encoder, self.metrics,
                                 settings.worker.max_message_bytes)
         self.on_demand: OnDemand | None = None  # restores passivated streams (after start)
@@ -396,12 +398,11 @@ class Worker:
             return
         created = self.decoder.created
         n_live = n_replay = 0
-        dead = []
-        outputs: list[tuple[str, bytes, list[bytes]]] = []  # (topic, key, values)
+        outbox = Outbox(__version__)
         for p, rel in released.items():
             task = self.tasks[p]
             # 2., 3. decode, learn, encode (passivated streams come back first)
-            done = task.process(rel, self.stream_step, outputs, dead, self.n_polls)
+            done = task.process(rel, self.stream_step, outbox, self.n_polls)
             if done.restore_again is not None:
                 self._restore_again(task, done.restore_again)
                 continue
@@ -416,12 +417,12 @@ class Worker:
         moved = [p for p in released if self.tasks[p].moved]
         self.n_polls += 1
         self.faults.raise_if("raise_before_begin", self.n_polls)
-        if not moved and not outputs and not dead:
+        if not moved and not outbox:
             return  # pure replay: nothing to commit
         self.txn.begin()  # once the previous poll's commit ended (it ran while this was computed)
-        self.txn.send(outputs, self.encoder.headers)
+        self.txn.send(outbox.records, self.encoder.headers)
         self.faults.raise_if("raise_after_begin", self.n_polls)
-        self.txn.send_dead(dead)
+        self.txn.send_dead(outbox.dead)
         if self.policy.write_due(self.tasks, list(released), self.txn.writer):
             self._stream_gauges()
         # after the checkpoints, which drop the cuts they cover

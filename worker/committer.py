@@ -1,4 +1,4 @@
-"""The commit thread: ends a batch's transaction while the next batch is consumed and computed.
+"""The commit thread: ends a poll's transaction while the next poll is consumed and computed.
 
 A single daemon thread fed through a queue; :meth:`Committer.submit` returns a
 :class:`concurrent.futures.Future`. It is a daemon (unlike a ``ThreadPoolExecutor``'s

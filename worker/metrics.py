@@ -117,9 +117,9 @@ class WorkerMetrics:
             registry=r)
         self.assigned = Gauge("streamforest_assigned_partitions", "Assigned partitions",
                               registry=r)
-        self.batch_latency = Histogram("streamforest_batch_seconds",
-                                       "Time to process and commit one consumed batch",
-                                       buckets=_LATENCY_BUCKETS, registry=r)
+        self.poll_latency = Histogram("streamforest_batch_seconds",
+                                      "Time to process and commit one consumed batch",
+                                      buckets=_LATENCY_BUCKETS, registry=r)
         self.ckpt_age = Gauge("streamforest_checkpoint_age_seconds",
                               "Seconds since the partition's last checkpoint", ["partition"],
                               registry=r)

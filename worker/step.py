@@ -5,13 +5,18 @@ the merge released for one partition, for the worker and for ``streamforest eval
 alike:
 
 1. decode the instance records into per-stream rows and the feature records into arrivals
-   (:class:`worker.batch.BatchDecoder`); refused records become dead letters;
+   (:class:`worker.intake.RecordDecoder`); refused records become dead letters;
 2. run each stream's pipeline over its rows, test-then-train (:func:`learn_streams`), and
    the streams of features over their rows and their ``FeatureArrival`` s in merged order
    (:class:`FeatureStreams`: an arrival's unknown ids are reported in one dead letter per
    arrival); rows below the partition's committed offsets only update state;
 3. encode what the pipelines returned for live rows into output records
-   (:class:`worker.batch.OutputEncoder`).
+   (:class:`worker.output.OutputEncoder`).
+
+Records and dead letters go to the poll's :class:`worker.output.Outbox`. The two kinds of
+stream pipeline (:class:`worker.pipeline.StreamPipeline`) are fed differently: a stream of
+instances its rows at once, a stream of features its rows and arrivals in merged order
+(:attr:`~worker.pipeline.StreamPipeline.arrivals`, read here only).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ class Learned:
 
 
 def learn_streams(task, streams: dict) -> Learned:
-    """Run every stream of ``streams`` (stream -> StreamRows) through ``task``'s pipelines.
+    """Run every stream of instances of ``streams`` (stream -> StreamRows) through
+    ``task``'s pipelines.
 
     Each result covers rows ``lo:`` of its StreamRows (``lo`` is the first live row).
     Every stream that advanced is marked dirty in ``task`` (to be checkpointed).
@@ -43,8 +49,6 @@ def learn_streams(task, streams: dict) -> Learned:
         pl = task.pipelines[stream]
         # replayed rows change the state too: the stream must be checkpointed again
         task.dirty.add(stream)
-        if pl.arrivals:
-            continue
         sr.finish(pl.n_features)
         X, offs, n_rows, lo = sr.X, sr.offsets, len(sr), sr.live
         if lo > 0:
@@ -62,27 +66,24 @@ class FeatureStreams:
 
     Parameters
     ----------
-    decoder : worker.batch.BatchDecoder
-        Writes dead letters of refused arrivals.
-    encoder : worker.batch.OutputEncoder
-        Turns pipeline results into messages.
+    encoder : worker.output.OutputEncoder
+        Turns pipeline results into records.
     metrics : worker.metrics.WorkerMetrics
         Counters of instances, replays and arrivals.
     """
 
-    def __init__(self, decoder, encoder, metrics):
-        self.decoder = decoder
+    def __init__(self, encoder, metrics):
         self.encoder = encoder
         self.metrics = metrics
 
-    def process(self, task, streams: dict, arrivals: list, a_offsets, outputs, dead) -> None:
-        """Streams of features: their instances and arrivals, in the merged order."""
+    def process(self, task, streams: dict, arrivals: list, a_offsets, outbox) -> None:
+        """Streams of features: their instances (``streams``) and arrivals, in the merged
+        order."""
         by_stream: dict[str, list] = {}
         for a in arrivals:
             by_stream.setdefault(a.stream, []).append(a)
         for stream in streams:
-            if task.pipelines[stream].arrivals:
-                by_stream.setdefault(stream, [])
+            by_stream.setdefault(stream, [])
         for stream, items in by_stream.items():
             pl = task.pipelines[stream]
             task.dirty.add(stream)
@@ -93,12 +94,12 @@ class FeatureStreams:
                 if sr is not None:
                     last = int(a_offsets[a.n_before - 1]) if a.n_before else -1
                     upto = int(np.searchsorted(sr.offsets, last, side="right"))
-                    done = self._add_rows(task, stream, pl, sr, done, upto, outputs, dead)
-                self._arrive(task, stream, pl, a, outputs, dead)
+                    done = self._add_rows(task, stream, pl, sr, done, upto, outbox)
+                self._arrive(task, stream, pl, a, outbox)
             if sr is not None:
-                self._add_rows(task, stream, pl, sr, done, len(sr), outputs, dead)
+                self._add_rows(task, stream, pl, sr, done, len(sr), outbox)
 
-    def _add_rows(self, task, stream, pl, sr, lo: int, hi: int, outputs, dead) -> int:
+    def _add_rows(self, task, stream, pl, sr, lo: int, hi: int, outbox) -> int:
         """Rows ``lo:hi`` of a stream of features (replayed ones without outputs)."""
         offs = np.asarray(sr.offsets, dtype=np.int64)
         for a, z, emit in ((lo, min(hi, max(lo, sr.live)), False), (max(lo, sr.live), hi, True)):
@@ -106,19 +107,19 @@ class FeatureStreams:
                 continue
             res = pl.add(sr.rows[a:z], sr.ys[a:z], sr.ids[a:z], offs[a:z], sr.ts[a:z], emit)
             if emit:
-                self.encoder.encode_features(task, stream, pl, res, 0, -1, outputs, dead)
+                self.encoder.encode_features(task, stream, pl, res, 0, -1, outbox)
                 self.metrics.instances_in.inc(z - a)
             else:
                 self.metrics.replayed.inc(z - a)
         return hi
 
-    def _arrive(self, task, stream, pl, a, outputs, dead) -> None:
+    def _arrive(self, task, stream, pl, a, outbox) -> None:
         """One FeatureArrival: join, a generation, predictions of the held rows, a ranking."""
         try:
             res = pl.arrive(a.arrival.feature, a.values(), emit=a.live)
         except PipelineError as exc:
             if a.live:
-                self.decoder.dead_letter(dead, task, a.msg, exc, exc.code, task.features)
+                outbox.refuse(task, a.msg, exc, exc.code, task.features)
             return
         self.metrics.arrivals.labels(outcome="replayed" if not a.live else "joined").inc()
         if not a.live:
@@ -126,12 +127,12 @@ class FeatureStreams:
         if res.unknown_ids:
             shown = ", ".join(map(repr, res.unknown_ids[:20]))
             more = f" and {len(res.unknown_ids) - 20} more" if len(res.unknown_ids) > 20 else ""
-            self.decoder.dead_letter(dead, task, a.msg, PipelineError(
+            outbox.refuse(task, a.msg, PipelineError(
                 "unknown_ids", f"{len(res.unknown_ids)} ids of feature {a.arrival.feature!r} "
                 f"are not held by stream {stream!r} (the rest were joined): {shown}{more}"),
                 "unknown_ids", task.features)
         self.encoder.encode_features(task, stream, pl, res, a.arrival.ts, a.msg.offset(),
-                                     outputs, dead)
+                                     outbox)
 
 
 @dataclass
@@ -141,9 +142,9 @@ class Stepped:
     Attributes
     ----------
     streams : dict
-        stream -> :class:`worker.batch.StreamRows` decoded from the instance records.
+        stream -> :class:`worker.intake.StreamRows` decoded from the instance records.
     arrivals : list
-        The valid :class:`worker.batch.Arrival` s, in merged order.
+        The valid :class:`worker.intake.Arrival` s, in merged order.
     learned : Learned
         The results of the streams of instances' live rows, and row counts.
     extra_rows : int
@@ -173,9 +174,9 @@ class StreamStep:
 
     Parameters
     ----------
-    decoder : worker.batch.BatchDecoder
+    decoder : worker.intake.RecordDecoder
         Records in.
-    encoder : worker.batch.OutputEncoder or None
+    encoder : worker.output.OutputEncoder or None
         Records out (``None``: results are not encoded, as in an evaluation).
     metrics : worker.metrics.WorkerMetrics
         Counters of instances, replays and arrivals.
@@ -188,21 +189,33 @@ class StreamStep:
         self.encoder = encoder if encoder is not None else _Unencoded()
         self.metrics = metrics
         self.max_bytes = max_bytes
-        self.features = FeatureStreams(decoder, self.encoder, metrics)
+        self.features = FeatureStreams(self.encoder, metrics)
 
-    def run(self, task, rel, outputs: list, dead: list) -> Stepped:
-        """One partition's released records (``rel``) through its pipelines."""
+    def run(self, task, rel, outbox) -> Stepped:
+        """One partition's released records (``rel``) through its pipelines; records and
+        dead letters go to ``outbox`` (:class:`worker.output.Outbox`)."""
         out = Stepped()
         if rel.a:
-            out.streams = self.decoder.decode(task, rel.a, rel.a_offsets, dead, self.max_bytes)
-            out.extra_rows = self.decoder.batches.extra_live_rows
+            out.streams = self.decoder.decode(task, rel.a, rel.a_offsets, outbox,
+                                              self.max_bytes)
+            out.extra_rows = self.decoder.instance_batches.extra_live_rows
         if rel.b:
-            out.arrivals = self.decoder.decode_arrivals(task, rel.b, dead, self.max_bytes)
-        out.learned = learn_streams(task, out.streams)
+            out.arrivals = self.decoder.decode_arrivals(task, rel.b, outbox, self.max_bytes)
+        instances, held = _by_kind(task.pipelines, out.streams)
+        out.learned = learn_streams(task, instances)
         for stream, pl, sr, lo, res in out.learned.results:
-            self.encoder.encode(task, stream, pl, res, sr, lo, outputs, dead)
-        self.features.process(task, out.streams, out.arrivals, rel.a_offsets, outputs, dead)
+            self.encoder.encode(task, stream, pl, res, sr, lo, outbox)
+        self.features.process(task, held, out.arrivals, rel.a_offsets, outbox)
         return out
+
+
+def _by_kind(pipelines, streams: dict) -> tuple[dict, dict]:
+    """``streams`` split into the streams of instances and the streams of features (rows
+    held until their features arrive), each in order."""
+    instances, held = {}, {}
+    for stream, sr in streams.items():
+        (held if pipelines[stream].arrivals else instances)[stream] = sr
+    return instances, held
 
 
 class _Unencoded:

@@ -209,18 +209,18 @@ class PartitionTask:
 
     # -- the step ---------------------------------------------------------------------------------
 
-    def process(self, rel: Released, step, outputs: list, dead: list, tick: int) -> Processed:
+    def process(self, rel: Released, step, outbox, tick: int) -> Processed:
         """Released records through the partition's stream pipelines (test-then-train).
 
         Passivated streams the records are keyed by come back first; when they cannot, the
-        state is dropped and :attr:`Processed.restore_again` says why. Outputs and dead
-        letters are appended to ``outputs`` and ``dead``.
+        state is dropped and :attr:`Processed.restore_again` says why. Output records and
+        dead letters go to ``outbox`` (:class:`worker.output.Outbox`).
         """
         why = self._prefetch(rel)
         if why is not None:
             self.release_state()
             return Processed(restore_again=why)
-        stepped = step.run(self, rel, outputs, dead)
+        stepped = step.run(self, rel, outbox)
         self.pipelines.touch(stepped.touched(), tick)
         self.since_ckpt += stepped.live_instances(self.committed, rel)
         self.position, self.fposition = self.merge.position

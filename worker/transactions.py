@@ -238,7 +238,7 @@ class Transactions:
             if task is not None:
                 task.committed_through(tp)
         self.faults.crash_if("crash_after_commit", self.n_transactions)
-        self.metrics.batch_latency.observe(time.perf_counter() - t0)
+        self.metrics.poll_latency.observe(time.perf_counter() - t0)
 
     def drain(self) -> None:
         """Before an abort: let a commit in flight end (its outcome no longer matters)."""

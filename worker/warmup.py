@@ -72,7 +72,7 @@ def main(rows: int = 400) -> float:
 
 
 def _decoder() -> None:
-    """The bulk decoder a worker runs on every consumed batch, on one plain instance."""
+    """The bulk decoder a worker runs on every poll, on one plain instance."""
     value = msgpack.packb({"v": 1, "stream": "w", "id": 0, "ts": 0, "x": [0.5], "y": 1})
     wire.decode_bulk([value], [b"w"], 1 << 20)
 

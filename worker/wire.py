@@ -9,7 +9,7 @@ goes through are done here in bulk:
   fully and raises the exact :class:`~schemas.errors.DecodeError`. The fast path never
   accepts a message the full validation would refuse, and yields the same values (tested
   against it).
-* :func:`decode_bulk` parses a whole consumed batch at once with a numba kernel, straight
+* :func:`decode_bulk` parses a whole poll's records at once with a numba kernel, straight
   from the msgpack bytes into columns (ids, timestamps, labels, one flat array of features),
   for the plainest layout (integer ids and labels, ``x`` of float 64); it accepts only what
   full validation accepts, with the same values, and marks the rest for the per-message way.

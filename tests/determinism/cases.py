@@ -254,17 +254,18 @@ def wire_case(name: str) -> str:
     learned and encoded in consume batches of 700."""
     from confluent_kafka import Message
 
-    from worker.batch import BatchDecoder, Caps, OutputEncoder
     from worker.dev.produce import instance_values
+    from worker.intake import Caps, RecordDecoder
     from worker.metrics import WorkerMetrics
-    from worker.partitions import PartitionTask
+    from worker.output import Outbox, OutputEncoder
     from worker.pipeline import Profiles
     from worker.settings import load_settings
+    from worker.task import PartitionTask
 
     kw = WIRE[name][0]
-    enc = OutputEncoder(load_settings({}).topics, WorkerMetrics(), "test")
+    enc = OutputEncoder(load_settings({}).topics, WorkerMetrics())
     task = PartitionTask("g", "in", 0, "in.features")
-    dec = BatchDecoder(Profiles(PipelineConfig(**kw)), Caps(), "test", lambda: None)
+    dec = RecordDecoder(Profiles(PipelineConfig(**kw)), Caps())
     values = []
     for k, s in enumerate(("a", "b")):
         X, y, _ = RotatingHyperplane(n_features=5, n_drift_features=2, mag_change=0.01,
@@ -276,15 +277,15 @@ def wire_case(name: str) -> str:
     h = hashlib.sha256()
     for a in range(0, len(msgs), 700):
         batch = msgs[a:a + 700]
-        dead, outputs = [], []
+        outbox = Outbox("test")
         offsets = np.array([m.offset() for m in batch], dtype=np.int64)
-        for s, sr in dec.decode(task, batch, offsets, dead, 1 << 20).items():
+        for s, sr in dec.decode(task, batch, offsets, outbox, 1 << 20).items():
             pl = task.pipelines[s]
             sr.finish(pl.n_features)
-            enc.encode(task, s, pl, pl.process(sr.X, sr.ys, sr.offsets), sr, 0, outputs, dead)
-        if dead:
-            raise AssertionError(f"wire case {name}: dead letters {dead[:1]}")
-        for topic, key, vals in outputs:
+            enc.encode(task, s, pl, pl.process(sr.X, sr.ys, sr.offsets), sr, 0, outbox)
+        if outbox.dead:
+            raise AssertionError(f"wire case {name}: dead letters {outbox.dead[:1]}")
+        for topic, key, vals in outbox.records:
             for v in vals:
                 h.update(topic.encode() + key + v)
     return h.hexdigest()

@@ -10,9 +10,10 @@ from confluent_kafka import Message
 from schemas import DriftAlert, Prediction, Ranking
 from schemas.codec import decode
 from schemas.deadletter import parse_deadletter_headers
-from worker.batch import BatchDecoder, Caps, OutputEncoder
 from worker.dev.produce import instance_values
+from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
+from worker.output import Outbox, OutputEncoder
 from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
@@ -35,12 +36,15 @@ def _stream(stream, n, d=3, start=0, seed=0):
 
 def _decoder(task, cfg=CFG, **caps):
     """A decoder for one partition."""
-    return BatchDecoder(Profiles(cfg), Caps(**caps), "test", lambda: None)
+    return RecordDecoder(Profiles(cfg), Caps(**caps))
 
 
 def _decode(dec, task, msgs, dead):
     offsets = np.array([m.offset() for m in msgs], dtype=np.int64)
-    return dec.decode(task, msgs, offsets, dead, 1 << 20)
+    outbox = Outbox("test")
+    rows = dec.decode(task, msgs, offsets, outbox, 1 << 20)
+    dead.extend(outbox.dead)
+    return rows
 
 
 def test_first_messages_create_streams_later_batches_decode_in_bulk():
@@ -109,7 +113,7 @@ def test_output_encoder_writes_the_contracts_in_row_order():
     from worker.pipeline import Pipeline
 
     settings = load_settings({})
-    enc = OutputEncoder(settings.topics, WorkerMetrics(), "test")
+    enc = OutputEncoder(settings.topics, WorkerMetrics())
     task = PartitionTask("g", "in", 1, "in.features")
     X, y, vals = _stream("s", 60, seed=4)
     dec = _decoder(task, cfg=PipelineConfig(
@@ -120,10 +124,10 @@ def test_output_encoder_writes_the_contracts_in_row_order():
     sr.finish(3)
     pl: Pipeline = task.pipelines["s"]
     res = pl.process(sr.X, sr.ys, sr.offsets)
-    outputs: list = []
-    enc.encode(task, "s", pl, res, sr, 0, outputs, dead)
+    outbox = Outbox("test")
+    enc.encode(task, "s", pl, res, sr, 0, outbox)
     by_topic: dict = {}
-    for topic, key, values in outputs:
+    for topic, key, values in outbox.records:
         assert key == b"s"
         by_topic.setdefault(topic, []).extend(values)
     preds = [decode(v, Prediction) for v in by_topic[settings.topics.predictions]]

@@ -25,9 +25,10 @@ from schemas.batches import (
 )
 from schemas.codec import InstanceLimits, decode, encode, encode_state
 from schemas.deadletter import parse_deadletter_headers
-from worker.batch import BatchDecoder, Caps, OutputEncoder
 from worker.dev.produce import BATCH_HEADERS, batch_values, instance_values
+from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
+from worker.output import Outbox, OutputEncoder
 from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
@@ -160,7 +161,7 @@ def test_produce_batches_carry_consecutive_ids_and_timestamps():
 
 
 def _decoder(cfg=CFG):
-    return BatchDecoder(Profiles(cfg), Caps(), "test", lambda: None)
+    return RecordDecoder(Profiles(cfg), Caps())
 
 
 def _batch_messages(stream, X, y, size, first_offset=0, start_id=0):
@@ -179,16 +180,15 @@ def _run(msgs, batches_out=True, committed=0):
     task = PartitionTask("g", "in", 0, "in.features")
     task.committed = committed
     dec = _decoder()
-    dead: list = []
+    outbox = Outbox("test")
     offsets = np.array([m.offset() for m in msgs], dtype=np.int64)
-    streams = dec.decode(task, msgs, offsets, dead, 1 << 20)
+    streams = dec.decode(task, msgs, offsets, outbox, 1 << 20)
     learned = learn_streams(task, streams)
     s = load_settings({"STREAMFOREST_OUTPUT__PREDICTION_BATCHES": str(batches_out).lower()})
-    enc = OutputEncoder(s.topics, WorkerMetrics(), "test", output=s.output)
-    outputs: list = []
+    enc = OutputEncoder(s.topics, WorkerMetrics(), output=s.output)
     for stream, pl, sr, lo, res in learned.results:
-        enc.encode(task, stream, pl, res, sr, lo, outputs, dead)
-    return outputs, dead, task, dec
+        enc.encode(task, stream, pl, res, sr, lo, outbox)
+    return outbox.records, outbox.dead, task, dec
 
 
 def _predictions(outputs):
@@ -205,7 +205,7 @@ def test_batched_rows_give_the_predictions_of_the_same_rows_one_per_record():
         [(p.id, p.y_pred, p.proba, p.y_true) for p in single]
     # rows share their record's offset; within it they are told apart by their id
     assert [p.offset for p in batched] == [i // 20 for i in range(60)]
-    assert dec.batches.extra_live_rows == 57  # 60 rows in 3 records
+    assert dec.instance_batches.extra_live_rows == 57  # 60 rows in 3 records
 
 
 def test_prediction_batches_hold_the_rows_in_order():
@@ -297,9 +297,9 @@ def test_a_new_stream_may_start_with_a_named_batch():
     msgs = [Message(topic="in", partition=0, offset=i, key=b"n", value=v,
                     headers=list(BATCH_HEADERS)) for i, v in enumerate((value, swapped))]
     task = PartitionTask("g", "in", 0, "in.features")
-    dead: list = []
-    streams = _decoder().decode(task, msgs, np.array([0, 1]), dead, 1 << 20)
-    assert not dead and task.pipelines["n"].feature_names == ["a", "b", "c"]
+    outbox = Outbox("test")
+    streams = _decoder().decode(task, msgs, np.array([0, 1]), outbox, 1 << 20)
+    assert not outbox and task.pipelines["n"].feature_names == ["a", "b", "c"]
     sr = streams["n"]
     sr.finish(3)
     np.testing.assert_array_equal(sr.X, X)  # columns put back in the stream's order
@@ -312,15 +312,14 @@ def test_json_msgpack_equivalence_of_prediction_batch_output():
     task = PartitionTask("g", "in", 0, "in.features")
     dec = _decoder()
     msgs = _batch_messages("a", X, y, 20)
-    dead: list = []
-    streams = dec.decode(task, msgs, np.array([0, 1]), dead, 1 << 20)
+    outbox = Outbox("test")
+    streams = dec.decode(task, msgs, np.array([0, 1]), outbox, 1 << 20)
     learned = learn_streams(task, streams)
-    enc = OutputEncoder(s.topics, WorkerMetrics(), "test", output=s.output)
-    outputs: list = []
+    enc = OutputEncoder(s.topics, WorkerMetrics(), output=s.output)
     for stream, pl, sr, lo, res in learned.results:
-        enc.encode(task, stream, pl, res, sr, lo, outputs, dead)
+        enc.encode(task, stream, pl, res, sr, lo, outbox)
     msgpack_out, _, _, _ = _run(_batch_messages("a", X, y, 20))
-    for (_, _, [jv], jh), (_, _, [mv], mh) in zip(outputs, msgpack_out):
+    for (_, _, [jv], jh), (_, _, [mv], mh) in zip(outbox.records, msgpack_out):
         assert ("content-type", b"application/json") in jh
         assert json.loads(jv)["proba"] is None or isinstance(json.loads(jv)["proba"], list)
         assert decode(jv, PredictionBatch, jh) == decode(mv, PredictionBatch, mh)

@@ -59,7 +59,7 @@ def test_models_import_only_numpy_numba_and_the_standard_library():
 
 
 def test_stream_pipelines_import_no_kafka_client_and_no_wire_format():
-    forbidden = {"confluent_kafka", "msgpack", "worker.app", "worker.batch", "worker.wire",
+    forbidden = {"confluent_kafka", "msgpack", "worker.app", "worker.intake", "worker.output", "worker.wire",
                  "worker.kafka_io", "worker.checkpoint", "worker.recovery", "worker.dev"}
     modules = _modules("worker/pipeline")
     assert modules

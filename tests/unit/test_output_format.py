@@ -32,10 +32,11 @@ from schemas.deadletter import deadletter_record
 from schemas.errors import DecodeError
 from worker import tail as tail_module
 from worker import wire
-from worker.batch import OutputEncoder, StreamRows
 from worker.checkpoint import chunk_key, encode_blob, manifest_key
+from worker.intake import StreamRows
 from worker.kafka_io import TransactionalProducer
 from worker.metrics import WorkerMetrics
+from worker.output import Outbox, OutputEncoder
 from worker.partitions import PartitionTask
 from worker.pipeline import Pipeline, PipelineConfig
 from worker.pipeline.results import FeatureResult, HeldPredictions, RankingOut
@@ -207,13 +208,13 @@ def _pipeline_result():
 
 
 def _encoded(encoder: OutputEncoder, encode_call) -> dict[str, list]:
-    """Contracts per topic of what ``encode_call(encoder, outputs, dead)`` produced."""
+    """Contracts per topic of what ``encode_call(encoder, outbox)`` produced."""
     models = {"sf.predictions": Prediction, "sf.drift": DriftAlert, "sf.rankings": Ranking}
-    outputs, dead = [], []
-    encode_call(encoder, outputs, dead)
-    assert not dead
+    outbox = Outbox("test")
+    encode_call(encoder, outbox)
+    assert not outbox.dead
     out: dict[str, list] = {}
-    for topic, key, values in outputs:  # the groups keep their shape: (topic, key, values)
+    for topic, key, values in outbox.records:  # the groups keep their shape: (topic, key, values)
         assert type(key) is bytes
         headers = encoder.headers.get(topic)
         for v in values:
@@ -224,15 +225,15 @@ def _encoded(encoder: OutputEncoder, encode_call) -> dict[str, list]:
 
 def _encoder(env: dict) -> OutputEncoder:
     s = load_settings(env)
-    return OutputEncoder(s.topics, WorkerMetrics(), "test", output=s.output)
+    return OutputEncoder(s.topics, WorkerMetrics(), output=s.output)
 
 
 def test_every_output_kind_in_json_equals_its_msgpack():
     pl, res, sr = _pipeline_result()
     task = PartitionTask("g", "sf.instances", 1, "sf.features")
 
-    def call(enc, outputs, dead):
-        enc.encode(task, "s", pl, res, sr, 0, outputs, dead)
+    def call(enc, outbox):
+        enc.encode(task, "s", pl, res, sr, 0, outbox)
 
     packed = _encoder({})
     assert packed.headers == {}
@@ -256,8 +257,8 @@ def test_streams_of_features_outputs_in_json_equal_their_msgpack():
     task = PartitionTask("g", "sf.instances", 0, "sf.features")
     pl = SimpleNamespace(model_name="feature_stream")
 
-    def call(enc, outputs, dead):
-        enc.encode_features(task, "cust", pl, res, 555, 12, outputs, dead)
+    def call(enc, outbox):
+        enc.encode_features(task, "cust", pl, res, 555, 12, outbox)
 
     want = _encoded(_encoder({}), call)
     assert [p.n_features for p in want["sf.predictions"]] == [2, 2] and want["sf.rankings"][0].ts == 555
@@ -460,3 +461,14 @@ def test_docstring_examples():
     for module in (tail_module, wire):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.attempted > 0 and result.failed == 0
+
+
+def test_output_records_take_the_field_order_of_their_contracts():
+    from schemas.batches import PredictionBatch
+    from worker.output import record
+
+    for contract in (Prediction, PredictionBatch, DriftAlert, Ranking):
+        fields = {k: None for k in reversed(contract.model_fields) if k != "v"}
+        assert list(record(contract, **fields)) == list(contract.model_fields)
+    with pytest.raises(TypeError, match="no field"):
+        record(Ranking, stream="s", colour="red")

@@ -30,9 +30,10 @@ from schemas import DriftAlert, Prediction, Ranking
 from schemas.checkpoint import StreamCheckpoint
 from schemas.codec import decode, decode_instance
 from schemas.errors import DecodeError
-from worker.batch import BatchDecoder, Caps, OutputEncoder
 from worker.checkpoint import encode_blob
+from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
+from worker.output import Outbox, OutputEncoder
 from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
@@ -111,18 +112,18 @@ def _worker_pass(batch, output_format):
     """Decode, learn and encode ``batch`` as the worker does; return outputs, dead, task."""
     settings = load_settings({})
     task = PartitionTask("g", "in", 0, "in.features")
-    decoder = BatchDecoder(Profiles(PipelineConfig(batch_size=2)), Caps(), "test", lambda: None)
+    decoder = RecordDecoder(Profiles(PipelineConfig(batch_size=2)), Caps())
     output = settings.output.model_copy(update={"format": output_format})
-    encoder = OutputEncoder(settings.topics, WorkerMetrics(), "test", output=output)
+    encoder = OutputEncoder(settings.topics, WorkerMetrics(), output=output)
     msgs = [Message(topic="in", partition=0, offset=i, key=k, value=v, headers=h)
             for i, (k, v, h) in enumerate(batch)]
-    dead, outputs = [], []
+    outbox = Outbox("test")
     offsets = np.arange(len(msgs), dtype=np.int64)
-    for s, sr in decoder.decode(task, msgs, offsets, dead, MAX).items():
+    for s, sr in decoder.decode(task, msgs, offsets, outbox, MAX).items():
         pl = task.pipelines[s]
         sr.finish(pl.n_features) if not pl.arrivals else None
-        encoder.encode(task, s, pl, pl.process(sr.X, sr.ys, sr.offsets), sr, 0, outputs, dead)
-    return outputs, dead, task
+        encoder.encode(task, s, pl, pl.process(sr.X, sr.ys, sr.offsets), sr, 0, outbox)
+    return outbox.records, outbox.dead, task
 
 
 CONTRACTS = {"sf.predictions": Prediction, "sf.drift": DriftAlert, "sf.rankings": Ranking}

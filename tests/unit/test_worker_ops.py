@@ -98,8 +98,8 @@ def test_metrics_text_format_and_endpoints():
     m.instances_in.inc(5)
     m.outputs.labels(kind="prediction").inc(3)
     m.lag.labels(partition=1).set(42)
-    m.batch_latency.observe(0.003)
-    m.batch_latency.observe(2.0)
+    m.poll_latency.observe(0.003)
+    m.poll_latency.observe(2.0)
     text = m.render()
     # the metric names of earlier versions, now exported by prometheus_client
     assert "# TYPE streamforest_instances_total counter" in text

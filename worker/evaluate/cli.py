@@ -134,11 +134,11 @@ def _run(args, settings, reader, topic, ranges, configs) -> SimpleNamespace:
                     msgs, offs = _only_streams(msgs, offs, args.streams)
                     if not msgs:
                         continue
-                outputs = [] if backfill else None
                 for sink in sinks:
-                    sink.feed(p, msgs, offs, *((backfill.encoder, outputs) if backfill else ()))
-                if backfill:
-                    backfill.send(outputs)
+                    if backfill:  # one configuration: its outbox holds what a worker publishes
+                        backfill.send(sink.feed(p, msgs, offs, backfill.encoder).records)
+                    else:
+                        sink.feed(p, msgs, offs)
         except BaseException:
             if backfill:
                 backfill.abort()
@@ -198,9 +198,9 @@ class _Backfill:
     """The replay's outputs under a prefix, in one transaction (see the module doc)."""
 
     def __init__(self, settings, prefix: str, topic: str, partitions: int):
-        from ..batch import OutputEncoder
         from ..kafka_io import TransactionalProducer
         from ..metrics import WorkerMetrics
+        from ..output import OutputEncoder
 
         names = SimpleNamespace(predictions=f"{prefix}.predictions", drift=f"{prefix}.drift",
                                 rankings=f"{prefix}.rankings")
@@ -211,7 +211,7 @@ class _Backfill:
             update={"extra": extra})})
         self.producer = TransactionalProducer(long, f"streamforest-evaluate-{prefix}",
                                               timeout_s=60.0)
-        self.encoder = OutputEncoder(names, WorkerMetrics(), "evaluate")
+        self.encoder = OutputEncoder(names, WorkerMetrics())
         self.producer.begin()
 
     def send(self, outputs: list) -> None:

@@ -30,9 +30,10 @@ from schemas.codec import encode_state
 from schemas.messages import TRUTH_HEADER
 
 from .. import __version__
-from ..batch import BatchDecoder, Caps
+from ..intake import Caps, RecordDecoder
 from ..merge import Released
 from ..metrics import WorkerMetrics
+from ..output import Outbox
 from ..step import StreamStep
 from ..task import PartitionTask
 from .metrics import StreamMetrics, spearman
@@ -63,7 +64,7 @@ class Candidate:
         self.profiles = profiles
         self.topic = topic
         self.window, self.every = window, every
-        self.decoder = BatchDecoder(profiles, Caps.from_settings(settings), __version__)
+        self.decoder = RecordDecoder(profiles, Caps.from_settings(settings))
         self.features_topic = settings.topics.features
         self.max_bytes = settings.worker.max_message_bytes
         self.counters = WorkerMetrics()  # the step's counters (not reported)
@@ -89,31 +90,29 @@ class Candidate:
             task.ready = True
         return task
 
-    def feed(self, p: int, msgs: list, offsets: np.ndarray, encoder=None,
-             outputs: list | None = None) -> None:
-        """One partition's records, in offset order; with ``encoder``, the outputs a worker
-        would produce are appended to ``outputs`` (a backfill)."""
+    def feed(self, p: int, msgs: list, offsets: np.ndarray, encoder=None) -> Outbox:
+        """One partition's records, in offset order; with ``encoder``, the returned outbox
+        holds the records a worker would produce (a backfill)."""
         t0 = time.perf_counter()
         task = self.task(p)
-        dead: list = []
+        outbox = Outbox(__version__)
         truths = _truth_headers(msgs)
         # the backfill's encoder writes what a worker would publish; without it, no encoding
         step = StreamStep(self.decoder, encoder, self.counters, self.max_bytes)
-        done = task.process(Released(a=msgs, a_offsets=offsets), step,
-                            outputs if outputs is not None else [], dead, self.n_feeds)
+        done = task.process(Released(a=msgs, a_offsets=offsets), step, outbox, self.n_feeds)
         self.n_feeds += 1
         stepped = done.stepped
         for stream, pl, sr, lo, res in stepped.learned.results:
             self._record(stream, pl, sr, lo, res)
         for offset, stream, scores in truths:
             self._truth(stepped.streams, task, offset, stream, scores)
-        for *_, code in dead:
-            self.refused[code] += 1
+        self.refused.update(outbox.refused_codes())
         self.instances += stepped.learned.n_live
         if self.instances >= self._next_sample:
             self._next_sample = self.instances + STATE_SAMPLE_EVERY
             self.peak_bytes = max(self.peak_bytes, self.state_nbytes())
         self.seconds += time.perf_counter() - t0
+        return outbox
 
     def _record(self, stream, pl, sr, lo: int, res) -> None:
         n = len(sr) - lo
