@@ -6,7 +6,7 @@ What the worker writes to the compacted checkpoints topic, and reads back on res
   the input topic(s) and partition, the stream, its learners by role with their parameters
   (``config``), the input offsets the state covers (the next offset to process, per input
   topic), and the state itself (plain values and numpy arrays). Large envelopes are cut into
-  chunks on the topic (:mod:`worker.checkpoint`).
+  chunks on the topic (:mod:`worker.checkpoint_store`).
 * :class:`CheckpointManifest`: the last record of a partition's checkpoint: the offsets it
   covers and, for every stream, where the chunks of its latest envelope are.
 

@@ -5,7 +5,7 @@ tests never need one. It comes from, in this order:
 
 1. ``STREAMFOREST_TEST_BOOTSTRAP`` (``host:port``): a broker you run yourself; nothing is started or stopped.
 2. A Docker daemon that answers within two seconds: a KRaft broker container through testcontainers.
-3. The local jar broker of ``worker.dev.broker`` (Java 17 + Maven, no Docker) on free loopback ports with a
+3. The local jar broker of ``worker.tools.dev.broker`` (Java 17 + Maven, no Docker) on free loopback ports with a
    temporary data directory, stopped at the end of the session. This is what the project's machines and CI use.
 
 If none can be started, the kafka tests are skipped with the reasons, except under ``CI=true``: there the
@@ -82,7 +82,7 @@ def _start_container() -> tuple[str, Callable[[], None]]:
 
 
 def _start_local(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Callable[[], None]]:
-    from worker.dev.broker import (
+    from worker.tools.dev.broker import (
         DEFAULT_JVM_OPTS,
         QUICK_JVM_OPTS,
         BrokerError,

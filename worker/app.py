@@ -65,7 +65,7 @@ import time
 from confluent_kafka import TopicPartition
 
 from . import __version__, gauges
-from . import checkpoint as ckpt
+from . import checkpoint_store as ckpt
 from .checkpoint_policy import CheckpointPolicy
 from .failure import WorkerFailed
 from .faults import Faults

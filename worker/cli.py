@@ -17,12 +17,13 @@ from . import __version__
 
 # subcommand modules, in the order they appear in --help
 _COMMAND_MODULES = (
-    "worker.settings", "worker.catalog", "worker.topics", "worker.tail", "worker.app",
-    "worker.warmup", "worker.evaluate.cli",
+    "worker.settings", "worker.tools.catalog", "worker.tools.topics", "worker.tools.tail",
+    "worker.app", "worker.tools.warmup", "worker.tools.evaluate.cli",
 )
 # development tools (the local broker, producers, the demo): registered when the package
-# ships them; the worker image leaves worker.dev out
-_DEV_COMMAND_MODULES = ("worker.dev.broker", "worker.dev.produce", "worker.dev.demo")
+# ships them; the worker image leaves worker.tools.dev out
+_DEV_COMMAND_MODULES = ("worker.tools.dev.broker", "worker.tools.dev.produce",
+                        "worker.tools.dev.demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"streamforest {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules = list(_COMMAND_MODULES)
-    if importlib.util.find_spec("worker.dev") is not None:
+    if importlib.util.find_spec("worker.tools.dev") is not None:
         modules += _DEV_COMMAND_MODULES
     for name in modules:
         importlib.import_module(name).add_parser(sub)

@@ -9,11 +9,11 @@ against the metadata before the worker gives up (see ``Worker._check_input_topic
 Examples
 --------
 >>> from confluent_kafka import KafkaError
->>> kind(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+>>> consumer_error_kind(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
 'fatal'
->>> kind(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+>>> consumer_error_kind(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
 'unknown_topic'
->>> kind(KafkaError(KafkaError._TRANSPORT))
+>>> consumer_error_kind(KafkaError(KafkaError._TRANSPORT))
 'transient'
 """
 
@@ -30,7 +30,7 @@ UNKNOWN_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN
                            KafkaError._UNKNOWN_PARTITION})
 
 
-def kind(err: KafkaError) -> str:
+def consumer_error_kind(err: KafkaError) -> str:
     """``"fatal"``, ``"unknown_topic"`` or ``"transient"``."""
     if err.fatal() or err.code() in FATAL:
         return "fatal"

@@ -43,7 +43,7 @@ class InputWatch:
         """Count and log a consumer error; raise :class:`WorkerFailed` for fatal ones."""
         self.metrics.consume_errors.labels(code=err.name()).inc()
         event(log, logging.WARNING, "consume error", error=str(err), code=err.name())
-        what = consume_errors.kind(err)
+        what = consume_errors.consumer_error_kind(err)
         if what == "fatal":
             raise WorkerFailed(f"fatal consumer error: {err}")
         if what == "unknown_topic" and self.unknown_since is None:

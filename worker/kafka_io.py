@@ -57,8 +57,9 @@ def _fenced(err) -> bool:
         KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
 
-def classify(err: KafkaError | None) -> str:
-    """``"retriable"``, ``"abortable"`` or ``"fatal"`` for a librdkafka error."""
+def producer_error_kind(err: KafkaError | None) -> str:
+    """``"retriable"``, ``"abortable"`` or ``"fatal"`` for an error of the producer or its
+    transaction (consumer errors: :func:`worker.consume_errors.consumer_error_kind`)."""
     if err is None:
         return "fatal"
     if err.fatal():
@@ -153,6 +154,15 @@ _CONSUMER_ONLY = ("group.id", "group.instance.id", "session.timeout.ms", "heartb
                   "max.poll.interval.ms", "enable.auto.commit", "fetch.wait.max.ms")
 
 
+def admin_config(settings) -> dict:
+    """Connection settings for an AdminClient (no consumer-only keys)."""
+    conf = dict(settings.kafka.as_librdkafka_dict())
+    for k in list(conf):
+        if k.startswith(("group.", "session.", "heartbeat.", "partition.assignment")):
+            conf.pop(k)
+    return conf
+
+
 def without_consumer_keys(conf: dict) -> dict:
     """``conf`` without the consumer-only properties (a producer's configuration).
 
@@ -210,7 +220,7 @@ class TransactionalProducer:
                 return _unwrapped(fn, *args)
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
-                kind = classify(err if isinstance(err, KafkaError) else None)
+                kind = producer_error_kind(err if isinstance(err, KafkaError) else None)
                 if kind == "retriable" and attempt < retries:
                     log.warning("retrying %s after %s", getattr(fn, "__name__", fn), err)
                     time.sleep(delay)
@@ -242,7 +252,7 @@ class TransactionalProducer:
                 p.poll(0.05)
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
-                kind = classify(err if isinstance(err, KafkaError) else None)
+                kind = producer_error_kind(err if isinstance(err, KafkaError) else None)
                 if kind == "fatal":
                     raise FatalProducerError(str(err)) from exc
                 raise AbortableError(str(err)) from exc
@@ -278,7 +288,7 @@ class TransactionalProducer:
             left = _unwrapped(self._p.flush, self.timeout_s if timeout is None else timeout)
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
-            if classify(err if isinstance(err, KafkaError) else None) == "fatal":
+            if producer_error_kind(err if isinstance(err, KafkaError) else None) == "fatal":
                 raise FatalProducerError(str(err), fenced=_fenced(err)) from exc
             raise AbortableError(str(err)) from exc
         if left:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from .topics import admin_config
+from .kafka_io import admin_config
 
 #: the broker's default ``message.max.bytes`` (Kafka 4.x), for topics that do not say
 BROKER_DEFAULT_MAX_BYTES = 1_048_588

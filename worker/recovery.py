@@ -5,7 +5,7 @@ On assignment (and at start) a partition is paused; the worker's loop then calls
 
 1. asks the group for the partition's committed offset ``C`` (a ``read_committed`` consumer
    waits for pending transactional offsets, KIP-447),
-2. reads the newest usable checkpoint (:func:`worker.checkpoint.read_usable`), which covers
+2. reads the newest usable checkpoint (:func:`worker.checkpoint_store.read_usable`), which covers
    the input up to ``K <= C``, and rebuilds the streams' pipelines from it,
 3. returns ``K`` (where to seek) and ``C`` (below which input is *replayed*: it updates the
    state only, because its outputs were committed in earlier transactions).
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import TopicPartition
 
-from . import checkpoint as ckpt
+from . import checkpoint_store as ckpt
 from .logs import event
 from .merge import decode_cuts
 from .pipeline import pipeline_from_state
@@ -98,7 +98,7 @@ def stream_pipeline(s: str, env) -> object:
 
 
 def _admit(budget_bytes: int | None):
-    """``accept`` for :func:`worker.checkpoint.read_usable`: every stream's pipeline is
+    """``accept`` for :func:`worker.checkpoint_store.read_usable`: every stream's pipeline is
     rebuilt (which checks its state); the most recently checkpointed ones stay in memory up to
     ``budget_bytes``, the others are passivated. Returns ``(resident, passivated)``."""
     def accept(_manifest, envelopes) -> tuple[OrderedDict, list]:
@@ -124,7 +124,7 @@ def restore_partition(consumer, reader, group: str, topic: str, partition: int,
 
     Every stream's state is read and checked; those that do not fit ``budget_bytes`` (the
     least recently checkpointed) are passivated (:mod:`worker.residency`). ``limits`` bound
-    what the checkpoint's records may claim (:class:`worker.checkpoint.Limits`).
+    what the checkpoint's records may claim (:class:`worker.checkpoint_store.Limits`).
     """
     t0 = time.monotonic()
     committed, fcommitted, metadata = _committed_both(consumer, topic, features, partition,

@@ -11,7 +11,7 @@ import logging
 
 from confluent_kafka import KafkaException
 
-from . import checkpoint as ckpt
+from . import checkpoint_store as ckpt
 from .kafka_io import AbortableError
 from .logs import event
 from .recovery import stream_pipeline
@@ -37,7 +37,7 @@ class OnDemand:
         An unsubscribed read_committed consumer.
     topic : str
         The checkpoints topic.
-    limits : worker.checkpoint.Limits
+    limits : worker.checkpoint_store.Limits
         What checkpoint records may claim.
     transactions : worker.transactions.Transactions
         The commit in flight ends before a read (it may hold the envelopes).

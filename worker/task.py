@@ -31,7 +31,7 @@ from confluent_kafka import Message, TopicPartition
 
 from schemas.checkpoint import StreamCheckpoint
 
-from . import checkpoint as ckpt
+from . import checkpoint_store as ckpt
 from .logs import event
 from .merge import MAX_CUTS_CHARS, A, B, CoMerge, Released, encode_cuts
 from .recovery import Restored, restore_partition
@@ -97,7 +97,7 @@ class PartitionTask:
         self.merge = CoMerge(0, 0)  # made again by every restore
         self.held: set[int] = set()  # sides paused while their records wait in the merge
         self.manifest = ckpt.empty_manifest(group, topic, partition, 0, features)
-        # where the manifest's chunks end on the checkpoints topic (worker.checkpoint.Written)
+        # where the manifest's chunks end on the checkpoints topic (worker.checkpoint_store.Written)
         self.manifest_end = 0
         self.since_ckpt = 0
         self.last_ckpt = time.monotonic()

@@ -27,7 +27,7 @@ import time
 from collections import deque
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from . import checkpoint as ckpt
+from . import checkpoint_store as ckpt
 from .committer import Committer
 from .failure import WorkerFailed
 from .kafka_io import (

@@ -159,7 +159,7 @@ def kafka(bootstrap: str | None) -> Iterator[str]:
     if bootstrap is not None:
         yield bootstrap
         return
-    from worker.dev.broker import LocalBroker, free_port
+    from worker.tools.dev.broker import LocalBroker, free_port
 
     port = free_port()
     broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))

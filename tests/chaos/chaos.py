@@ -60,9 +60,9 @@ from worker_support import (  # noqa: E402 (the path above makes the helpers imp
 )
 
 from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET, SOURCE_PARTITION  # noqa: E402
-from worker.dev.broker import DEFAULT_JVM_OPTS, LocalBroker, free_port  # noqa: E402
-from worker.dev.produce import make_producer  # noqa: E402
-from worker.topics import create_topics  # noqa: E402
+from worker.tools.dev.broker import DEFAULT_JVM_OPTS, LocalBroker, free_port  # noqa: E402
+from worker.tools.dev.produce import make_producer  # noqa: E402
+from worker.tools.topics import create_topics  # noqa: E402
 from worker.watchdog import EXIT_OVERDUE  # noqa: E402
 
 SESSION_MS = 6000
@@ -196,7 +196,7 @@ def craft(settings, rng: random.Random, n: int) -> str:
     import zlib
 
     from schemas.codec import encode
-    from worker import checkpoint as ckpt
+    from worker import checkpoint_store as ckpt
     from worker.kafka_io import TransactionalProducer, make_reader
 
     t, group = settings.topics, settings.kafka.group_id

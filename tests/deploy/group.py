@@ -208,7 +208,7 @@ class Group:
 
 
 def free_ports(n: int) -> list[int]:
-    from worker.dev.broker import free_port
+    from worker.tools.dev.broker import free_port
 
     out: list[int] = []
     for _ in range(n):
@@ -268,7 +268,7 @@ class Feeder(threading.Thread):
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        from worker.dev.produce import instance_values, make_producer, produce_values
+        from worker.tools.dev.produce import instance_values, make_producer, produce_values
 
         try:
             p = make_producer(self.bootstrap)
@@ -303,7 +303,7 @@ def first_prediction(image: str, bootstrap: str, cold: bool, cpu: str | None = N
     ``cpu``: the container's processes run on this CPU model emulated by QEMU (``Nehalem``:
     SSE4.2, no AVX; the image was built on the host's CPU).
     """
-    from worker.topics import create_topics
+    from worker.tools.topics import create_topics
 
     prefix = new_prefix("start")
     env = worker_env(bootstrap, prefix, "solo", TOPICS__PARTITIONS="1")
@@ -351,8 +351,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the report (markdown) here")
     args = ap.parse_args(argv)
 
-    from worker.dev.broker import DEFAULT_JVM_OPTS, LocalBroker
-    from worker.topics import create_topics
+    from worker.tools.dev.broker import DEFAULT_JVM_OPTS, LocalBroker
+    from worker.tools.topics import create_topics
 
     assert podman("image", "exists", args.image, check=False).returncode == 0, \
         f"no image {args.image}: build it with deploy/image/build.sh (make deploy-test does)"

@@ -254,13 +254,13 @@ def wire_case(name: str) -> str:
     learned and encoded in consume batches of 700."""
     from confluent_kafka import Message
 
-    from worker.dev.produce import instance_values
     from worker.intake import Caps, RecordDecoder
     from worker.metrics import WorkerMetrics
     from worker.output import Outbox, OutputEncoder
     from worker.pipeline import Profiles
     from worker.settings import load_settings
     from worker.task import PartitionTask
+    from worker.tools.dev.produce import instance_values
 
     kw = WIRE[name][0]
     enc = OutputEncoder(load_settings({}).topics, WorkerMetrics())

@@ -13,9 +13,9 @@ from worker_support import new_prefix, settings_from, worker_env
 
 from schemas import StreamCheckpoint
 from schemas.checkpoint import state_equal
-from worker import checkpoint as ckpt
+from worker import checkpoint_store as ckpt
 from worker.kafka_io import AbortableError, TransactionalProducer, make_reader
-from worker.topics import create_topics
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

@@ -26,11 +26,11 @@ from worker_support import (
     worker_env,
 )
 
-from worker.evaluate.metrics import StreamMetrics
-from worker.evaluate.report import json_safe
 from worker.pipeline import Pipeline
 from worker.settings import stream_profiles
-from worker.topics import create_topics
+from worker.tools.evaluate.report import json_safe
+from worker.tools.evaluate.scores import StreamMetrics
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -77,7 +77,7 @@ def served(kafka_bootstrap, tmp_path_factory):
     create_topics(settings)
     streams = make_streams(2, 1500, seed=4)
     streams["reg-0"] = regression_stream(1200, seed=4)
-    from worker.dev.produce import make_producer
+    from worker.tools.dev.produce import make_producer
 
     p = make_producer(kafka_bootstrap)
     t = settings.topics.instances

@@ -19,8 +19,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import ConfigResource
 from worker_support import read_partition_to_end
 
-from worker.dev.broker import BrokerError, LocalBroker, free_port, pid_alive
-from worker.dev.broker import main as broker_cli
+from worker.tools.dev.broker import BrokerError, LocalBroker, free_port, pid_alive
+from worker.tools.dev.broker import main as broker_cli
 
 pytestmark = pytest.mark.kafka
 

@@ -29,8 +29,8 @@ from worker_support import (
 
 from schemas import DriftAlert, Prediction, Ranking
 from schemas.codec import decode
-from worker.dev.produce import make_producer
-from worker.topics import create_topics
+from worker.tools.dev.produce import make_producer
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -42,9 +42,9 @@ def _tail_command() -> list[str]:
     """``python -m worker tail`` once the CLI registers it, else the module on its own."""
     from worker import cli
 
-    if "worker.tail" in cli._COMMAND_MODULES:
+    if "worker.tools.tail" in cli._COMMAND_MODULES:
         return [sys.executable, "-m", "worker", "tail"]
-    return [sys.executable, "-m", "worker.tail"]
+    return [sys.executable, "-m", "worker.tools.tail"]
 
 
 def _env(env: dict[str, str]) -> dict[str, str]:

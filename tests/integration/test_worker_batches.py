@@ -26,8 +26,8 @@ from worker_support import (
 from schemas.batches import PredictionBatch
 from schemas.codec import decode, encode_state
 from schemas.deadletter import parse_deadletter_headers
-from worker.dev.produce import BATCH_HEADERS, batch_values, make_producer, produce_values
-from worker.topics import create_topics
+from worker.tools.dev.produce import BATCH_HEADERS, batch_values, make_producer, produce_values
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

@@ -24,7 +24,7 @@ from worker_support import (
     worker_env,
 )
 
-from worker.topics import create_topics
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -35,7 +35,7 @@ def own_broker(tmp_path, kafka_bootstrap):
 
     Asks for ``kafka_bootstrap`` only so that the session broker's jars are fetched first.
     """
-    from worker.dev.broker import DEFAULT_JVM_OPTS, QUICK_JVM_OPTS, LocalBroker, free_port
+    from worker.tools.dev.broker import DEFAULT_JVM_OPTS, QUICK_JVM_OPTS, LocalBroker, free_port
 
     port = free_port()
     broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]),

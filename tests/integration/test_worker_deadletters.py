@@ -22,8 +22,8 @@ from worker_support import (
 )
 
 from schemas.deadletter import parse_deadletter_headers
-from worker.dev.produce import instance_values, make_producer
-from worker.topics import create_topics
+from worker.tools.dev.produce import instance_values, make_producer
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

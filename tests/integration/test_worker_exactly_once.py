@@ -22,8 +22,8 @@ from worker_support import (
     worker_env,
 )
 
-from worker.dev.broker import free_port
-from worker.topics import create_topics
+from worker.tools.dev.broker import free_port
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

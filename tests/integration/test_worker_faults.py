@@ -30,7 +30,7 @@ from worker_support import (
 from schemas import StreamCheckpoint
 from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET
 from worker.kafka_io import make_reader
-from worker.topics import create_topics
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -68,7 +68,7 @@ def _manifests(bootstrap: str, topic: str, group: str) -> int:
 
 def _roll_segments(bootstrap: str, topic: str, partitions: int) -> None:
     """One record (a key no reader wants) per partition: closes the active segments."""
-    from worker.dev.produce import make_producer
+    from worker.tools.dev.produce import make_producer
 
     p = make_producer(bootstrap)
     for part in range(partitions):
@@ -183,7 +183,7 @@ def _instance(stream, i, x, y):
 
 def test_oversized_inputs_and_outputs_are_dead_lettered_and_nothing_stalls(kafka_bootstrap,
                                                                            tmp_path):
-    from worker.dev.produce import make_producer
+    from worker.tools.dev.produce import make_producer
 
     prefix = new_prefix("big")
     # the label cap is raised so that a prediction (it lists the stream's classes) outgrows the
@@ -555,7 +555,7 @@ def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap
     taking turns record by record. Restarted, the worker restores those without refusing
     any (an earlier reader took the records that follow a stream's first chunk as its
     chunks), and outputs stay exact; the second group's checkpoints read back as written."""
-    from worker import checkpoint as ckpt
+    from worker import checkpoint_store as ckpt
     from worker.kafka_io import TransactionalProducer
 
     env = _env(kafka_bootstrap, new_prefix("mixa"), "a1", CHECKPOINT__EVERY_INSTANCES="150",
@@ -639,7 +639,7 @@ def test_checkpoints_claiming_more_than_they_hold_are_refused_and_outputs_stay_e
     the registry's range (``n_splits`` 5,000: another learner, slower and with other
     outputs). The restarted worker refuses them, restores the checkpoints under them (an
     older-checkpoint fallback) and its outputs stay exact."""
-    from worker import checkpoint as ckpt
+    from worker import checkpoint_store as ckpt
     from worker.kafka_io import TransactionalProducer
 
     prefix = new_prefix("crafted")

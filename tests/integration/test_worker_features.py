@@ -28,7 +28,7 @@ from models.registry import PREDICTOR, RANKER, get
 from schemas.deadletter import parse_deadletter_headers
 from worker.pipeline import FeatureStreamPipeline
 from worker.pipeline.config import stream_seed
-from worker.topics import create_topics
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

@@ -22,7 +22,7 @@ from worker_support import (
 
 from schemas import parse_deadletter_headers
 from worker.settings import stream_profiles
-from worker.topics import create_topics
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

@@ -19,7 +19,7 @@ from worker_support import (
     worker_env,
 )
 
-from worker.topics import create_topics
+from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 

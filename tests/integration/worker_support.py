@@ -222,7 +222,7 @@ def make_streams(n_streams: int, n_rows: int, seed: int = 0, d: int = 5):
 def produce_streams(bootstrap: str, topic: str, streams: dict, start: int = 0,
                     stop: int | None = None, interleave: int = 50) -> int:
     """Produce rows ``start:stop`` of every stream, interleaving the streams by chunks."""
-    from worker.dev.produce import instance_values, make_producer, produce_values
+    from worker.tools.dev.produce import instance_values, make_producer, produce_values
 
     p = make_producer(bootstrap)
     n = 0

@@ -186,7 +186,7 @@ def test_river_flavour_accuracy_near_river_arf_on_electricity():
     and 0.753 for seeds 2 and 1), so the mean of three of our seeds is held within 2 points
     of river's seed 1. Whole streams: tests/benchmarks/learners/results/arf.md."""
     forest = pytest.importorskip("river.forest")
-    from worker.dev.datasets import load
+    from worker.tools.dev.datasets import load
 
     d = load("electricity", DATA)
     X = np.ascontiguousarray(d.X[:3000], dtype=np.float64)

@@ -23,8 +23,8 @@ import numpy as np
 
 from models import registry
 from tests.shared_data import data_dir
-from worker.dev.datasets import load
 from worker.pipeline import PipelineConfig
+from worker.tools.dev.datasets import load
 
 RIVER_ARF10 = 0.8088  # mean over seeds 1-5, command in the module doc
 ROWS = 20_000

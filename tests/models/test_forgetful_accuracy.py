@@ -20,7 +20,7 @@ import pytest
 from models.forgetful_forest import ForgetfulRandomForest
 from models.forgetful_tree import ForgetfulDecisionTree
 from tests.shared_data import data_dir
-from worker.dev import datasets
+from worker.tools.dev import datasets
 
 DATA_DIR = data_dir()
 

@@ -23,7 +23,7 @@ STREAMS = {"weather": 18159, "phishing": 11055, "mixed_abrupt": 20000, "outdoor"
 
 
 def _load(name, rows):
-    from worker.dev.datasets import load
+    from worker.tools.dev.datasets import load
 
     d = load(name, DATA)
     return d.X[:rows], d.y[:rows]

@@ -138,7 +138,7 @@ def _budget_stream(name: str, seed: int):
     if name == "agrawal":
         return synthetic.agrawal(2000, seed=seed)
     from tests.shared_data import data_dir
-    from worker.dev.datasets import load
+    from worker.tools.dev.datasets import load
 
     try:
         d = load(name, data_dir())

@@ -10,13 +10,13 @@ from confluent_kafka import Message
 from schemas import DriftAlert, Prediction, Ranking
 from schemas.codec import decode
 from schemas.deadletter import parse_deadletter_headers
-from worker.dev.produce import instance_values
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
 from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
+from worker.tools.dev.produce import instance_values
 
 CFG = PipelineConfig(predictor="forgetful_tree", rankers=[], batch_size=10)
 

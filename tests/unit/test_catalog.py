@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from models import registry
-from worker import catalog
+from worker.tools import catalog
 
 
 def test_rows_mark_the_default_learners_by_role():

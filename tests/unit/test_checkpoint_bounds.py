@@ -17,7 +17,7 @@ from models.adaptive_forest import AdaptiveRandomForest
 from models.block_forest import BlockForestRanker
 from models.hyperplane import RotatingHyperplane
 from schemas import StreamCheckpoint
-from worker import checkpoint as ckpt
+from worker import checkpoint_store as ckpt
 from worker.pipeline import Pipeline, PipelineConfig
 from worker.recovery import stream_pipeline
 from worker.settings import ConfigError, load_settings
@@ -180,7 +180,7 @@ def test_a_state_of_more_values_than_the_settings_allow_is_refused_before_decodi
 def test_a_real_state_is_restored_within_its_bounds_and_four_times_its_size(predictor):
     """A pipeline after 2,000 rows: a few hundred values, inflating 3-16 times; restoring it
     (the blob decoded, the pipeline rebuilt) peaks at most at 4 times the inflated msgpack,
-    the multiple :func:`worker.checkpoint.decode_blob` states."""
+    the multiple :func:`worker.checkpoint_store.decode_blob` states."""
     X, y = _rows(2000)
     p = Pipeline("s", PipelineConfig(predictor=predictor), X.shape[1])
     p.process(X, y)

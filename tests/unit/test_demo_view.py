@@ -8,8 +8,8 @@ import io
 import numpy as np
 from rich.console import Console
 
-from worker.dev import demo
-from worker.dev.demo import Board, watch
+from worker.tools.dev import demo
+from worker.tools.dev.demo import Board, watch
 
 NAMES = [f"x{j}" for j in range(4)]
 W = np.tile([0.1, 0.9, 0.5, 0.2], (100, 1))  # true weights: x1, x2, x3 lead

@@ -56,8 +56,8 @@ def test_entrypoint_is_exec_form_of_the_console_script():
 def test_warmup_module_named_by_the_image_exists():
     runs = " ".join(rest for word, rest in _instructions() if word == "RUN")
     ours = [m for m in re.findall(r"python -m ([\w.]+)", runs) if m.split(".")[0] == "worker"]
-    assert ours == ["worker.warmup"]
-    assert (ROOT / "worker" / "warmup.py").exists()
+    assert ours == ["worker.tools.warmup"]
+    assert (ROOT / "worker" / "tools" / "warmup.py").exists()
 
 
 def _pinned(path: Path) -> dict[str, str]:
@@ -91,6 +91,6 @@ def test_pinned_requirements_are_the_runtime_dependencies():
 
 def test_build_context_leaves_the_dev_subpackage_out():
     lines = (ROOT / ".dockerignore").read_text().splitlines()
-    assert "worker/dev" in lines
+    assert "worker/tools/dev" in lines
     # a later "!" rule would bring it back
-    assert lines.index("worker/dev") > max(i for i, ln in enumerate(lines) if ln.startswith("!worker"))
+    assert lines.index("worker/tools/dev") > max(i for i, ln in enumerate(lines) if ln.startswith("!worker"))

@@ -1,4 +1,4 @@
-"""Prequential metrics of ``streamforest evaluate`` (worker/evaluate/metrics.py)."""
+"""Prequential metrics of ``streamforest evaluate`` (worker/tools/evaluate/scores.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from worker.evaluate import metrics
-from worker.evaluate.metrics import StreamMetrics, spearman
+from worker.tools.evaluate import scores
+from worker.tools.evaluate.scores import StreamMetrics, spearman
 
 CLASS_KEYS = {"n", "accuracy", "kappa", "kappa_t", "macro_f1"}
 REGRESSION_KEYS = {"n", "mae", "rmse", "amrae", "mae_per_target", "rmse_per_target", "rmae_per_target"}
@@ -268,6 +268,6 @@ def test_spearman_matches_scipy_with_ties():
 
 
 def test_docstring_examples():
-    # worker/evaluate is outside pytest's doctest paths: run them here
-    result = doctest.testmod(metrics, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    # worker/tools/evaluate is outside pytest's doctest paths: run them here
+    result = doctest.testmod(scores, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -1,4 +1,4 @@
-"""The report of ``streamforest evaluate`` (worker/evaluate/report.py and plots.py)."""
+"""The report of ``streamforest evaluate`` (worker/tools/evaluate/report.py and plots.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from io import BytesIO
 import numpy as np
 import pytest
 
-from worker.evaluate import plots, report
-from worker.evaluate.metrics import StreamMetrics, spearman
-from worker.evaluate.report import write_report
+from worker.tools.evaluate import plots, report
+from worker.tools.evaluate.report import write_report
+from worker.tools.evaluate.scores import StreamMetrics, spearman
 
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="[^"]*" width="(\d+)" height="(\d+)">')
 FEATURES = [f"f{i}" for i in range(12)]
@@ -194,7 +194,7 @@ def test_without_matplotlib_json_and_plain_html_are_written(tmp_path, monkeypatc
 
 
 def test_the_report_module_does_not_import_matplotlib():
-    code = ("import sys; import worker.evaluate.report, worker.evaluate.plots, worker.evaluate.metrics; "
+    code = ("import sys; import worker.tools.evaluate.report, worker.tools.evaluate.plots, worker.tools.evaluate.scores; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
@@ -240,10 +240,10 @@ def test_served_report_without_throughput_alerts_or_rankings(tmp_path):
 
 @pytest.mark.parametrize("module", ["report", "plots", "headline", "summary", "ranges"])
 def test_docstring_examples(module):
-    # worker/evaluate is outside pytest's doctest paths: run them here
+    # worker/tools/evaluate is outside pytest's doctest paths: run them here
     import importlib
 
-    module = importlib.import_module(f"worker.evaluate.{module}")
+    module = importlib.import_module(f"worker.tools.evaluate.{module}")
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 

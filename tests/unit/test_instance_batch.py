@@ -25,7 +25,6 @@ from schemas.batches import (
 )
 from schemas.codec import InstanceLimits, decode, encode, encode_state
 from schemas.deadletter import parse_deadletter_headers
-from worker.dev.produce import BATCH_HEADERS, batch_values, instance_values
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
@@ -33,6 +32,7 @@ from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
 from worker.step import learn_streams
+from worker.tools.dev.produce import BATCH_HEADERS, batch_values, instance_values
 
 CFG = PipelineConfig(predictor="forgetful_tree", rankers=[], batch_size=10)
 
@@ -327,7 +327,7 @@ def test_json_msgpack_equivalence_of_prediction_batch_output():
 
 
 def test_tail_shows_batch_records_with_their_contract():
-    from worker.tail import render
+    from worker.tools.tail import render
 
     X, y = _rows(3)
     [value] = batch_values("s", X, y, size=3)

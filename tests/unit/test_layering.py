@@ -2,8 +2,8 @@
 
 * ``models`` imports only numpy, numba and the standard library;
 * stream pipelines (``worker/pipeline``) import no Kafka client and no wire format;
-* nothing in the runtime (``worker`` outside ``worker/dev``) imports the development tools,
-  which the worker image leaves out;
+* nothing in the runtime (``worker`` outside ``worker/tools``) imports the operator tools, and
+  nothing outside ``worker/tools/dev`` the development tools, which the worker image leaves out;
 * ``schemas`` never imports the worker; nothing shipped imports test-only libraries;
 * learners are named in the registry only: no runtime module spells a learner family.
 """
@@ -60,7 +60,7 @@ def test_models_import_only_numpy_numba_and_the_standard_library():
 
 def test_stream_pipelines_import_no_kafka_client_and_no_wire_format():
     forbidden = {"confluent_kafka", "msgpack", "worker.app", "worker.intake", "worker.output", "worker.wire",
-                 "worker.kafka_io", "worker.checkpoint", "worker.recovery", "worker.dev"}
+                 "worker.kafka_io", "worker.checkpoint_store", "worker.recovery", "worker.tools.dev"}
     modules = _modules("worker/pipeline")
     assert modules
     offenders = {p: sorted(x for x in n if x in forbidden or _top({x}) & forbidden)
@@ -68,12 +68,20 @@ def test_stream_pipelines_import_no_kafka_client_and_no_wire_format():
     assert {p: n for p, n in offenders.items() if n} == {}
 
 
+def test_the_runtime_never_imports_the_operator_tools():
+    """``worker/tools`` (tail, topics, catalog, warmup, evaluate, dev) imports the runtime, never
+    the reverse; the CLI registers the tools' subcommands by name."""
+    offenders = {p: sorted(x for x in n if x.startswith("worker.tools"))
+                 for p, n in _modules("worker", exclude="worker/tools").items()}
+    assert {p: n for p, n in offenders.items() if n} == {}
+
+
 def test_the_runtime_never_imports_the_development_tools():
-    offenders = {p: sorted(x for x in n if x.startswith("worker.dev"))
-                 for p, n in _modules("worker", exclude="worker/dev").items()}
+    offenders = {p: sorted(x for x in n if x.startswith("worker.tools.dev"))
+                 for p, n in _modules("worker", exclude="worker/tools/dev").items()}
     assert {p: n for p, n in offenders.items() if n} == {}
     # the worker image leaves them out of its build context
-    assert "worker/dev" in (ROOT / ".dockerignore").read_text().split()
+    assert "worker/tools/dev" in (ROOT / ".dockerignore").read_text().split()
 
 
 def test_schemas_do_not_import_worker_or_models_internals():
@@ -97,7 +105,7 @@ def test_learner_families_are_named_in_the_registry_only():
     offenders = {}
     for p in (ROOT / "worker").rglob("*.py"):
         rel = str(p.relative_to(ROOT))
-        if rel.startswith("worker/dev"):
+        if rel.startswith("worker/tools/dev"):
             continue
         for node in ast.walk(ast.parse(p.read_text())):
             if isinstance(node, ast.Constant) and node.value in names:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import uuid
 
-from worker.dev import broker
+from worker.tools.dev import broker
 
 
 def test_cluster_ids_never_start_with_a_dash(monkeypatch) -> None:

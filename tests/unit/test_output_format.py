@@ -30,9 +30,8 @@ from schemas import CheckpointManifest, DriftAlert, Instance, Prediction, Rankin
 from schemas.codec import decode, encode
 from schemas.deadletter import deadletter_record
 from schemas.errors import DecodeError
-from worker import tail as tail_module
 from worker import wire
-from worker.checkpoint import chunk_key, encode_blob, manifest_key
+from worker.checkpoint_store import chunk_key, encode_blob, manifest_key
 from worker.intake import StreamRows
 from worker.kafka_io import TransactionalProducer
 from worker.metrics import WorkerMetrics
@@ -41,7 +40,8 @@ from worker.partitions import PartitionTask
 from worker.pipeline import Pipeline, PipelineConfig
 from worker.pipeline.results import FeatureResult, HeldPredictions, RankingOut
 from worker.settings import OUTPUT_KINDS, ConfigError, load_settings
-from worker.tail import UnknownTopic, checkpoint_summary, render, resolve_topic
+from worker.tools import tail as tail_module
+from worker.tools.tail import UnknownTopic, checkpoint_summary, render, resolve_topic
 from worker.wire import encode_predictions, encode_predictions_json
 
 JSON_HEADER = [("content-type", b"application/json")]
@@ -83,7 +83,7 @@ def test_a_bad_output_format_names_the_variable(env, where, text):
 
 
 @pytest.mark.parametrize("command", [["worker", "run"], ["worker", "config"],
-                                     ["worker.tail", "predictions"]])
+                                     ["worker.tools.tail", "predictions"]])
 def test_a_bad_output_format_stops_commands_with_exit_code_2(command):
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("STREAMFOREST_")}
     env["STREAMFOREST_OUTPUT__FORMAT"] = "xml"

@@ -11,7 +11,7 @@ surrogates, huge and tiny numbers, maps where lists belong, missing keys),
   the same values;
 * every record is either dead-lettered with a reason or gives outputs, and every output
   decodes with the contracts of ``schemas`` in both wire formats;
-* every stream the records created checkpoints (``worker.checkpoint.encode_blob``).
+* every stream the records created checkpoints (``worker.checkpoint_store.encode_blob``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from schemas import DriftAlert, Prediction, Ranking
 from schemas.checkpoint import StreamCheckpoint
 from schemas.codec import decode, decode_instance
 from schemas.errors import DecodeError
-from worker.checkpoint import encode_blob
+from worker.checkpoint_store import encode_blob
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder

@@ -14,9 +14,10 @@ import models
 from models import registry
 from models.hyperplane import RotatingHyperplane
 from schemas.checkpoint import StreamCheckpoint
-from worker import warmup, wire
-from worker.checkpoint import decode_blob, encode_blob
+from worker import wire
+from worker.checkpoint_store import decode_blob, encode_blob
 from worker.pipeline import Pipeline, PipelineConfig, pipeline_from_state
+from worker.tools import warmup
 
 
 def _signatures() -> dict[str, set[str]]:

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from schemas import DecodeError, StreamCheckpoint
-from worker import checkpoint as ckpt
+from worker import checkpoint_store as ckpt
 from worker.app import Faults
 from worker.cli import build_parser
 from worker.logs import JsonFormatter, event
@@ -163,7 +163,7 @@ def test_cli_has_the_worker_commands():
 
 def test_topic_specs_compact_the_checkpoints():
     from worker.settings import load_settings
-    from worker.topics import topic_specs
+    from worker.tools.topics import topic_specs
 
     s = load_settings({}, topics={"partitions": 3})
     specs = {t.topic: t for t in topic_specs(s)}
@@ -310,7 +310,7 @@ def test_checkpoints_are_compressed_and_plain_ones_still_read():
         ckpt.inflate(bomb, ckpt._MAX_STATE_BYTES // 1024)
 
 
-@pytest.mark.parametrize("module", ["worker.consume_errors", "worker.metrics", "worker.checkpoint",
+@pytest.mark.parametrize("module", ["worker.consume_errors", "worker.metrics", "worker.checkpoint_store",
                                     "worker.residency"])
 def test_docstring_examples_of_runtime_modules(module):
     import doctest

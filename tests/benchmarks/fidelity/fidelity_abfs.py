@@ -43,7 +43,7 @@ from models.naive_bayes import NaiveBayes  # noqa: E402
 from tests.benchmarks.common import write_arff, write_results  # noqa: E402
 from tests.models.feature_drift_data import feature_drift_stream, relevant  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
-from worker.dev.datasets import read_arff, read_csv  # noqa: E402
+from worker.tools.dev.datasets import read_arff, read_csv  # noqa: E402
 
 DATA = data_dir()
 STREAMS = ("outdoor", "noaa", "elec")

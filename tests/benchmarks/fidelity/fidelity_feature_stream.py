@@ -55,7 +55,7 @@ AUTHORS = {"challenger": 0.8358, "baseline": 0.8148, "offline": 0.8342, "wins": 
 
 def _shared(name: str, positive: Callable) -> Callable:
     def load():
-        from worker.dev.datasets import load as load_shared
+        from worker.tools.dev.datasets import load as load_shared
 
         data = load_shared(name, data_dir())
         return data.X, np.array([1 if positive(v) else 0 for v in data.y])
@@ -64,7 +64,7 @@ def _shared(name: str, positive: Callable) -> Callable:
 
 def _shared_above_median(name: str, target: int) -> Callable:
     def load():
-        from worker.dev.datasets import load as load_shared
+        from worker.tools.dev.datasets import load as load_shared
 
         data = load_shared(name, data_dir())
         y = data.y[:, target]

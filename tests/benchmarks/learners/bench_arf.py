@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 from models import registry  # noqa: E402
 from tests.benchmarks.common import cold_compile, write_arff, write_results  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
-from worker.dev.datasets import load  # noqa: E402
 from worker.pipeline import Pipeline, PipelineConfig, stream_seed  # noqa: E402
+from worker.tools.dev.datasets import load  # noqa: E402
 
 STREAMS = ("electricity", "weather", "outdoor", "phishing", "powersupply",
            "mixed_abrupt", "mixed_gradual")

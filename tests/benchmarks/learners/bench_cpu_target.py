@@ -41,7 +41,7 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 import numpy as np
 from models.hyperplane import RotatingHyperplane
-from worker.dev.datasets import load
+from worker.tools.dev.datasets import load
 from worker.pipeline import Pipeline, PipelineConfig
 
 def streams():

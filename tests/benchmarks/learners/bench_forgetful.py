@@ -52,7 +52,7 @@ from models.forgetful_forest import ForgetfulRandomForest  # noqa: E402
 from models.forgetful_tree import ForgetfulDecisionTree  # noqa: E402
 from tests.benchmarks.common import write_arff  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
-from worker.dev.datasets import load  # noqa: E402
+from worker.tools.dev.datasets import load  # noqa: E402
 
 DATA_DIR = data_dir()
 PROTOCOL = {"electricity": (48, 1), "phishing": (100, 5), "powersupply": (100, 10),

@@ -52,7 +52,7 @@ from models.hoeffding_tree import HoeffdingTree  # noqa: E402
 from models.hyperplane import RotatingHyperplane  # noqa: E402
 from tests.benchmarks.common import cold_compile, write_arff, write_results  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
-from worker.dev.datasets import load  # noqa: E402
+from worker.tools.dev.datasets import load  # noqa: E402
 
 STREAMS = ("hyperplane", "electricity")
 CHUNK = 1000

@@ -54,7 +54,7 @@ from models.hyperplane import RotatingHyperplane  # noqa: E402
 from models.online_forest import OnlineRandomForest  # noqa: E402
 from tests.benchmarks.common import write_arff  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
-from worker.dev.datasets import load  # noqa: E402
+from worker.tools.dev.datasets import load  # noqa: E402
 
 DATA_DIR = data_dir()
 STREAMS = ("electricity", "phishing", "powersupply", "hyperplane")

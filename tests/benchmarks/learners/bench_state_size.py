@@ -63,7 +63,7 @@ def stream(name: str, seed: int):
     if name in ("sea", "agrawal"):
         return getattr(_synthetic(), name)(ROWS, seed=seed)
     from tests.shared_data import data_dir
-    from worker.dev.datasets import load
+    from worker.tools.dev.datasets import load
 
     d = load(name, data_dir())
     return np.ascontiguousarray(d.X[:ROWS], dtype=np.float64), list(d.y[:ROWS])

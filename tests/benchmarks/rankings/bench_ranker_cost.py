@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from models.hyperplane import RotatingHyperplane  # noqa: E402
 from tests.benchmarks.common import write_results  # noqa: E402
-from worker.dev.datasets import load  # noqa: E402
 from worker.pipeline.config import PipelineConfig  # noqa: E402
 from worker.pipeline.engine import Pipeline  # noqa: E402
+from worker.tools.dev.datasets import load  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ranker_cost.md"
 FORMER = {"pool": 0.0}

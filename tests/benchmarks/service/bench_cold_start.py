@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 from tests.benchmarks.common import kafka  # noqa: E402
 from tests.benchmarks.service.bench_worker import env_for, make_streams, produce  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
-from worker.topics import create_topics  # noqa: E402
+from worker.tools.topics import create_topics  # noqa: E402
 
 #: worker log lines whose arrival splits the wait (the column names of the table)
 PHASES = {"worker started": "started", "partitions assigned": "assigned"}

@@ -5,7 +5,7 @@ Run: ``python tests/benchmarks/service/bench_evaluate.py [--bootstrap HOST:PORT]
 
 Four hyperplane streams (d = 10) are produced to a 2-partition topic. For each pipeline the
 replay reads the whole topic with its own consumer, decodes, runs the pipelines and computes
-the prequential metrics (``worker.evaluate``, one configuration, no report plots); its
+the prequential metrics (``worker.tools.evaluate``, one configuration, no report plots); its
 instances/s (rows over the whole run, reading included) is set beside the same pipelines'
 prequential throughput in process on the same rows as arrays (no Kafka, no codec, no
 metrics), in the same run. Target: a ratio of at least 0.9. Numba is warmed before timing.
@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from tests.benchmarks.common import kafka  # noqa: E402
 from tests.benchmarks.service.bench_worker import env_for, in_process, make_streams, produce  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
-from worker.topics import create_topics  # noqa: E402
+from worker.tools.topics import create_topics  # noqa: E402
 
 PIPELINES = {
     "forgetful_tree + ADWIN (lightest)": dict(LEARNERS__PREDICTOR="forgetful_tree",
@@ -43,13 +43,13 @@ PIPELINES = {
 
 def replay(settings) -> tuple[float, dict]:
     """Instances/s of one evaluate run over the whole topic (wall clock), and its report."""
-    from worker.evaluate.cli import _evaluate
+    from worker.tools.evaluate.cli import _evaluate
 
     out = Path(tempfile.mkdtemp(prefix="bench-evaluate-"))
     args = SimpleNamespace(topic=None, start="earliest", end="latest", streams=None,
                            configs=None, served=False, window=1000, every=500, out=str(out),
                            publish=None, no_progress=True)
-    import worker.evaluate.cli as cli
+    import worker.tools.evaluate.cli as cli
 
     written = {}
     cli._write = lambda a, report: written.update(report=report)  # time the replay, not plots
@@ -63,9 +63,9 @@ def replay(settings) -> tuple[float, dict]:
 
 def read_only(settings) -> float:
     """Records/s of the replay's reader alone (consume and split, nothing decoded)."""
-    from worker.evaluate.ranges import resolve
-    from worker.evaluate.reader import read_range
     from worker.kafka_io import make_reader
+    from worker.tools.evaluate.ranges import resolve
+    from worker.tools.evaluate.reader import read_range
 
     reader = make_reader(settings)
     topic = settings.topics.instances

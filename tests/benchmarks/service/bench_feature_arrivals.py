@@ -37,7 +37,7 @@ from tests.benchmarks.common import kafka, write_results  # noqa: E402
 from worker.app import Worker  # noqa: E402
 from worker.pipeline import FeatureStreamPipeline  # noqa: E402
 from worker.settings import load_settings, stream_profiles  # noqa: E402
-from worker.topics import create_topics  # noqa: E402
+from worker.tools.topics import create_topics  # noqa: E402
 
 STREAM = "fs-bench"
 

@@ -2,7 +2,7 @@
 
 Part 1: how far the pipelines' states compress (msgpack over zlib level 1), for every learner
 family, 1 to 5,000 rows, on a hyperplane stream (random features) and on a stream of small
-integers (few distinct values: the most a real stream repeats). ``worker.checkpoint`` lets an
+integers (few distinct values: the most a real stream repeats). ``worker.checkpoint_store`` lets an
 envelope inflate to 64 times its stored bytes, or to the state budget.
 
 Part 2: the peak memory of restoring one stream (``tracemalloc``: the chunks joined, the blob
@@ -37,7 +37,7 @@ from models.hyperplane import RotatingHyperplane  # noqa: E402
 from schemas import StreamCheckpoint  # noqa: E402
 from schemas.codec import encode, encode_state  # noqa: E402
 from tests.benchmarks.common import write_results  # noqa: E402
-from worker import checkpoint as ckpt  # noqa: E402
+from worker import checkpoint_store as ckpt  # noqa: E402
 from worker.pipeline import PipelineConfig, make_pipeline  # noqa: E402
 from worker.recovery import stream_pipeline  # noqa: E402
 

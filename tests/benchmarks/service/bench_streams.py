@@ -42,10 +42,10 @@ from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from schemas.codec import encode_state  # noqa: E402
 from tests.benchmarks.common import kafka, write_results  # noqa: E402
-from worker.dev.broker import free_port  # noqa: E402
-from worker.dev.produce import instance_values, make_producer  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
-from worker.topics import create_topics  # noqa: E402
+from worker.tools.dev.broker import free_port  # noqa: E402
+from worker.tools.dev.produce import instance_values, make_producer  # noqa: E402
+from worker.tools.topics import create_topics  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "streams.md"
 

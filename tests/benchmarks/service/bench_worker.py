@@ -36,16 +36,16 @@ sys.path.insert(0, str(REPO))
 
 from tests.benchmarks.common import kafka, write_results  # noqa: E402
 from worker.app import Worker  # noqa: E402
-from worker.dev.produce import (  # noqa: E402
+from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
+from worker.settings import load_settings, stream_profiles  # noqa: E402
+from worker.tools.dev.produce import (  # noqa: E402
     BATCH_HEADERS,
     batch_values,
     instance_values,
     make_producer,
     produce_values,
 )
-from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
-from worker.settings import load_settings, stream_profiles  # noqa: E402
-from worker.topics import create_topics  # noqa: E402
+from worker.tools.topics import create_topics  # noqa: E402
 
 PIPELINES = {
     "forgetful_tree + ADWIN (lightest)": dict(LEARNERS__PREDICTOR="forgetful_tree",
@@ -270,7 +270,7 @@ def table_recovery(bootstrap: str, rows: int, intervals=(2000, 10000, 50000)) ->
 def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
     """Restore of a partition whose checkpoint holds ~target_mb of real pipeline states."""
     from schemas.checkpoint import StreamCheckpoint
-    from worker import checkpoint as ckpt
+    from worker import checkpoint_store as ckpt
     from worker.kafka_io import TransactionalProducer, make_consumer, make_reader
     from worker.recovery import restore_partition
 

@@ -33,9 +33,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..pipeline import Profiles
-from ..pipeline.config import check_config
-from ..settings import ProfileSettings, pipeline_config, stream_profiles
+from ...pipeline import Profiles
+from ...pipeline.config import check_config
+from ...settings import ProfileSettings, pipeline_config, stream_profiles
 
 
 class ConfigFileError(ValueError):

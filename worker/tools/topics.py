@@ -16,14 +16,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-
-def admin_config(settings) -> dict:
-    """Connection settings for an AdminClient (no consumer-only keys)."""
-    conf = dict(settings.kafka.as_librdkafka_dict())
-    for k in list(conf):
-        if k.startswith(("group.", "session.", "heartbeat.", "partition.assignment")):
-            conf.pop(k)
-    return conf
+from ..kafka_io import admin_config
 
 
 def topic_specs(settings, partitions: int | None = None) -> list[NewTopic]:
@@ -88,7 +81,7 @@ def add_parser(subparsers) -> None:
 
 
 def _cmd_create(args) -> int:
-    from .settings import settings_or_exit
+    from ..settings import settings_or_exit
 
     settings = settings_or_exit()
     for name, status in create_topics(settings, args.partitions).items():

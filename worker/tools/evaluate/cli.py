@@ -4,7 +4,7 @@ workers published did.
 
 It reads with a consumer of its own (``read_committed``, no group, no commits: the running
 consumer group never notices), feeds every configuration from the same pass over the topic
-(:mod:`worker.evaluate.replay`), and writes a report directory (:mod:`worker.evaluate.report`):
+(:mod:`worker.tools.evaluate.replay`), and writes a report directory (:mod:`worker.tools.evaluate.report`):
 ``report.json``, a self-contained ``report.html`` and the plots as PNG. With ``--publish
 PREFIX`` the replay's predictions, alerts and rankings go to ``PREFIX.predictions``,
 ``PREFIX.drift`` and ``PREFIX.rankings`` in one transaction: ``read_committed`` readers see the
@@ -64,8 +64,8 @@ class UsageError(ValueError):
 
 
 def _cmd(args) -> int:
-    from ..logs import setup
-    from ..settings import settings_or_exit
+    from ...logs import setup
+    from ...settings import settings_or_exit
 
     settings = settings_or_exit()
     setup("WARNING", secrets=settings.secret_values())
@@ -92,7 +92,7 @@ def _topic(args, settings) -> str:
 
 
 def _evaluate(args, settings) -> int:
-    from ..kafka_io import make_reader
+    from ...kafka_io import make_reader
 
     _check_options(args)
     configs = [] if args.served else (load(args.configs, settings) if args.configs
@@ -198,9 +198,9 @@ class _Backfill:
     """The replay's outputs under a prefix, in one transaction (see the module doc)."""
 
     def __init__(self, settings, prefix: str, topic: str, partitions: int):
-        from ..kafka_io import TransactionalProducer
-        from ..metrics import WorkerMetrics
-        from ..output import OutputEncoder
+        from ...kafka_io import TransactionalProducer
+        from ...metrics import WorkerMetrics
+        from ...output import OutputEncoder
 
         names = SimpleNamespace(predictions=f"{prefix}.predictions", drift=f"{prefix}.drift",
                                 rankings=f"{prefix}.rankings")
@@ -232,7 +232,7 @@ class _Backfill:
 def _create(settings, names: list[str], partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from ..topics import admin_config
+    from ...kafka_io import admin_config
 
     admin = AdminClient(admin_config(settings))
     have = admin.list_topics(timeout=30).topics

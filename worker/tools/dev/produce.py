@@ -235,7 +235,7 @@ def add_parser(subparsers) -> None:
 
 
 def _cmd_produce(args) -> int:
-    from ..settings import settings_or_exit
+    from ...settings import settings_or_exit
 
     settings = settings_or_exit()
     if args.produce_command == "dataset":

@@ -1,4 +1,4 @@
-"""PNG plots of the evaluation report (:mod:`worker.evaluate.report`).
+"""PNG plots of the evaluation report (:mod:`worker.tools.evaluate.report`).
 
 matplotlib (the ``report`` extra) is imported when the first figure is drawn, not with this
 module. Figures are drawn on the Agg canvas directly, without pyplot, so drawing neither

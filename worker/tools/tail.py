@@ -76,9 +76,9 @@ from schemas.deadletter import parse_deadletter_headers
 from schemas.errors import DecodeError
 from schemas.messages import DriftAlert, FeatureArrival, Instance, Prediction, Ranking
 
-from . import consume_errors
-from .checkpoint import inflate
-from .settings import TOPIC_KINDS
+from .. import consume_errors
+from ..checkpoint_store import inflate
+from ..settings import TOPIC_KINDS
 
 #: logical names of the product's topics (fields of ``worker.settings.TopicSettings``)
 KINDS = TOPIC_KINDS
@@ -107,7 +107,7 @@ def resolve_topic(topics, name: str) -> tuple[str, str]:
     >>> resolve_topic(topics, "sf.predictions")
     Traceback (most recent call last):
     ...
-    worker.tail.UnknownTopic: unknown topic 'sf.predictions': give a logical name (instances, ...
+    worker.tools.tail.UnknownTopic: unknown topic 'sf.predictions': give a logical name (instances, ...
     """
     if name in KINDS:
         return name, getattr(topics, name)
@@ -208,13 +208,13 @@ def _deadletter(value, headers, out: dict) -> None:
 def checkpoint_summary(key: bytes | None, value: bytes | None) -> dict:
     """What a record of the checkpoints topic is about, without the state.
 
-    Keys are those of :mod:`worker.checkpoint`: ``s<0>group<0>input topic<0>stream<0>i`` for
+    Keys are those of :mod:`worker.checkpoint_store`: ``s<0>group<0>input topic<0>stream<0>i`` for
     chunk ``i`` of a stream's envelope, ``m<0>group<0>input topic<0>partition`` for a
     partition's manifest (``<0>`` a zero byte).
 
     Examples
     --------
-    >>> from worker.checkpoint import chunk_key
+    >>> from worker.checkpoint_store import chunk_key
     >>> checkpoint_summary(chunk_key("g", "sf.instances", "s1", 1), b"...")
     {'kind': 'chunk', 'group': 'g', 'input_topic': 'sf.instances', 'stream': 's1', 'index': 1, 'bytes': 3}
     """
@@ -343,7 +343,7 @@ def dumps(record: dict) -> bytes:
 def reader_config(settings) -> dict:
     """The group-less ``read_committed`` reader of :mod:`worker.kafka_io`, waiting longer for
     data (it follows a topic; restores want short waits) unless ``kafka.extra`` says."""
-    from .kafka_io import consumer_config
+    from ..kafka_io import consumer_config
 
     conf = consumer_config(settings, group=False)
     if "fetch.wait.max.ms" not in settings.kafka.extra:
@@ -411,7 +411,7 @@ def tail(consumer, kind: str, topic: str, write: Callable[[bytes], Any], *,
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     ends.eof(m.partition(), m.offset())
-                elif consume_errors.kind(err) != "transient":
+                elif consume_errors.consumer_error_kind(err) != "transient":
                     raise KafkaException(err)
                 continue  # librdkafka retries: a follower rides out a broker restart
             if not follow and not ends.shown(m.partition(), m.offset()):
@@ -464,7 +464,7 @@ def add_parser(subparsers) -> None:
 
 
 def _cmd_tail(args) -> int:
-    from .settings import settings_or_exit
+    from ..settings import settings_or_exit
 
     settings = settings_or_exit()
     try:
@@ -522,7 +522,7 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m worker.tail TOPIC ...``: the command without the rest of the CLI."""
+    """``python -m worker.tools.tail TOPIC ...``: the command without the rest of the CLI."""
     parser = argparse.ArgumentParser(prog="streamforest")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["tail", *(sys.argv[1:] if argv is None else argv)])

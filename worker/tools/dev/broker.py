@@ -82,7 +82,7 @@ def find_pom() -> Path:
     (streamforest is installed editable from its repository).
     """
     env = os.environ.get(_POM_ENV)
-    repository = Path(__file__).resolve().parents[2]
+    repository = Path(__file__).resolve().parents[3]
     pom = Path(env).expanduser() if env else repository / "deploy" / "local-kafka" / "pom.xml"
     if not pom.is_file():
         raise BrokerError(
@@ -202,7 +202,7 @@ def server_properties(
 
 
 def _write_properties(path: Path, props: Mapping[str, str]) -> None:
-    lines = ["# written by streamforest (worker/broker.py); rewritten at every start"]
+    lines = ["# written by streamforest (worker/tools/dev/broker.py); rewritten at every start"]
     lines += [f"{key}={value}" for key, value in props.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -708,8 +708,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m worker.dev.broker ACTION``: the broker subcommands without the rest of the CLI."""
-    parser = argparse.ArgumentParser(prog="python -m worker.dev.broker")
+    """``python -m worker.tools.dev.broker ACTION``: the broker subcommands without the rest of the CLI."""
+    parser = argparse.ArgumentParser(prog="python -m worker.tools.dev.broker")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["broker", *(sys.argv[1:] if argv is None else argv)])
     return args.func(args)

@@ -21,8 +21,8 @@ import numpy as np
 from models import registry
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, RANKER, REGRESSION, SELECTOR
 
-from . import wire
-from .pipeline import FeatureStreamPipeline, Pipeline, PipelineConfig
+from .. import wire
+from ..pipeline import FeatureStreamPipeline, Pipeline, PipelineConfig
 
 
 def _stream(task: str, rows: int, rng) -> tuple[np.ndarray, list]:

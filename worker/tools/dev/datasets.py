@@ -1,8 +1,8 @@
 """Readers for the stream datasets used by the demo, the tests and the benchmarks.
 
 The package ships two datasets, so the demo and ``streamforest produce`` run without anything
-else: Electricity (``worker/dev/data/elecNormNew.arff.gz``; Harries 1999, MOA's normalised
-Elec2; classification) and Bike Sharing hourly (``worker/dev/data/bike_sharing_hour.csv.gz``;
+else: Electricity (``worker/tools/dev/data/elecNormNew.arff.gz``; Harries 1999, MOA's normalised
+Elec2; classification) and Bike Sharing hourly (``worker/tools/dev/data/bike_sharing_hour.csv.gz``;
 Fanaee-T & Gama 2013; three targets: a multi-target regression stream). The others are read from a
 folder passed as ``data_dir`` (the tests and benchmarks use the repository's shared data
 folder), plain or gzipped.

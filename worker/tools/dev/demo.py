@@ -302,7 +302,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
              partitions: int = 2, timeout_s: float = 900.0, out=sys.stdout,
              bike_rows: int | None = None) -> int:
     """Run the demo (see module doc); returns 0 when every instance got its prediction."""
-    from ..settings import load_settings
+    from ...settings import load_settings
     from ..topics import create_topics
     from .datasets import load
 

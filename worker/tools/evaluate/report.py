@@ -45,7 +45,7 @@ The report dict
 
 ``cumulative``, ``window`` and ``history`` are :meth:`StreamMetrics.cumulative`,
 :meth:`~StreamMetrics.windowed` and :meth:`~StreamMetrics.history` of
-:mod:`worker.evaluate.metrics`. In served mode there is one pseudo-configuration per model
+:mod:`worker.tools.evaluate.scores`. In served mode there is one pseudo-configuration per model
 name, whose ``throughput``, ``memory``, ``alerts`` and ``rankings`` are empty.
 """
 
@@ -159,7 +159,7 @@ def choose_streams(data: dict) -> tuple[list[str], list[str]]:
     --------
     >>> data = {"configurations": [{"streams": {"s10": {"labelled": 5}, "s2": {"labelled": 9},
     ...                                         "s1": {"labelled": 1}}}]}
-    >>> import worker.evaluate.report as r
+    >>> import worker.tools.evaluate.report as r
     >>> r.MAX_STREAMS, saved = 2, r.MAX_STREAMS
     >>> r.choose_streams(data)
     (['s2', 's10'], ['s1'])

@@ -15,7 +15,7 @@ from schemas.codec import decode
 from schemas.errors import DecodeError
 from schemas.messages import Prediction
 
-from .metrics import CLASSIFICATION, REGRESSION, StreamMetrics
+from .scores import CLASSIFICATION, REGRESSION, StreamMetrics
 
 
 class Served:

@@ -7,7 +7,7 @@ encode: :class:`worker.step.StreamStep`), streams of features included (the feat
 is not read: their rows are held, as a worker's are until their features arrive). Nothing
 is replayed silently (every record is live), so with the same configuration and seed the
 predictions, alerts and rankings are the ones a worker would publish for the same records. The candidate
-records, per stream, the prequential metrics (:class:`worker.evaluate.metrics.StreamMetrics`),
+records, per stream, the prequential metrics (:class:`worker.tools.evaluate.scores.StreamMetrics`),
 the alerts and the rankings with their stream positions, and the declared true importances.
 
 A stream declares the true importance of its features with an ``sf-truth`` header on any of
@@ -29,14 +29,14 @@ import numpy as np
 from schemas.codec import encode_state
 from schemas.messages import TRUTH_HEADER
 
-from .. import __version__
-from ..intake import Caps, RecordDecoder
-from ..merge import Released
-from ..metrics import WorkerMetrics
-from ..output import Outbox
-from ..step import StreamStep
-from ..task import PartitionTask
-from .metrics import StreamMetrics, spearman
+from ... import __version__
+from ...intake import Caps, RecordDecoder
+from ...merge import Released
+from ...metrics import WorkerMetrics
+from ...output import Outbox
+from ...step import StreamStep
+from ...task import PartitionTask
+from .scores import StreamMetrics, spearman
 
 #: instances between two samples of a candidate's state size (its peak memory)
 STATE_SAMPLE_EVERY = 5000
