@@ -24,13 +24,11 @@ Per poll (one ``consume()`` result; numbers match the comments in
 3. run each stream's pipeline over its rows (test-then-train, see :mod:`worker.pipeline`),
    streams of features with their arrivals (:mod:`worker.step`); rows below a
    partition's replay mark only update state;
-4. in one transaction: produce the poll's outbox (:class:`worker.output.Outbox`:
-   predictions, alerts, rankings, from :class:`worker.output.OutputEncoder`, and dead
-   letters), the due
-   checkpoints, send the consumed offsets of both topics (KIP-447 group metadata; the
-   instances offset carries the merge's cuts) and commit. The two
-   round trips that end the transaction run on a commit thread while the next poll is
-   consumed and computed; every later use of the producer, restore, rebalance callback and
+4. in one transaction: produce the poll's :class:`worker.output.Outbox` (predictions,
+   alerts, rankings and dead letters), the due checkpoints, send the consumed offsets of
+   both topics (KIP-447 group metadata; the instances offset carries the merge's cuts) and
+   commit. The two round trips that end the transaction run on a commit thread while the
+   next poll is consumed and computed; every later use of the producer, restore, rebalance callback and
    shutdown waits for them first, and a failed commit rewinds exactly as before (the state
    computed meanwhile is dropped with the rest).
 
