@@ -202,7 +202,7 @@ def server_properties(
 
 
 def _write_properties(path: Path, props: Mapping[str, str]) -> None:
-    lines = ["# written by streamforest (worker/broker.py); rewritten at every start"]
+    lines = ["# written by streamforest (worker/dev/broker.py); rewritten at every start"]
     lines += [f"{key}={value}" for key, value in props.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
