@@ -311,7 +311,10 @@ def test_two_groups_share_input_and_checkpoints_under_compaction(kafka_bootstrap
 
 
 def test_a_deleted_input_topic_ends_the_worker(kafka_bootstrap, tmp_path, admin):
-    sc = _scenario(kafka_bootstrap, "gone", streams=(1, 300, 2), WORKER__STARTUP_TIMEOUT_S="5")
+    # the clients refresh their metadata every second (librdkafka's default: 5 minutes), so the
+    # deletion is seen within seconds rather than at the next refresh a rebalance happens to cause
+    sc = _scenario(kafka_bootstrap, "gone", streams=(1, 300, 2), WORKER__STARTUP_TIMEOUT_S="5",
+                   KAFKA__EXTRA={**FAST_GROUP, "topic.metadata.refresh.interval.ms": "1000"})
     env, settings = sc.env, sc.settings
     n = sc.produce()
     w = WorkerProc(env, tmp_path, "gone")
