@@ -11,6 +11,11 @@ tests never need one. It comes from, in this order:
 If none can be started, the kafka tests are skipped with the reasons, except under ``CI=true``: there the
 fixture fails, and any skipped kafka test is turned into a failure, so that integration tests cannot silently
 stop running. The terminal summary reports which broker was used and how long it took to start.
+
+Under pytest-xdist (``make test`` runs two workers) each worker starts its own broker the same way, on its own
+free ports; topics and groups are unique per test, so tests never see each other's records. Tests that share a
+module-scoped fixture (one worker run serving several tests, say) stay on one xdist worker
+(``--dist loadgroup``), and the controller starts the CPU feature-set digests once (``tests/determinism``).
 """
 
 from __future__ import annotations
@@ -222,13 +227,6 @@ def unique_group(request: pytest.FixtureRequest) -> Callable[[], str]:
 # hooks
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that use the broker carry the ``kafka`` marker even if they forgot it (``-m "not kafka"`` works)."""
-    for item in items:
-        if "kafka_bootstrap" in getattr(item, "fixturenames", ()) and item.get_closest_marker("kafka") is None:
-            item.add_marker(pytest.mark.kafka)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """Under ``CI=true`` a skipped kafka test is a failure: integration tests must run in CI."""
@@ -242,6 +240,83 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
     report.outcome = "failed"
     report.longrepr = f"kafka test skipped under CI=true (integration tests must run in CI): {reason}"
+
+
+def _module_fixture_group(item: pytest.Item) -> str | None:
+    """The module of a test that uses a module-scoped fixture of its own module (pytest-xdist keeps those
+    tests on one worker, so that the fixture runs once)."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = getattr(item, "module", None)
+    if info is None or module is None:
+        return None
+    for name in info.names_closure:
+        for fixturedef in info.name2fixturedefs.get(name, ()):
+            if fixturedef.scope == "module" and getattr(fixturedef.func, "__module__", None) == module.__name__:
+                return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that use the broker carry the ``kafka`` marker even if they forgot it (``-m "not kafka"`` works);
+    tests that share a module-scoped fixture carry one ``xdist_group`` (``--dist loadgroup``)."""
+    for item in items:
+        if "kafka_bootstrap" in getattr(item, "fixturenames", ()) and item.get_closest_marker("kafka") is None:
+            item.add_marker(pytest.mark.kafka)
+        group = _module_fixture_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pytest-xdist: the controller starts the CPU feature-set digests once, and reports the workers' brokers
+
+_FEATURE_SET_RUNS: list = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Every worker learns where the feature-set digests are written (``tests/determinism/runs.py``)."""
+    import tempfile
+
+    from tests.determinism.runs import WORK_KEY
+
+    config = node.config
+    if not hasattr(config, "_sf_feature_set_work"):
+        config._sf_feature_set_work = tempfile.mkdtemp(prefix="streamforest-digests-")
+    node.workerinput[WORK_KEY] = config._sf_feature_set_work
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """The first worker to report its collection starts the digests if the feature-set test was collected."""
+    from pathlib import Path
+
+    from tests.determinism.runs import FeatureSetRuns, cache_root, ours
+
+    config = node.config
+    if _FEATURE_SET_RUNS or config.option.collectonly or not any(map(ours, ids)):
+        return
+    _FEATURE_SET_RUNS.append(FeatureSetRuns(cache_root(config), Path(config._sf_feature_set_work)).start())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    for info in getattr(node, "workeroutput", {}).get("kafka_brokers", ()):
+        _broker_info.append(_BrokerInfo(**info))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes the summary
+        workeroutput["kafka_brokers"] = [vars(info) for info in _broker_info]
+    while _FEATURE_SET_RUNS:
+        _FEATURE_SET_RUNS.pop().close()  # its processes and their directory
+    work = getattr(session.config, "_sf_feature_set_work", None)
+    if work is not None:  # given to the workers, and no feature-set test collected
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
