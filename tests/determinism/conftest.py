@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.determinism.runs import RUNS, WORK_KEY, FeatureSetRuns, cache_root
+from tests.determinism.runs import RUNS, FeatureSetRuns, cache_root, shared_work
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,9 +29,9 @@ def pytest_collection_finish(session):
     config = session.config
     if config.option.collectonly or not any(map(_ours, session.items)):
         return
-    work = getattr(config, "workerinput", {}).get(WORK_KEY)
-    if work is not None:  # a pytest-xdist worker: the controller started the runs
-        config.stash[RUNS] = FeatureSetRuns(cache_root(config), Path(work), owner=False)
+    run_dir = getattr(config, "workerinput", {}).get("streamforest_run_dir")  # tests/conftest.py
+    if run_dir is not None:  # a pytest-xdist worker: the controller started the runs
+        config.stash[RUNS] = FeatureSetRuns(cache_root(config), shared_work(Path(run_dir)), owner=False)
     else:
         config.stash[RUNS] = FeatureSetRuns(cache_root(config)).start()
 

@@ -145,8 +145,13 @@ def under_ci() -> bool:
 
 #: where ``conftest.py`` keeps the runs it started, for the test's fixture
 RUNS = pytest.StashKey[FeatureSetRuns]()
-#: under pytest-xdist, the key of the workers' ``workerinput`` naming the controller's work directory
-WORK_KEY = "streamforest_feature_set_runs"
+
+
+def shared_work(run_dir: Path) -> Path:
+    """Under pytest-xdist, where the controller's runs write (in the run's shared directory)."""
+    work = Path(run_dir) / "feature-sets"
+    work.mkdir(exist_ok=True)
+    return work
 
 
 def cache_root(config: pytest.Config) -> Path:
