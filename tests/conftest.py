@@ -281,7 +281,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # ``make test`` runs ``-n 2 --dist loadgroup``. xdist's own loadgroup scheduler groups tests by an ``@group``
 # suffix it appends to node ids, which pytest 9 no longer lets a plugin change (node ids are structured), so
 # the scheduler of ``--dist loadgroup`` is this one: each test is its own unit of work, except that the tests
-# of a module with a module-scoped fixture are one unit (the workers list those modules at collection).
+# of a module with a module-scoped fixture are one unit (the workers list those modules at collection); units
+# go to the workers in collection order.
 
 _FEATURE_SET_RUNS: list = []
 
@@ -301,6 +302,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    # units in collection order, not largest first: the integration tests (the longest) start first, and the
+    # feature-set test (collected last) runs when the digests it waits for have had the whole run to compile
+    config.option.loadscopereorder = False
 
     class ModuleFixtureGroups(LoadScopeScheduling):
         groups: frozenset[str] | None = None
