@@ -58,6 +58,7 @@ import math
 import numpy as np
 
 from . import _fmath as fm
+from ._bank import DetectorBank, check_int, check_values
 from ._jit import njit
 from ._trees import grow_axis
 from .base import Learner, StateField, check_index, check_shapes
@@ -345,28 +346,6 @@ def check_tree_bank(a: dict, prefix: str, n: int) -> None:
     check_index(a[prefix + "n_rows"], 1, rows + 1, prefix + "n_rows")
 
 
-def check_values(values, name: str = "values") -> np.ndarray:
-    """Return ``values`` as a finite, contiguous 1-D float64 array or raise ``ValueError``."""
-    try:
-        arr = np.ascontiguousarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(f"{name} contains NaN or infinity at position {bad}")
-    return arr
-
-
-def check_int(name: str, value, low: int) -> int:
-    """Return ``value`` as an int or raise ``ValueError`` when it is not an integer ``>= low``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
 class _ADWINArrays(Learner):
     """State, growth and kernel calls shared by :class:`ADWINBank` and :class:`ADWIN`."""
 
@@ -438,21 +417,18 @@ class _ADWINArrays(Learner):
             done = _update_pairs(detectors, values, done, out, *self._args)
         return out
 
-    def _reset_windows(self, detectors) -> None:
+    def _reset_detectors(self, detectors) -> None:
         """Empty the windows of ``detectors`` (detection counts are kept)."""
-        fresh = self._allocate(len(detectors), self._arrays["bucket_count"].shape[1])
+        fresh = self._allocate_detectors(len(detectors))
         for name in _WINDOW_ARRAYS:
             self._arrays[name][detectors] = fresh[name]
 
-    def _detector_index(self, i) -> int:
-        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) \
-                or not 0 <= i < self._n_detectors:
-            raise ValueError(f"detector index {i!r} is not an integer in "
-                             f"[0, {self._n_detectors})")
-        return int(i)
+    def _allocate_detectors(self, n: int) -> dict[str, np.ndarray]:
+        """Empty windows for ``n`` detectors, with the bank's row capacity."""
+        return self._allocate(n, self._arrays["bucket_count"].shape[1])
 
 
-class ADWINBank(_ADWINArrays):
+class ADWINBank(DetectorBank, _ADWINArrays):
     """``n_detectors`` independent ADWIN detectors updated together (one per tree, per stream).
 
     All detectors share the hyperparameters; each one behaves exactly like an :class:`ADWIN`
@@ -495,6 +471,7 @@ class ADWINBank(_ADWINArrays):
     """
 
     kind = "adwin_bank"
+    _detector_layout = tuple(_LAYOUT)
 
     def __init__(self, n_detectors: int, delta: float = 0.002, clock: int = 32,
                  max_buckets: int = 5, min_window_length: int = 5, grace_period: int = 10):
@@ -504,15 +481,6 @@ class ADWINBank(_ADWINArrays):
         self._init_adwin(n_detectors, delta, clock, max_buckets, min_window_length,
                          grace_period)
 
-    def _refresh(self) -> None:
-        super()._refresh()
-        self.params["n_detectors"] = self._n_detectors
-
-    @property
-    def n_detectors(self) -> int:
-        """Number of detectors in the bank."""
-        return self._n_detectors
-
     def update(self, values) -> np.ndarray:
         """Feed ``values[i]`` to detector ``i``, for every detector, in one kernel call.
 
@@ -521,11 +489,7 @@ class ADWINBank(_ADWINArrays):
         numpy.ndarray
             Boolean mask of shape ``(n_detectors,)``: the detectors that detected a drift.
         """
-        values = check_values(values)
-        if values.shape[0] != self._n_detectors:
-            raise ValueError(f"values has {values.shape[0]} entries but the bank has "
-                             f"{self._n_detectors} detectors")
-        return self._run(self._every, values)
+        return self._run(self._every, self._one_per_detector(values))
 
     def update_many(self, i: int, xs) -> np.ndarray:
         """Feed the values ``xs``, in order, to detector ``i``.
@@ -535,8 +499,7 @@ class ADWINBank(_ADWINArrays):
         numpy.ndarray
             int64 positions within ``xs`` at which detector ``i`` detected a drift.
         """
-        i = self._detector_index(i)
-        return np.flatnonzero(self._run(self._every[i:i + 1], check_values(xs, "xs")))
+        return np.flatnonzero(self._run_one(i, xs))
 
     def update_at(self, detectors, values) -> np.ndarray:
         """Feed ``values[j]`` to detector ``detectors[j]``, in order (indices may repeat).
@@ -546,31 +509,8 @@ class ADWINBank(_ADWINArrays):
         numpy.ndarray
             Boolean mask aligned with ``values``: drift detected at that update.
         """
-        values = check_values(values)
-        idx = np.ascontiguousarray(detectors, dtype=np.int64)
-        if idx.shape != values.shape:
-            raise ValueError(f"detectors has shape {idx.shape} but values has {values.shape}")
-        if idx.size and (idx.min() < 0 or idx.max() >= self._n_detectors):
-            raise ValueError(f"detector indices must be in [0, {self._n_detectors})")
-        return self._run(idx, values)
+        return self._run(*self._addressed(detectors, values))
 
-    def reset(self, detectors=None) -> None:
-        """Empty the windows of ``detectors`` (all when ``None``); detection counts are kept."""
-        idx = self._every if detectors is None else [self._detector_index(i) for i in
-                                                     np.atleast_1d(detectors).tolist()]
-        self._reset_windows(idx)
-
-    def add_detectors(self, n: int = 1) -> np.ndarray:
-        """Append ``n`` fresh detectors; returns their indices."""
-        n = check_int("n", n, 1)
-        first = self._n_detectors
-        fresh = self._allocate(n, self._arrays["bucket_count"].shape[1])
-        for name in _LAYOUT:
-            self._arrays[name] = np.concatenate([self._arrays[name], fresh[name]])
-        self._refresh()
-        return np.arange(first, self._n_detectors)
-
-    drift_detected = StateField("drift", "Per detector: whether its last update detected a drift.")
     width = StateField("width", "Per detector: number of values in the window.", dtype=np.int64)
     total = StateField("total", "Per detector: sum of the values in the window.")
     variance = StateField(
@@ -589,7 +529,6 @@ class ADWINBank(_ADWINArrays):
         w = self._arrays["width"]
         return np.divide(self._arrays["total"], w, out=np.zeros_like(w), where=w > 0)
 
-    n_detections = StateField("n_detections", "Per detector: number of drifts detected so far.")
 
 
 class ADWIN(_ADWINArrays):
@@ -662,7 +601,7 @@ class ADWIN(_ADWINArrays):
 
     def reset(self) -> None:
         """Empty the window (the detection count is kept)."""
-        self._reset_windows(self._every)
+        self._reset_detectors(self._every)
 
     drift_detected = StateField("drift", "Whether the last update detected a drift.", cast=bool)
     width = StateField("width", "Number of values in the window.", cast=int)

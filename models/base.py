@@ -33,6 +33,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from ._ranges import ranges_of_kind
+
 
 def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
     """Return ``X`` as a finite, C-contiguous float64 matrix or raise ``ValueError``.
@@ -497,8 +499,9 @@ def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str,
 
 
 def check_param_ranges(kind: str, params) -> None:
-    """``ValueError`` unless every parameter the registry bounds for learners of ``kind`` lies
-    in its range (:attr:`models.registry.LearnerSpec.ranges`; kinds it does not know have none).
+    """``ValueError`` unless every parameter bounded for learners of ``kind`` lies in its range
+    (:mod:`models._ranges`, the registry's :attr:`models.registry.LearnerSpec.ranges`; other
+    kinds have none).
 
     The parameters that size a learner's work or memory (trees, split candidates, depth) come
     from a checkpoint on restore: a value out of range would make a few rows take minutes, so
@@ -513,8 +516,6 @@ def check_param_ranges(kind: str, params) -> None:
     ...
     ValueError: adaptive_random_forest parameter n_splits=1000000 is outside [1, 1000]
     """
-    from .registry import ranges_of_kind  # the registry imports every learner module
-
     if not isinstance(params, dict):
         raise ValueError(f"{kind} parameters must be a map, got {type(params).__name__}")
     for name, (lo, hi) in ranges_of_kind(kind).items():

@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
+from ._bank import DetectorBank, check_int, check_values
 from ._jit import njit
-from .adwin import check_int, check_values
 from .base import Learner, StateField
 
 
@@ -147,21 +147,17 @@ class _DDMArrays(Learner):
         _update_pairs(detectors, values, drift, warning, *self._args)
         return drift, warning
 
+    def _allocate_detectors(self, n: int) -> dict[str, np.ndarray]:
+        return self._allocate(n)
+
     def _reset_detectors(self, detectors) -> None:
         fresh = self._allocate(len(detectors))
         for name in _LAYOUT:
             if name != "n_detections":
                 self._arrays[name][detectors] = fresh[name]
 
-    def _detector_index(self, i) -> int:
-        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) \
-                or not 0 <= i < self._n_detectors:
-            raise ValueError(f"detector index {i!r} is not an integer in "
-                             f"[0, {self._n_detectors})")
-        return int(i)
 
-
-class DDMBank(_DDMArrays):
+class DDMBank(DetectorBank, _DDMArrays):
     """``n_detectors`` independent DDM detectors updated together (one per tree, per stream).
 
     Parameters
@@ -197,21 +193,14 @@ class DDMBank(_DDMArrays):
     """
 
     kind = "ddm_bank"
+    _detector_layout = tuple(_LAYOUT)
+    _check = staticmethod(_check_errors)
 
     def __init__(self, n_detectors: int, warm_start: int = 30, warning_threshold: float = 2.0,
                  drift_threshold: float = 3.0):
         self.params = {"n_detectors": n_detectors, "warm_start": warm_start,
                        "warning_threshold": warning_threshold, "drift_threshold": drift_threshold}
         self._init_ddm(n_detectors, warm_start, warning_threshold, drift_threshold)
-
-    def _refresh(self) -> None:
-        super()._refresh()
-        self.params["n_detectors"] = self._n_detectors
-
-    @property
-    def n_detectors(self) -> int:
-        """Number of detectors in the bank."""
-        return self._n_detectors
 
     def update(self, values, return_warnings: bool = False):
         """Feed ``values[i]`` (1 = error, 0 = correct) to detector ``i``, for every detector.
@@ -222,11 +211,7 @@ class DDMBank(_DDMArrays):
             Boolean mask of the detectors that detected a drift; with ``return_warnings``,
             ``(drift_mask, warning_mask)``.
         """
-        values = _check_errors(values, "values")
-        if values.shape[0] != self._n_detectors:
-            raise ValueError(f"values has {values.shape[0]} entries but the bank has "
-                             f"{self._n_detectors} detectors")
-        drift, warning = self._run(self._every, values)
+        drift, warning = self._run(self._every, self._one_per_detector(values))
         return (drift, warning) if return_warnings else drift
 
     def update_many(self, i: int, xs, return_warnings: bool = False):
@@ -239,8 +224,7 @@ class DDMBank(_DDMArrays):
             ``return_warnings``, ``(drift_positions, warning_positions)``, the latter being
             every position at which the detector was in the warning zone.
         """
-        i = self._detector_index(i)
-        drift, warning = self._run(self._every[i:i + 1], _check_errors(xs, "xs"))
+        drift, warning = self._run_one(i, xs)
         if return_warnings:
             return np.flatnonzero(drift), np.flatnonzero(warning)
         return np.flatnonzero(drift)
@@ -254,37 +238,13 @@ class DDMBank(_DDMArrays):
             Boolean drift mask aligned with ``values``; with ``return_warnings``,
             ``(drift_mask, warning_mask)``.
         """
-        values = _check_errors(values, "values")
-        idx = np.ascontiguousarray(detectors, dtype=np.int64)
-        if idx.shape != values.shape:
-            raise ValueError(f"detectors has shape {idx.shape} but values has {values.shape}")
-        if idx.size and (idx.min() < 0 or idx.max() >= self._n_detectors):
-            raise ValueError(f"detector indices must be in [0, {self._n_detectors})")
-        drift, warning = self._run(idx, values)
+        drift, warning = self._run(*self._addressed(detectors, values))
         return (drift, warning) if return_warnings else drift
 
-    def reset(self, detectors=None) -> None:
-        """Restart ``detectors`` (all when ``None``); detection counts are kept."""
-        idx = self._every if detectors is None else [self._detector_index(i) for i in
-                                                     np.atleast_1d(detectors).tolist()]
-        self._reset_detectors(idx)
-
-    def add_detectors(self, n: int = 1) -> np.ndarray:
-        """Append ``n`` fresh detectors; returns their indices."""
-        n = check_int("n", n, 1)
-        first = self._n_detectors
-        fresh = self._allocate(n)
-        for name in _LAYOUT:
-            self._arrays[name] = np.concatenate([self._arrays[name], fresh[name]])
-        self._refresh()
-        return np.arange(first, self._n_detectors)
-
-    drift_detected = StateField("drift", "Per detector: whether its last update detected a drift.")
     warning_detected = StateField(
         "warning", "Per detector: whether its last update was in the warning zone."
     )
     estimation = StateField("mean", "Per detector: error rate since its last reset.")
-    n_detections = StateField("n_detections", "Per detector: number of drifts detected so far.")
 
 
 class DDM(_DDMArrays):

@@ -74,20 +74,6 @@ class ForgetfulLearner(Classifier):
         return self._arrays["tree_int"][:, fk.N_ROWS].copy()
 
     @property
-    def max_heights(self) -> np.ndarray:
-        """Current maximum height of each tree (``max(1, floor(log2(retain)))``)."""
-        if not self._arrays:
-            return np.zeros(self._n_trees, np.int64)
-        return self._arrays["tree_int"][:, fk.MAX_HEIGHT].copy()
-
-    @property
-    def increase_rates(self) -> np.ndarray:
-        """Current increase rate (iRate) of each tree."""
-        if not self._arrays:
-            return np.full(self._n_trees, self.params["increase_rate"])
-        return self._arrays["tree_irate"].copy()
-
-    @property
     def n_collapsed(self) -> int:
         """Trees that forgot all their old rows at the last batch (accuracy at chance)."""
         if not self._arrays:

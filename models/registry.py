@@ -36,9 +36,10 @@ A spec declares
 * ``defaults``: constructor arguments the worker uses beyond the class defaults;
   ``role_params``: arguments a role requires (a ranker must track importances);
 * ``small_params``: small arguments for the contract suite and the warm-up;
-* ``ranges``: the closed range ``(low, high)`` of each parameter that sizes the learner's
-  work or memory (trees, split candidates, depth, windows). Settings outside it stop the
-  worker at start, and a checkpointed state carrying a value outside it is refused
+* ``ranges`` (not an argument: those of the class's state ``kind``, declared in
+  :mod:`models._ranges`): the closed range ``(low, high)`` of each parameter that sizes the
+  learner's work or memory (trees, split candidates, depth, windows). Settings outside it stop
+  the worker at start, and a checkpointed state carrying a value outside it is refused
   (:func:`models.base.check_param_ranges`): a checkpoint is read from a topic, and
   ``n_splits=10**6`` would make 300 rows take minutes.
 
@@ -64,6 +65,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ._ranges import ranges_of_kind
 from .abfs import ABFS, ABFSClassifier
 from .adaptive_forest import AdaptiveRandomForest
 from .adwin import ADWIN
@@ -195,7 +197,8 @@ class LearnerSpec:
     defaults: Mapping = field(default_factory=dict)
     role_params: Mapping = field(default_factory=dict)  # role -> {param: required value}
     small_params: Mapping = field(default_factory=dict)
-    ranges: Mapping = field(default_factory=dict)  # param -> (low, high), both included
+    # param -> (low, high), both included: those of the class's state kind (models/_ranges.py)
+    ranges: Mapping = field(init=False)
 
     def __post_init__(self) -> None:
         bad_tasks = set(self.tasks) - set(TASKS)
@@ -208,8 +211,9 @@ class LearnerSpec:
         if self.arrivals and PREDICTOR not in self.roles:
             raise ValueError(f"learner {self.name!r} learns from feature arrivals but is no "
                              "predictor")
-        for name in ("defaults", "small_params", "role_params", "ranges"):
+        for name in ("defaults", "small_params", "role_params"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
+        object.__setattr__(self, "ranges", ranges_of_kind(getattr(self.cls, "kind", "")))
         object.__setattr__(self, "alerts", _rules(self.alerts))
         self._check_alerts()
         self._check_ranges()
@@ -298,26 +302,6 @@ def names(role: str | None = None, task: str | None = None) -> list[str]:
                   if (role is None or role in s.roles) and (task is None or task in s.tasks))
 
 
-def ranges_of_kind(kind: str) -> Mapping:
-    """The parameter ranges of the family whose states have ``kind`` (none for a kind no
-    spec has: a learner nested in another's state, bounded by its own family)."""
-    for spec in REGISTRY.values():
-        if getattr(spec.cls, "kind", None) == kind:
-            return spec.ranges
-    return _NO_RANGES
-
-
-_NO_RANGES: Mapping = MappingProxyType({})
-
-
-def by_kind(kind: str) -> LearnerSpec:
-    """The spec whose class has ``kind`` (the tag of a learner's ``to_state()``)."""
-    for spec in REGISTRY.values():
-        if getattr(spec.cls, "kind", None) == kind:
-            return spec
-    raise KeyError(f"no registered learner has state kind {kind!r}")
-
-
 def _type_problem(value: Any, default: Any) -> str | None:
     """Why ``value`` cannot stand where the default is ``default`` (``None``: it can)."""
     if default is inspect.Parameter.empty or default is None:
@@ -392,12 +376,6 @@ def check_params(name: str, params: Mapping, role: str) -> list[tuple[str, str]]
 
 # --------------------------------------------------------------------------- the families
 
-# ranges of the parameters that size work or memory: generous (ten to a hundred times the
-# defaults), so that no configuration that finishes its rows in reasonable time is refused
-_TREES = (1, 1000)  # trees of a forest: work and memory grow with each
-_SPLITS = (1, 1000)  # candidate thresholds per feature and split attempt
-_DEPTH = (0, 64)  # a depth limit (None: none; rows bound the trees then)
-
 register(LearnerSpec(
     name="forgetful_forest", cls=ForgetfulRandomForest,
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
@@ -412,7 +390,6 @@ register(LearnerSpec(
     alerts=(AlertRule("collapse", share=0.25, involved="n_collapsed", members="n_trees",
                       quiet=1000),),
     small_params={"n_trees": 4, "bagging": True, "dense_max_values": 4},
-    ranges={"n_trees": _TREES, "dense_max_values": (0, 256)},
 ))
 register(LearnerSpec(
     name="forgetful_tree", cls=ForgetfulDecisionTree,
@@ -423,7 +400,6 @@ register(LearnerSpec(
     events=("collapse",),
     alerts=(AlertRule("collapse", quiet=1000),),
     small_params={"dense_max_values": 4},
-    ranges={"dense_max_values": (0, 256)},
 ))
 register(LearnerSpec(
     name="online_random_forest", cls=OnlineRandomForest,
@@ -433,14 +409,12 @@ register(LearnerSpec(
     role_params={RANKER: {"track_importance": True}},
     small_params={"n_trees": 4, "n_tests": 8, "min_samples": 5, "max_depth": 5,
                   "gamma": 0.002, "track_importance": True, "importance_decay": 0.001},
-    ranges={"n_trees": _TREES, "n_tests": _SPLITS, "max_depth": (1, 40)},
 ))
 register(LearnerSpec(
     name="adwin", cls=ADWIN,
     tasks=frozenset(TASKS), roles=frozenset({DETECTOR}),
     summary="ADWIN (Bifet & Gavalda 2007) on the prequential loss",
     alerts=("drift",),
-    ranges={"max_buckets": (1, 1000)},
 ))
 register(LearnerSpec(
     name="ddm", cls=DDM,
@@ -459,7 +433,6 @@ register(LearnerSpec(
     # every learn_many adds a generation: an always-on stream keeps the newest 20 (600 trees)
     defaults={"max_generations": 20},
     small_params={"n_trees": 4},
-    ranges={"n_trees": _TREES, "max_depth": (1, 20), "max_generations": (0, 10_000)},
 ))
 register(LearnerSpec(
     name="naive_bayes", cls=NaiveBayes,
@@ -471,7 +444,6 @@ register(LearnerSpec(
     tasks=frozenset({CLASSIFICATION}), roles=frozenset({PREDICTOR}),
     summary="Hoeffding tree (Domingos & Hulten 2000), river/MOA defaults",
     small_params={"grace_period": 50},
-    ranges={"n_splits": _SPLITS, "max_depth": _DEPTH},
 ))
 register(LearnerSpec(
     name="abfs", cls=ABFS,
@@ -482,14 +454,12 @@ register(LearnerSpec(
     # subset is the selector at work, counted only
     events=("feature_drift", "selection"), alerts=("feature_drift",), composes=ABFSClassifier,
     small_params={"grace_period": 50, "selection_threshold": 0.05},
-    ranges={"n_splits": _SPLITS, "grace_period": (1, 100_000)},
 ))
 register(LearnerSpec(
     name="isoup_tree", cls=ISOUPTree,
     tasks=frozenset({REGRESSION}), roles=frozenset({PREDICTOR}),
     summary="iSOUP-Tree (Osojnik, Panov & Dzeroski 2018): multi-target Hoeffding model tree",
     small_params={"grace_period": 50, "max_thresholds": 16},
-    ranges={"max_thresholds": (1, 1024), "max_depth": _DEPTH},
 ))
 register(LearnerSpec(
     name="isoup_symrf", cls=ISOUPSymRF,
@@ -498,7 +468,6 @@ register(LearnerSpec(
             "subspaces per leaf and the symbolic feature ranking",
     rankings=(("symbolic", "symrf"),),
     small_params={"n_models": 3, "grace_period": 50, "max_thresholds": 16},
-    ranges={"n_models": _TREES, "max_thresholds": (1, 1024), "max_depth": _DEPTH},
 ))
 register(LearnerSpec(
     name="adaptive_random_forest", cls=AdaptiveRandomForest,
@@ -519,12 +488,7 @@ register(LearnerSpec(
     alerts=(AlertRule("tree_drift", share=0.3, involved="n_drifted", members="n_models",
                       quiet=1000),),
     small_params={"n_models": 3, "grace_period": 20},
-    ranges={"n_models": _TREES, "n_splits": _SPLITS, "max_depth": _DEPTH,
-            "lambda_value": (0.0, 30.0)},
 ))
-
-_BLOCK_FOREST = {"block_size": (10, 100_000), "n_trees": _TREES, "max_depth": (1, 20),
-                 "max_blocks": (1, 100_000), "longest": (0, 100_000)}
 
 register(LearnerSpec(
     name="block_forest", cls=BlockForestRanker,
@@ -536,7 +500,6 @@ register(LearnerSpec(
             "stream's features",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
-    ranges=_BLOCK_FOREST,
 ))
 
 register(LearnerSpec(
@@ -546,5 +509,4 @@ register(LearnerSpec(
             "of rows, each feature's block importances averaged over a mixture of memories",
     rankings=(("mdi", "block_mdi"),),
     small_params={"block_size": 20, "stride": 5, "n_trees": 4, "max_blocks": 8},
-    ranges=_BLOCK_FOREST,
 ))

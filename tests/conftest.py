@@ -11,6 +11,11 @@ tests never need one. It comes from, in this order:
 If none can be started, the kafka tests are skipped with the reasons, except under ``CI=true``: there the
 fixture fails, and any skipped kafka test is turned into a failure, so that integration tests cannot silently
 stop running. The terminal summary reports which broker was used and how long it took to start.
+
+Under pytest-xdist (``make test`` runs two workers) each worker starts its own broker the same way, on its own
+free ports; topics and groups are unique per test, so tests never see each other's records. Tests that share a
+module-scoped fixture (one worker run serving several tests, say) stay on one xdist worker (the scheduler of
+``--dist loadgroup`` below), and the controller starts the CPU feature-set digests once (``tests/determinism``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -222,13 +228,6 @@ def unique_group(request: pytest.FixtureRequest) -> Callable[[], str]:
 # hooks
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that use the broker carry the ``kafka`` marker even if they forgot it (``-m "not kafka"`` works)."""
-    for item in items:
-        if "kafka_bootstrap" in getattr(item, "fixturenames", ()) and item.get_closest_marker("kafka") is None:
-            item.add_marker(pytest.mark.kafka)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """Under ``CI=true`` a skipped kafka test is a failure: integration tests must run in CI."""
@@ -242,6 +241,120 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
     report.outcome = "failed"
     report.longrepr = f"kafka test skipped under CI=true (integration tests must run in CI): {reason}"
+
+
+def _module_fixture_group(item: pytest.Item) -> str | None:
+    """The module of a test that uses a module-scoped fixture of its own module: pytest-xdist must keep those
+    tests on one worker, so that the fixture runs once (a worker run serving several tests, the feature-set
+    digests)."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = getattr(item, "module", None)
+    if info is None or module is None:
+        return None
+    for name in info.names_closure:
+        for fixturedef in info.name2fixturedefs.get(name, ()):
+            if fixturedef.scope == "module" and getattr(fixturedef.func, "__module__", None) == module.__name__:
+                return item.nodeid.split("::", 1)[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that use the broker carry the ``kafka`` marker even if they forgot it (``-m "not kafka"`` works).
+
+    An xdist worker also writes the modules whose tests must stay together for the controller's scheduler.
+    """
+    for item in items:
+        if "kafka_bootstrap" in getattr(item, "fixturenames", ()) and item.get_closest_marker("kafka") is None:
+            item.add_marker(pytest.mark.kafka)
+    run_dir = getattr(config, "workerinput", {}).get("streamforest_run_dir")  # see _run_dir
+    if run_dir is not None:
+        groups = sorted({g for g in map(_module_fixture_group, items) if g is not None})
+        part = Path(run_dir) / f"groups.{os.getpid()}"
+        part.write_text("\n".join(groups))
+        part.replace(Path(run_dir) / "groups")  # every worker writes the same list
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pytest-xdist: module groups, the CPU feature-set digests started once, the workers' brokers in the summary
+#
+# ``make test`` runs ``-n 2 --dist loadgroup``. xdist's own loadgroup scheduler groups tests by an ``@group``
+# suffix it appends to node ids, which pytest 9 no longer lets a plugin change (node ids are structured), so
+# the scheduler of ``--dist loadgroup`` is this one: each test is its own unit of work, except that the tests
+# of a module with a module-scoped fixture are one unit (the workers list those modules at collection); units
+# go to the workers in collection order.
+
+_FEATURE_SET_RUNS: list = []
+
+
+def _run_dir(config: pytest.Config) -> Path:
+    """A directory of this run shared by the controller and its workers (removed at the end); a worker finds it
+    in ``config.workerinput["streamforest_run_dir"]``."""
+    if not hasattr(config, "_sf_run_dir"):
+        import tempfile
+
+        config._sf_run_dir = Path(tempfile.mkdtemp(prefix="streamforest-run-"))
+    return config._sf_run_dir
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    # units in collection order, not largest first: the integration tests (the longest) start first, and the
+    # feature-set test (collected last) runs when the digests it waits for have had the whole run to compile
+    config.option.loadscopereorder = False
+
+    class ModuleFixtureGroups(LoadScopeScheduling):
+        groups: frozenset[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once every worker has collected
+                listed = _run_dir(config) / "groups"
+                self.groups = frozenset(listed.read_text().split("\n")) if listed.exists() else frozenset()
+            module = nodeid.split("::", 1)[0]
+            return module if module in self.groups else nodeid
+
+    return ModuleFixtureGroups(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Every worker learns the run's shared directory."""
+    node.workerinput["streamforest_run_dir"] = str(_run_dir(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """The first worker to report its collection starts the digests if the feature-set test was collected
+    (the worker that runs it collects them: ``tests/determinism/runs.py``)."""
+    from tests.determinism.runs import FeatureSetRuns, cache_root, ours, shared_work
+
+    config = node.config
+    if _FEATURE_SET_RUNS or config.option.collectonly or not any(map(ours, ids)):
+        return
+    _FEATURE_SET_RUNS.append(FeatureSetRuns(cache_root(config), shared_work(_run_dir(config))).start())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    for info in getattr(node, "workeroutput", {}).get("kafka_brokers", ()):
+        _broker_info.append(_BrokerInfo(**info))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes the summary
+        workeroutput["kafka_brokers"] = [vars(info) for info in _broker_info]
+    while _FEATURE_SET_RUNS:
+        _FEATURE_SET_RUNS.pop().close()  # stops what still runs
+    run_dir = getattr(session.config, "_sf_run_dir", None)
+    if run_dir is not None:
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -21,12 +21,13 @@ takes about 40 s.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.determinism import cases
-from tests.determinism.runs import RUNS, FeatureSetRuns, under_ci
+from tests.determinism.runs import RUNS, FeatureSetRuns, cache_root, under_ci
+
+pytestmark = pytest.mark.slow  # every kernel compiled for two more CPU targets
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def runs(request) -> dict[str, dict]:
     """Per feature set: its digests, and those of another set's states continued under it."""
     started = request.config.stash.get(RUNS, None)  # by conftest.py, at collection
     if started is None:
-        started = FeatureSetRuns(Path(request.config.cache.mkdir("numba-feature-sets"))).start()
+        started = FeatureSetRuns(cache_root(request.config)).start()
         request.addfinalizer(started.close)
     if started.emulated is None and under_ci():
         pytest.fail("qemu-x86_64-static is not installed: .ci/run installs it (qemu-user-static)")

@@ -14,20 +14,15 @@ from worker_support import (
     assert_exact,
     assert_same_alerts_and_rankings,
     count_committed,
-    make_streams,
-    new_prefix,
     read_topic,
-    reference_outputs,
-    settings_from,
+    scenario,
     unpack,
-    worker_env,
 )
 
 from schemas.batches import PredictionBatch
 from schemas.codec import decode, encode_state
 from schemas.deadletter import parse_deadletter_headers
 from worker.tools.dev.produce import BATCH_HEADERS, batch_values, make_producer, produce_values
-from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -65,17 +60,14 @@ def _crash_run(env, tmp_path, fault, name):
 
 def test_batched_rows_get_the_predictions_of_single_rows_exactly_once_through_crashes(
         kafka_bootstrap, tmp_path):
-    prefix = new_prefix("batch")
     # a transaction every few records: crashes land between batches of one stream
-    env = worker_env(kafka_bootstrap, prefix, "w1", KAFKA__EXTRA=FAST_GROUP,
-                     WORKER__CONSUME_BATCH="6", CHECKPOINT__EVERY_INSTANCES="700")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(3, 3000, seed=8)  # every 11th row unlabelled
+    sc = scenario(kafka_bootstrap, "batch", streams=(3, 3000, 8),  # every 11th row unlabelled
+                  KAFKA__EXTRA=FAST_GROUP, WORKER__CONSUME_BATCH="6", CHECKPOINT__EVERY_INSTANCES="700")
+    env, settings, streams = sc.env, sc.settings, sc.streams
     n_records = _produce_batches(kafka_bootstrap, settings.topics.instances, streams, 100)
     assert n_records == 90
     n = sum(len(y) for _, y in streams.values())
-    ref = reference_outputs(settings, streams)  # the rows one by one, uninterrupted
+    ref = sc.reference()  # the rows one by one, uninterrupted
     topic = settings.topics.predictions
 
     runs = [_crash_run(env, tmp_path, "crash_before_commit=4", "before-commit")]
@@ -108,11 +100,8 @@ def test_batched_rows_get_the_predictions_of_single_rows_exactly_once_through_cr
 
 def test_a_bad_row_dead_letters_its_batch_and_prediction_batches_follow_the_input(
         kafka_bootstrap, tmp_path):
-    prefix = new_prefix("pbatch")
-    env = worker_env(kafka_bootstrap, prefix, "w1", OUTPUT__PREDICTION_BATCHES="true")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(2, 1000, seed=9)
+    sc = scenario(kafka_bootstrap, "pbatch", streams=(2, 1000, 9), OUTPUT__PREDICTION_BATCHES="true")
+    env, settings, streams = sc.env, sc.settings, sc.streams
     X0 = streams["stream-0"][0]
     nan = X0[:50].copy()
     nan[17, 2] = math.nan
@@ -124,7 +113,7 @@ def test_a_bad_row_dead_letters_its_batch_and_prediction_batches_follow_the_inpu
            ("stream-1", 12): encode_state({"v": 1, "stream": "stream-1", "ts": 0,
                                            "X": np.zeros((5, 4))})}
     _produce_batches(kafka_bootstrap, settings.topics.instances, streams, 50, extra=bad)
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     w = WorkerProc(env, tmp_path, "w1")
     try:
         records = read_topic(kafka_bootstrap, settings.topics.predictions, expected=40,

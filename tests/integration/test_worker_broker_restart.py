@@ -14,17 +14,10 @@ from worker_support import (
     assert_exact,
     assert_same_alerts_and_rankings,
     count_committed,
-    make_streams,
-    new_prefix,
-    produce_streams,
     read_topic,
-    reference_outputs,
-    settings_from,
+    scenario,
     wait_for,
-    worker_env,
 )
-
-from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -48,14 +41,11 @@ def own_broker(tmp_path, kafka_bootstrap):
 
 def test_a_broker_killed_and_restarted_mid_stream_keeps_outputs_exact(own_broker, tmp_path):
     bootstrap = own_broker.bootstrap
-    prefix = new_prefix("bkill")
-    env = worker_env(bootstrap, prefix, "w1", CHECKPOINT__EVERY_INSTANCES="500",
-                     WORKER__STARTUP_TIMEOUT_S="120", WORKER__SHUTDOWN_TIMEOUT_S="5",
-                     KAFKA__EXTRA={"session.timeout.ms": "45000", "heartbeat.interval.ms": "3000"})
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(3, 4000, seed=12)
-    n_first = produce_streams(bootstrap, settings.topics.instances, streams, stop=2000)
+    sc = scenario(bootstrap, "bkill", streams=(3, 4000, 12), CHECKPOINT__EVERY_INSTANCES="500",
+                  WORKER__STARTUP_TIMEOUT_S="120", WORKER__SHUTDOWN_TIMEOUT_S="5",
+                  KAFKA__EXTRA={"session.timeout.ms": "45000", "heartbeat.interval.ms": "3000"})
+    env, settings, streams = sc.env, sc.settings, sc.streams
+    n_first = sc.produce(stop=2000)
     topic = settings.topics.predictions
     w = WorkerProc(env, tmp_path, "w1")
     try:
@@ -64,13 +54,13 @@ def test_a_broker_killed_and_restarted_mid_stream_keeps_outputs_exact(own_broker
         time.sleep(5.0)
         assert w.alive(), w.log()[-3000:]
         own_broker.start(timeout=240)
-        n = n_first + produce_streams(bootstrap, settings.topics.instances, streams, start=2000)
+        n = n_first + sc.produce(start=2000)
         preds = read_topic(bootstrap, topic, expected=n, timeout_s=300)
         assert w.alive(), "the member died with the broker:\n" + w.log()[-3000:]
     finally:
         rc = w.terminate(timeout=90)
     assert rc == 0, w.log()[-3000:]
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     assert len(preds) == n
     assert_exact(ref, preds, streams)
     assert_same_alerts_and_rankings(ref, bootstrap, settings, streams)

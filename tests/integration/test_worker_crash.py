@@ -12,18 +12,11 @@ from worker_support import (
     assert_exact,
     assert_same_alerts_and_rankings,
     count_committed,
-    make_streams,
-    new_prefix,
-    produce_streams,
     read_topic,
-    reference_outputs,
     regression_stream,
-    settings_from,
+    scenario,
     wait_for,
-    worker_env,
 )
-
-from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -38,21 +31,18 @@ def _crash_run(env, tmp_path, fault, name):
 
 
 def test_crashes_at_several_points_leave_no_gap_and_no_duplicate(kafka_bootstrap, tmp_path):
-    prefix = new_prefix("crash")
-    env = worker_env(kafka_bootstrap, prefix, "w1", KAFKA__EXTRA=FAST_GROUP,
-                     CHECKPOINT__EVERY_INSTANCES="700", LEARNERS__PREDICTOR="forgetful_tree,isoup_symrf",
-                     # one stream runs ABFS in front of a Hoeffding tree: the selector's state,
-                     # retrains and abfs rankings must survive the crashes too
-                     PROFILES=[{"match": "stream-1", "name": "selected", "selector": "abfs",
-                                "predictor": "hoeffding_tree",
-                                "params": {"abfs": {"grace_period": 100,
-                                                    "selection_threshold": 0.05}}}])
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(4, 3000, seed=3)
+    sc = scenario(kafka_bootstrap, "crash", streams=(4, 3000, 3), KAFKA__EXTRA=FAST_GROUP,
+                  CHECKPOINT__EVERY_INSTANCES="700", LEARNERS__PREDICTOR="forgetful_tree,isoup_symrf",
+                  # one stream runs ABFS in front of a Hoeffding tree: the selector's state,
+                  # retrains and abfs rankings must survive the crashes too
+                  PROFILES=[{"match": "stream-1", "name": "selected", "selector": "abfs",
+                             "predictor": "hoeffding_tree",
+                             "params": {"abfs": {"grace_period": 100,
+                                                 "selection_threshold": 0.05}}}])
+    env, settings, streams = sc.env, sc.settings, sc.streams
     streams["reg-0"] = regression_stream(3000, seed=3)  # multi-target regression (iSOUP-SymRF)
-    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
-    ref = reference_outputs(settings, streams)
+    n = sc.produce()
+    ref = sc.reference()
     assert any(r[0] == "abfs" for r in ref["rank:stream-1"])  # the selector is exercised
     assert any(r[0] == "symrf" for r in ref["rank:reg-0"])  # and the regression forest
     topic = settings.topics.predictions

@@ -14,16 +14,12 @@ from worker_support import (
     WorkerProc,
     assert_exact,
     make_streams,
-    new_prefix,
     read_topic,
-    reference_outputs,
-    settings_from,
-    worker_env,
+    scenario,
 )
 
 from schemas.deadletter import parse_deadletter_headers
 from worker.tools.dev.produce import instance_values, make_producer
-from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -56,12 +52,8 @@ EXPECTED_CODE = {"random": "not_decodable", "schema": "missing_field", "nan": "n
 
 def test_malformed_messages_are_dead_lettered_and_processing_continues(kafka_bootstrap,
                                                                        tmp_path):
-    prefix = new_prefix("dlq")
-    env = worker_env(kafka_bootstrap, prefix, "w1",
-                     WORKER__MAX_MESSAGE_BYTES=str(MAX_BYTES))
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(2, 1500, seed=4)
+    sc = scenario(kafka_bootstrap, "dlq", "w1", streams=(2, 1500, 4), WORKER__MAX_MESSAGE_BYTES=str(MAX_BYTES))
+    env, settings, streams = sc.env, sc.settings, sc.streams
     d = 5
     rng = random.Random(7)
     kinds = [k for k in EXPECTED_CODE for _ in range(200)]
@@ -100,7 +92,7 @@ def test_malformed_messages_are_dead_lettered_and_processing_continues(kafka_boo
     p.flush(60)
     assert not errors and len(sent) == 1000
 
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     w = WorkerProc(env, tmp_path, "w1")
     try:
         preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=3000,
@@ -157,11 +149,8 @@ def test_poison_records_are_dead_lettered_once_and_survive_restarts(kafka_bootst
     import subprocess
     import sys
 
-    prefix = new_prefix("poison")
-    env = worker_env(kafka_bootstrap, prefix, "w1", TOPICS__PARTITIONS="1")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(2, 600, seed=5)
+    sc = scenario(kafka_bootstrap, "poison", "w1", streams=(2, 600, 5), TOPICS__PARTITIONS="1")
+    env, settings, streams = sc.env, sc.settings, sc.streams
     topic = settings.topics.instances
     p = make_producer(kafka_bootstrap)
     valid = {s: instance_values(s, X, y, ts0=5_000) for s, (X, y) in streams.items()}
@@ -174,7 +163,7 @@ def test_poison_records_are_dead_lettered_once_and_survive_restarts(kafka_bootst
                 p.produce(topic, value, key, partition=0)
     p.flush(60)
 
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     w = WorkerProc(env, tmp_path, "w1")
     try:
         preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=1200,

@@ -11,19 +11,15 @@ from confluent_kafka import Consumer, TopicPartition
 from worker_support import (
     WorkerProc,
     assert_exact,
-    make_streams,
-    new_prefix,
     produce_streams,
     read_topic,
     reference_outputs,
-    settings_from,
+    scenario,
     unpack,
     wait_for,
-    worker_env,
 )
 
 from worker.tools.dev.broker import free_port
-from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -47,14 +43,11 @@ def _committed(bootstrap, group, topic, partitions):
 
 
 def test_one_prediction_per_instance_in_order_and_graceful_stop(kafka_bootstrap, tmp_path):
-    prefix = new_prefix("eos")
     port = free_port()
-    env = worker_env(kafka_bootstrap, prefix, "w1", WORKER__METRICS_PORT=str(port))
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(3, 1200, seed=1)
-    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
-    ref = reference_outputs(settings, streams)
+    sc = scenario(kafka_bootstrap, "eos", streams=(3, 1200, 1), WORKER__METRICS_PORT=str(port))
+    env, settings, streams = sc.env, sc.settings, sc.streams
+    n = sc.produce()
+    ref = sc.reference()
 
     w = WorkerProc(env, tmp_path, "w1")
     try:
@@ -110,11 +103,8 @@ def test_one_prediction_per_instance_in_order_and_graceful_stop(kafka_bootstrap,
 def test_sigterm_mid_stream_commits_what_was_processed(kafka_bootstrap, tmp_path):
     """Stop while input is still arriving: offsets committed = positions of the last batch,
     and every committed prediction's instance is below those offsets (and vice versa)."""
-    prefix = new_prefix("term")
-    env = worker_env(kafka_bootstrap, prefix, "w1", WORKER__CONSUME_BATCH="100")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(2, 3000, seed=2)
+    sc = scenario(kafka_bootstrap, "term", "w1", streams=(2, 3000, 2), WORKER__CONSUME_BATCH="100")
+    env, settings, streams = sc.env, sc.settings, sc.streams
     produce_streams(kafka_bootstrap, settings.topics.instances, streams, 0, 1500)
     w = WorkerProc(env, tmp_path, "w1")
     try:
@@ -142,12 +132,9 @@ def test_sigterm_mid_stream_commits_what_was_processed(kafka_bootstrap, tmp_path
 def test_at_least_once_mode_processes_everything(kafka_bootstrap, tmp_path):
     """``worker.exactly_once=false``: plain idempotent producer, offsets committed after the
     outputs are flushed; without a crash every instance still has exactly one prediction."""
-    prefix = new_prefix("alo")
-    env = worker_env(kafka_bootstrap, prefix, "w1", WORKER__EXACTLY_ONCE="false")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(2, 800, seed=6)
-    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
+    sc = scenario(kafka_bootstrap, "alo", "w1", streams=(2, 800, 6), WORKER__EXACTLY_ONCE="false")
+    env, settings, streams = sc.env, sc.settings, sc.streams
+    n = sc.produce()
     w = WorkerProc(env, tmp_path, "w1")
     try:
         preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n,

@@ -21,6 +21,7 @@ from worker_support import (
     produce_streams,
     read_topic,
     reference_outputs,
+    scenario,
     settings_from,
     unpack,
     wait_for,
@@ -41,6 +42,13 @@ def _env(bootstrap, prefix, member="w1", **over):
     over.setdefault("KAFKA__EXTRA", FAST_GROUP)
     over.setdefault("LEARNERS__RANKERS", "online_random_forest")
     return worker_env(bootstrap, prefix, member, **over)
+
+
+def _scenario(bootstrap, tag, member="w1", *, streams=(), **over):
+    """:func:`scenario` with the settings of :func:`_env`."""
+    over.setdefault("KAFKA__EXTRA", FAST_GROUP)
+    over.setdefault("LEARNERS__RANKERS", "online_random_forest")
+    return scenario(bootstrap, tag, member, streams=streams, **over)
 
 
 def _run_until(env, tmp_path, name, bootstrap, topic, n, fault=None, timeout=180):
@@ -81,13 +89,10 @@ def _refusals(w) -> list[str]:
 
 
 def test_unexpected_errors_abort_the_batch_and_a_restart_is_exact(kafka_bootstrap, tmp_path):
-    prefix = new_prefix("raise")
-    env = _env(kafka_bootstrap, prefix)
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(3, 2000, seed=5)
-    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
-    ref = reference_outputs(settings, streams)
+    sc = _scenario(kafka_bootstrap, "raise", streams=(3, 2000, 5))
+    env, settings, streams = sc.env, sc.settings, sc.streams
+    n = sc.produce()
+    ref = sc.reference()
     topic = settings.topics.predictions
     seen = 0
     # the 3rd batch raises after its outputs were produced in the open transaction, then the
@@ -114,11 +119,8 @@ def test_unexpected_errors_abort_the_batch_and_a_restart_is_exact(kafka_bootstra
 
 
 def test_unusable_checkpoints_are_refused_and_outputs_stay_exact(kafka_bootstrap, tmp_path):
-    prefix = new_prefix("ckbad")
-    env = _env(kafka_bootstrap, prefix, CHECKPOINT__EVERY_INSTANCES="300")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(2, 2400, seed=7)
+    sc = _scenario(kafka_bootstrap, "ckbad", streams=(2, 2400, 7), CHECKPOINT__EVERY_INSTANCES="300")
+    env, settings, streams = sc.env, sc.settings, sc.streams
     topic, inp = settings.topics.predictions, settings.topics.instances
     n = 0
     # a good checkpoint, then a process whose every chunk is garbled, then one whose every
@@ -139,7 +141,7 @@ def test_unusable_checkpoints_are_refused_and_outputs_stay_exact(kafka_bootstrap
         dropped_reasons
     restored = procs[3].events("partition restored")
     assert restored and all(e["start"] <= e["committed"] for e in restored)
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     preds = read_topic(kafka_bootstrap, topic, expected=n, timeout_s=120)
     assert len(preds) == n
     assert_exact(ref, preds, streams)
@@ -147,11 +149,8 @@ def test_unusable_checkpoints_are_refused_and_outputs_stay_exact(kafka_bootstrap
 
 
 def test_a_missing_or_unfit_checkpoints_topic_stops_the_start(kafka_bootstrap, tmp_path, admin):
-    prefix = new_prefix("cktopic")
-    env = _env(kafka_bootstrap, prefix)
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(2, 900, seed=8)
+    sc = _scenario(kafka_bootstrap, "cktopic", streams=(2, 900, 8))
+    env, settings, streams = sc.env, sc.settings, sc.streams
     topic, ck = settings.topics.predictions, settings.topics.checkpoints
     n = produce_streams(kafka_bootstrap, settings.topics.instances, streams, stop=600)
     _run_until(env, tmp_path, "first", kafka_bootstrap, topic, n)
@@ -172,7 +171,7 @@ def test_a_missing_or_unfit_checkpoints_topic_stops_the_start(kafka_bootstrap, t
     n += produce_streams(kafka_bootstrap, settings.topics.instances, streams, start=600)
     w = _run_until(env, tmp_path, "rebuilt", kafka_bootstrap, topic, n)
     assert any(e["start"] == 0 and e["committed"] > 0 for e in w.events("partition restored"))
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     preds = read_topic(kafka_bootstrap, topic, expected=n, timeout_s=120)
     assert_exact(ref, preds, streams)
 
@@ -312,12 +311,12 @@ def test_two_groups_share_input_and_checkpoints_under_compaction(kafka_bootstrap
 
 
 def test_a_deleted_input_topic_ends_the_worker(kafka_bootstrap, tmp_path, admin):
-    prefix = new_prefix("gone")
-    env = _env(kafka_bootstrap, prefix, WORKER__STARTUP_TIMEOUT_S="5")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(1, 300, seed=2)
-    n = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
+    # the clients refresh their metadata every second (librdkafka's default: 5 minutes), so the
+    # deletion is seen within seconds rather than at the next refresh a rebalance happens to cause
+    sc = _scenario(kafka_bootstrap, "gone", streams=(1, 300, 2), WORKER__STARTUP_TIMEOUT_S="5",
+                   KAFKA__EXTRA={**FAST_GROUP, "topic.metadata.refresh.interval.ms": "1000"})
+    env, settings = sc.env, sc.settings
+    n = sc.produce()
     w = WorkerProc(env, tmp_path, "gone")
     try:
         wait_for(lambda: count_committed(kafka_bootstrap, settings.topics.predictions) >= n, 120,
@@ -368,13 +367,10 @@ def test_passivated_streams_give_the_outputs_of_resident_ones(kafka_bootstrap, t
     from memory and restored from the checkpoints topic when their next message comes,
     through a crash and a restore that leaves them passivated; checkpoints capped at 1 kB per
     transaction spread the partitions' checkpoints over transactions. Outputs stay exact."""
-    prefix = new_prefix("passivate")
-    env = _env(kafka_bootstrap, prefix, WORKER__STATE_BUDGET_MB="0.05", TOPICS__PARTITIONS="2",
-               CHECKPOINT__EVERY_INSTANCES="300", CHECKPOINT__TRANSACTION_BYTES="1024",
-               WORKER__LOG_LEVEL="DEBUG")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(4, 1200, seed=9)
+    sc = _scenario(kafka_bootstrap, "passivate", streams=(4, 1200, 9), WORKER__STATE_BUDGET_MB="0.05",
+                   TOPICS__PARTITIONS="2", CHECKPOINT__EVERY_INSTANCES="300",
+                   CHECKPOINT__TRANSACTION_BYTES="1024", WORKER__LOG_LEVEL="DEBUG")
+    env, settings, streams = sc.env, sc.settings, sc.streams
     n = produce_streams(kafka_bootstrap, settings.topics.instances, streams, interleave=40)
     w = WorkerProc(env, tmp_path, "passivate-crash", fault="crash_after_commit=4")
     assert w.wait(180) == -9, w.log()[-3000:]
@@ -385,7 +381,7 @@ def test_passivated_streams_give_the_outputs_of_resident_ones(kafka_bootstrap, t
     assert sum(e["passivated"] for e in restored) >= 3  # the budget holds at most one stream
     assert sum(e["streams"] for e in final.events("streams restored")) > 0
     preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n, timeout_s=60)
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     assert_exact(ref, preds, streams)
     assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
 

@@ -13,11 +13,9 @@ import pytest
 from worker_support import (
     WorkerProc,
     assert_exact,
-    make_streams,
     new_prefix,
-    produce_streams,
     read_topic,
-    reference_outputs,
+    scenario,
     settings_from,
     unpack,
     wait_for,
@@ -43,6 +41,12 @@ PROFILE = [{"match": "fs-*", "name": "features", "predictor": "feature_stream",
 def _env(bootstrap, prefix, member, **over):
     return worker_env(bootstrap, prefix, member, KAFKA__EXTRA=FAST_GROUP, PROFILES=PROFILE,
                       LEARNERS__FEATURE_STREAM_ROWS="600", **over)
+
+
+def _scenario(bootstrap, tag, member, *, streams=(), **over):
+    """:func:`scenario` with the settings of :func:`_env`."""
+    return scenario(bootstrap, tag, member, streams=streams, KAFKA__EXTRA=FAST_GROUP, PROFILES=PROFILE,
+                    LEARNERS__FEATURE_STREAM_ROWS="600", **over)
 
 
 def _producer(bootstrap):
@@ -235,12 +239,10 @@ def test_crashes_and_a_rebalance_with_both_topics_are_exact(kafka_bootstrap, tmp
     every arrival) and of a plain stream equal an uninterrupted in-process run."""
     from worker.settings import stream_profiles
 
-    prefix = new_prefix("featcrash")
-    env = _env(kafka_bootstrap, prefix, "w1", CHECKPOINT__EVERY_INSTANCES="500")
-    settings = settings_from(env)
-    create_topics(settings)
-    streams = make_streams(1, 600, seed=5)
-    n_plain = produce_streams(kafka_bootstrap, settings.topics.instances, streams)
+    sc = _scenario(kafka_bootstrap, "featcrash", "w1", streams=(1, 600, 5),
+                   CHECKPOINT__EVERY_INSTANCES="500")
+    env, settings, streams = sc.env, sc.settings, sc.streams
+    n_plain = sc.produce()
     feats = {}
     # after the plain streams' records (timestamped when produced), one stream after the
     # other: the merge compares the heads of the two topics, so each topic's records should
@@ -249,7 +251,7 @@ def test_crashes_and_a_rebalance_with_both_topics_are_exact(kafka_bootstrap, tmp
     for k, s in enumerate(("fs-a", "fs-b")):
         feats[s] = _interleaved(k, 550, 6)
         _produce_features(kafka_bootstrap, settings, base + 5_000 * k, s, *feats[s])
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     profiles = stream_profiles(settings)
     fref = {s: _feature_reference(profiles.for_stream(s), s, *feats[s]) for s in feats}
     n = n_plain + sum(len(r) for r in fref.values())
@@ -265,8 +267,7 @@ def test_crashes_and_a_rebalance_with_both_topics_are_exact(kafka_bootstrap, tmp
              "restore")
     time.sleep(0.5)
     w.kill()
-    members = [WorkerProc(_env(kafka_bootstrap, prefix, m, CHECKPOINT__EVERY_INSTANCES="500"),
-                          tmp_path, m) for m in ("m1", "m2")]
+    members = [WorkerProc(sc.member_env(m), tmp_path, m) for m in ("m1", "m2")]
     try:
         preds = read_topic(kafka_bootstrap, topic, expected=n, timeout_s=300)
     finally:

@@ -9,17 +9,11 @@ from worker_support import (
     assert_exact,
     assert_same_alerts_and_rankings,
     count_committed,
-    make_streams,
-    new_prefix,
     produce_streams,
     read_topic,
-    reference_outputs,
-    settings_from,
+    scenario,
     wait_for,
-    worker_env,
 )
-
-from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -27,15 +21,12 @@ FAST_GROUP = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
 
 
 def test_join_and_leave_mid_stream_keep_outputs_exact(kafka_bootstrap, tmp_path):
-    prefix = new_prefix("rebal")
-    base = dict(KAFKA__EXTRA=FAST_GROUP, TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="200",
-                CHECKPOINT__EVERY_INSTANCES="500")
-    envs = {m: worker_env(kafka_bootstrap, prefix, m, **base) for m in ("w1", "w2", "w3")}
-    settings = settings_from(envs["w1"])
-    create_topics(settings)
-    streams = make_streams(8, 1500, seed=5)
+    sc = scenario(kafka_bootstrap, "rebal", streams=(8, 1500, 5), KAFKA__EXTRA=FAST_GROUP,
+                  TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="200", CHECKPOINT__EVERY_INSTANCES="500")
+    envs = {m: sc.member_env(m) for m in ("w1", "w2", "w3")}
+    settings, streams = sc.settings, sc.streams
     n = sum(len(y) for _, y in streams.values())
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     topic, pred = settings.topics.instances, settings.topics.predictions
 
     produce_streams(kafka_bootstrap, topic, streams, 0, 500)

@@ -9,17 +9,11 @@ from worker_support import (
     assert_exact,
     assert_same_alerts_and_rankings,
     count_committed,
-    make_streams,
-    new_prefix,
     produce_streams,
     read_topic,
-    reference_outputs,
-    settings_from,
+    scenario,
     wait_for,
-    worker_env,
 )
-
-from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -47,15 +41,13 @@ def _holding(worker) -> set[int]:
 
 
 def test_restart_under_the_same_name_keeps_the_assignment(kafka_bootstrap, tmp_path):
-    prefix = new_prefix("static")
-    base = dict(KAFKA__EXTRA=GROUP, TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="200",
-                CHECKPOINT__EVERY_INSTANCES="500", WORKER__STATIC_MEMBERSHIP="true")
-    envs = {m: worker_env(kafka_bootstrap, prefix, m, **base) for m in ("pod-0", "pod-1")}
-    settings = settings_from(envs["pod-0"])
-    create_topics(settings)
-    streams = make_streams(8, 1200, seed=7)
+    sc = scenario(kafka_bootstrap, "static", "pod-0", streams=(8, 1200, 7), KAFKA__EXTRA=GROUP,
+                  TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="200", CHECKPOINT__EVERY_INSTANCES="500",
+                  WORKER__STATIC_MEMBERSHIP="true")
+    envs = {m: sc.member_env(m) for m in ("pod-0", "pod-1")}
+    settings, streams = sc.settings, sc.streams
     n = sum(len(y) for _, y in streams.values())
-    ref = reference_outputs(settings, streams)
+    ref = sc.reference()
     topic, pred = settings.topics.instances, settings.topics.predictions
 
     produce_streams(kafka_bootstrap, topic, streams, 0, 400)

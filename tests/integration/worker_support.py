@@ -10,7 +10,9 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -64,6 +66,44 @@ def settings_from(env: dict[str, str]):
     from worker.settings import load_settings
 
     return load_settings(env)
+
+
+@dataclass
+class Scenario:
+    """The common start of a worker test: a new topic prefix, a member's settings env, the topics
+    created, and the streams the test will produce. See :func:`scenario`."""
+
+    bootstrap: str
+    prefix: str
+    env: dict[str, str]
+    settings: Any
+    streams: dict
+    over: dict
+
+    def member_env(self, member: str, **over) -> dict[str, str]:
+        """The env of another member of the same group (the scenario's settings, then ``over``)."""
+        return worker_env(self.bootstrap, self.prefix, member, **{**self.over, **over})
+
+    def produce(self, start: int = 0, stop: int | None = None) -> int:
+        """Rows ``start:stop`` of every stream to the instances topic; returns how many."""
+        return produce_streams(self.bootstrap, self.settings.topics.instances, self.streams, start, stop)
+
+    def reference(self) -> dict:
+        """The outputs of an uninterrupted in-process run of the streams."""
+        return reference_outputs(self.settings, self.streams)
+
+
+def scenario(bootstrap: str, tag: str, member: str = "w1", *, streams: tuple = (),
+             **over) -> Scenario:
+    """A new prefix named after ``tag``, the env of ``member`` (``over`` as in :func:`worker_env`),
+    every topic of its settings created, and ``make_streams(*streams)`` (no streams when empty)."""
+    from worker.topics import create_topics
+
+    prefix = new_prefix(tag)
+    env = worker_env(bootstrap, prefix, member, **over)
+    settings = settings_from(env)
+    create_topics(settings)
+    return Scenario(bootstrap, prefix, env, settings, make_streams(*streams) if streams else {}, over)
 
 
 class WorkerProc:

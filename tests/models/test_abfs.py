@@ -168,6 +168,7 @@ def test_guard_rows_answer_with_the_learner_ahead_so_far():
     np.testing.assert_allclose(scores, [0.09375, 0.9375])  # no prediction: wrong for both
 
 
+@pytest.mark.slow
 def test_the_guard_keeps_abfs_from_costing_accuracy():
     """A sparse stream of 500 word occurrences whose keywords change once (Assis' settings):
     filtered and reset at each feature drift, the tree falls more than 5 points below the

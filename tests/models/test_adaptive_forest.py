@@ -178,6 +178,7 @@ def test_importances_and_bad_input():
         AdaptiveRandomForest.from_state(state)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DATA.is_dir(), reason="shared datasets not available")
 def test_river_flavour_accuracy_near_river_arf_on_electricity():
     """River's rules and subset size (``flavour="river"``, ``max_features="sqrt"``) against

@@ -20,11 +20,14 @@ there (0.8010 for seed 1; on the first 10,000 rows it is ahead, 0.7977 against 0
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from models import registry
 from tests.shared_data import data_dir
 from worker.pipeline import PipelineConfig
 from worker.tools.dev.datasets import load
+
+pytestmark = pytest.mark.slow  # accuracy on Electricity against river's ARF
 
 RIVER_ARF10 = 0.8088  # mean over seeds 1-5, command in the module doc
 ROWS = 20_000

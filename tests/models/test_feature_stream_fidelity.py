@@ -18,6 +18,8 @@ import pytest
 
 from tests.benchmarks.fidelity.fidelity_feature_stream import DATASETS, FIRST_SEED, run_pair
 
+pytestmark = pytest.mark.slow  # accuracy runs against the reference
+
 NAMES = ("bananas", "river_phishing", "segment")
 
 

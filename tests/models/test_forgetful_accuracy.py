@@ -22,6 +22,8 @@ from models.forgetful_tree import ForgetfulDecisionTree
 from tests.shared_data import data_dir
 from worker.tools.dev import datasets
 
+pytestmark = pytest.mark.slow  # accuracy on real and synthetic streams
+
 DATA_DIR = data_dir()
 
 # dataset -> (batch size, warm-up batches excluded)

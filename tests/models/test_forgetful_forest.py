@@ -122,6 +122,7 @@ def _assert_trees_are_rebuilds(model):
         assert n <= ti[fk.RETAIN]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bagging", [False, True])
 def test_every_tree_is_a_rebuild_on_its_retained_rows(bagging):
     X, y = _stream(1, 1500, 4, 3, flip_at=900)

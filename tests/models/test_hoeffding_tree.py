@@ -40,6 +40,7 @@ def _river_run(X, y):
     return np.array(hits), np.array(sizes)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DATA.is_dir(), reason="shared datasets not available")
 @pytest.mark.parametrize("name", sorted(STREAMS))
 def test_prequential_accuracy_and_tree_size_match_river(name):
@@ -123,6 +124,7 @@ def test_bad_weights_are_refused():
 MOA_NOAA = {"nb+ddm": 70.659, "ht+ddm": 73.655, "ht": 73.479}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DATA.is_dir(), reason="shared datasets not available")
 def test_moa_flavour_reproduces_moa_on_noaa():
     from models.drift_wrapper import DriftDetectionClassifier

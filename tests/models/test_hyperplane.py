@@ -158,6 +158,7 @@ def test_invalid_switch_period():
         RotatingHyperplane(switch_every=-1)
 
 
+@pytest.mark.slow
 def test_drift_benchmark_settings_and_one_short_stream():
     # the protocol of tests/benchmarks/rankings/bench_rankings_drift.py on the generator's variants
     from tests.benchmarks.rankings.bench_rankings_drift import all_settings, ask_times, score_method

@@ -179,6 +179,7 @@ def test_raw_scales_do_not_make_the_perceptrons_diverge():
     assert mae < 1.05 * 85.32  # MOA's ISOUPTree on the same rows (bench_isoup.py)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not streams.available("bike_sharing_hour.csv"), reason="Bike Sharing not available")
 def test_bike_sharing_error_and_top_five():
     X, Y, names = streams.bike_sharing()
@@ -281,6 +282,7 @@ def test_backgrounds_replace_the_trees_after_an_abrupt_switch_and_the_ranking_fo
     assert set(old.tolist()) == set(streams.SWITCH_BEFORE)  # the paper's trees only grew
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bike", "scm20d"])
 def test_following_drift_costs_the_real_streams_nothing(name):
     """Bike Sharing's daily cycle raises every tree's error each day: backgrounds start, but

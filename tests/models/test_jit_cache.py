@@ -14,7 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from models._jit import _ROOT, _imports
+
+pytestmark = pytest.mark.slow  # kernels compiled in child processes
 
 # normalise_log (models/_hoeffding.py) calls models._fmath.exp: a kernel of one file that
 # inlines a function of another

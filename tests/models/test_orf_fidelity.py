@@ -19,6 +19,8 @@ import pytest
 from models.hyperplane import RotatingHyperplane
 from models.online_forest import OnlineRandomForest
 
+pytestmark = pytest.mark.slow  # importances over long drifting streams
+
 N_ROWS = 4000
 PARAMS = {"n_trees": 50, "gamma": 0.0, "track_importance": True, "importance_decay": 0.005}
 

@@ -13,6 +13,8 @@ import pytest
 
 from tests.benchmarks.rankings.bench_rankings_drift import score_method
 
+pytestmark = pytest.mark.slow  # rankings over long drifting streams
+
 ORF = "online_random_forest"  # the papers' ranker (Cassidy & Deviney's online MDA/MDG)
 
 #: (setting, rows, seed, floor of the default's score). Floors are the scores these streams
