@@ -38,11 +38,11 @@ DEPLOY_ARGS ?=
 
 # stamps: reinstall only when pyproject.toml changes, fetch the jars again only when the pom changes,
 # run the warm-up again only when a source of the core or the worker changes (it then compiles the
-# kernels whose sources or imported modules changed: models/_jit.py stamps each cached kernel so)
+# kernels whose sources or imported modules changed: models/core/_jit.py stamps each cached kernel so)
 INSTALLED := $(VENV)/.installed
 FETCHED := $(VENV)/.kafka-fetched
 WARMED := $(VENV)/.warmed
-WARMUP_SOURCES := $(wildcard models/*.py worker/*.py worker/pipeline/*.py)
+WARMUP_SOURCES := $(wildcard models/*.py models/*/*.py worker/*.py worker/*/*.py)
 
 .PHONY: setup test test-fast demo broker-start broker-stop bench helm helm-template image deploy-test
 

@@ -16,7 +16,7 @@ A spec declares
   empty while none is chosen; the predictor sees those, or every column when none) and
   :data:`DETECTOR` (``update_many`` over the loss sequence);
 * ``rankings``: which ``importances()`` keys it publishes, and under which ranking method;
-* ``events``: the kinds of :class:`~models.base.LearnerEvent` its ``events()`` reports
+* ``events``: the kinds of :class:`~models.core.base.LearnerEvent` its ``events()`` reports
   after a ``learn_many`` (none: ``events()`` is never asked);
 * ``alerts``: which of its events the worker publishes as drift alerts, as
   :class:`AlertRule` s (a bare kind: every event of that kind, at its own level); events of
@@ -25,7 +25,7 @@ A spec declares
   kinds are its signals, ``"drift"`` and (with ``warnings``) ``"warning"``;
 * ``composes``: for a selector, the class that puts a stream's predictor behind it,
   ``composes(predictor, selector)``: a learner with the predictor's surface and the
-  selector as its ``selector`` attribute (ABFS: :class:`~models.abfs.ABFSClassifier`, the
+  selector as its ``selector`` attribute (ABFS: :class:`~models.hoeffding.abfs.ABFSClassifier`, the
   reference code's composition: the predictor sees the selected columns, and after a feature
   drift a fresh one is trained on the selector's window);
 * ``warnings``: a detector that also flags warning zones
@@ -37,10 +37,10 @@ A spec declares
   ``role_params``: arguments a role requires (a ranker must track importances);
 * ``small_params``: small arguments for the contract suite and the warm-up;
 * ``ranges`` (not an argument: those of the class's state ``kind``, declared in
-  :mod:`models._ranges`): the closed range ``(low, high)`` of each parameter that sizes the
+  :mod:`models.core._ranges`): the closed range ``(low, high)`` of each parameter that sizes the
   learner's work or memory (trees, split candidates, depth, windows). Settings outside it stop
   the worker at start, and a checkpointed state carrying a value outside it is refused
-  (:func:`models.base.check_param_ranges`): a checkpoint is read from a topic, and
+  (:func:`models.core.base.check_param_ranges`): a checkpoint is read from a topic, and
   ``n_splits=10**6`` would make 300 rows take minutes.
 
 Examples
@@ -65,21 +65,21 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ._ranges import ranges_of_kind
-from .abfs import ABFS, ABFSClassifier
-from .adaptive_forest import AdaptiveRandomForest
-from .adwin import ADWIN
-from .block_forest import BlockForestRanker
-from .block_forest_regression import BlockForestRegressionRanker
-from .ddm import DDM
-from .feature_stream_forest import FeatureStreamForest
-from .forgetful_forest import ForgetfulRandomForest
-from .forgetful_tree import ForgetfulDecisionTree
-from .hoeffding_tree import HoeffdingTree
-from .isoup_forest import ISOUPSymRF
-from .isoup_tree import ISOUPTree
-from .naive_bayes import NaiveBayes
-from .online_forest import OnlineRandomForest
+from .cart.block_forest import BlockForestRanker
+from .cart.block_forest_regression import BlockForestRegressionRanker
+from .cart.feature_stream_forest import FeatureStreamForest
+from .core._ranges import ranges_of_kind
+from .drift.adwin import ADWIN
+from .drift.ddm import DDM
+from .forgetful.forgetful_forest import ForgetfulRandomForest
+from .forgetful.forgetful_tree import ForgetfulDecisionTree
+from .hoeffding.abfs import ABFS, ABFSClassifier
+from .hoeffding.adaptive_forest import AdaptiveRandomForest
+from .hoeffding.hoeffding_tree import HoeffdingTree
+from .hoeffding.naive_bayes import NaiveBayes
+from .isoup.isoup_forest import ISOUPSymRF
+from .isoup.isoup_tree import ISOUPTree
+from .orf.online_forest import OnlineRandomForest
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -197,7 +197,7 @@ class LearnerSpec:
     defaults: Mapping = field(default_factory=dict)
     role_params: Mapping = field(default_factory=dict)  # role -> {param: required value}
     small_params: Mapping = field(default_factory=dict)
-    # param -> (low, high), both included: those of the class's state kind (models/_ranges.py)
+    # param -> (low, high), both included: those of the class's state kind (models/core/_ranges.py)
     ranges: Mapping = field(init=False)
 
     def __post_init__(self) -> None:

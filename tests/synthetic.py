@@ -1,5 +1,5 @@
 """Seeded synthetic classification streams for tests and benchmarks beside the rotating
-hyperplane (:class:`models.hyperplane.RotatingHyperplane`): SEA concepts and an Agrawal-like
+hyperplane (:class:`models.generators.hyperplane.RotatingHyperplane`): SEA concepts and an Agrawal-like
 loan stream, each with an abrupt concept change, in the usual definitions (Street & Kim 2001;
 Agrawal, Imielinski & Swami 1993), and a sparse binary stream of word occurrences whose
 relevant words change (feature drift, as in spam and newsgroup streams; Katakis et al. 2010).

@@ -34,7 +34,7 @@ A checkpoint record is untrusted input: every size it claims is bounded before a
 allocated for it (:class:`Limits`). A manifest's chunk counts must fit the records between a
 chunk and the manifest and the bytes it says the envelope has; an envelope must not inflate
 past a multiple of its stored bytes or the worker's state budget (whichever is larger); the
-learners bound their capacities and parameters themselves (:mod:`models.base`).
+learners bound their capacities and parameters themselves (:mod:`models.core.base`).
 """
 
 from __future__ import annotations

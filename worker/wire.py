@@ -277,7 +277,7 @@ def _kernels():
     """The compiled parser (numba is imported on first use: the CLI does not need it)."""
     global _PARSE, _be, _read_int
     if _PARSE is None:
-        from models._jit import njit
+        from models.core._jit import njit
 
         # compiled in dependency order: the parser resolves the helpers by global name
         _be = njit(inline="always")(_be)

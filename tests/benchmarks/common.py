@@ -105,7 +105,7 @@ def write_results(path, content, *, stamp: bool = True, argv: list[str] | None =
 def hyperplane(d: int, n: int):
     """``X`` and int labels of a ``d``-feature rotating hyperplane with two drifting weights
     (the stream of the ranker cost benchmarks)."""
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
 
     X, y, _ = RotatingHyperplane(n_features=d, n_drift_features=2, mag_change=0.001,
                                  seed=1).take(n)

@@ -36,7 +36,7 @@ probability, alert and ranking bit for bit. Then:
 * (issue 34) every computation on these paths gives the same bits on every CPU: the
   C library's ``exp``, ``log``, ``log2``, ``pow`` and ``erf`` and numpy's ``exp``, ``log``
   and ``power`` (whose results depend on FMA and AVX-512) became the core's own
-  (:mod:`models._fmath`), and a matrix product became an ordered sum. The former digests
+  (:mod:`models.core._fmath`), and a matrix product became an ordered sum. The former digests
   were those of CPUs without AVX-512 (an AVX-512 machine failed 8 of 15 cases) and of
   glibc's FMA variants; the cases with the adaptive random forest (naive Bayes leaves: exp
   and log; Gaussian splits: erf) or the block forest (exp, log, powers) changed:
@@ -107,7 +107,7 @@ import msgpack
 import numpy as np
 
 from models import registry
-from models.hyperplane import RotatingHyperplane
+from models.generators.hyperplane import RotatingHyperplane
 from models.registry import DETECTOR, REGRESSION
 from schemas.codec import decode_state, encode_state
 from worker.pipeline import Pipeline, PipelineConfig
@@ -190,8 +190,8 @@ FUNCTIONS = "c3b333b3bd3b5f905a0bf7661ab58899704b443576297d4a1b0c3a42a39d9eab"
 
 def functions_digest() -> str:
     """SHA-256 of ``exp``, ``log``, ``log2``, ``erf``, ``lgamma``, ``pow_positive`` and
-    ``ipow`` of :mod:`models._fmath` over a fixed grid of 20,000 arguments each."""
-    from models import _fmath as fm
+    ``ipow`` of :mod:`models.core._fmath` over a fixed grid of 20,000 arguments each."""
+    from models.core import _fmath as fm
 
     rng = np.random.default_rng(34)
     # positive arguments over the whole range by exact scaling (np.exp would itself differ)

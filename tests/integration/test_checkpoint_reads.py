@@ -150,7 +150,7 @@ def test_chunks_interleaved_with_another_writers_records_are_read(kafka_bootstra
 
 def _pipeline_envelope(settings, stream: str, offset: int, rows: int = 600):
     """A real stream's envelope: the default pipeline after ``rows`` rows."""
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
     from worker.pipeline import Pipeline, PipelineConfig
 
     X, y, _ = RotatingHyperplane(n_features=5, seed=len(stream)).take(rows)

@@ -97,7 +97,7 @@ def scenario(bootstrap: str, tag: str, member: str = "w1", *, streams: tuple = (
              **over) -> Scenario:
     """A new prefix named after ``tag``, the env of ``member`` (``over`` as in :func:`worker_env`),
     every topic of its settings created, and ``make_streams(*streams)`` (no streams when empty)."""
-    from worker.topics import create_topics
+    from worker.tools.topics import create_topics
 
     prefix = new_prefix(tag)
     env = worker_env(bootstrap, prefix, member, **over)
@@ -246,7 +246,7 @@ def unpack(m) -> dict:
 
 def make_streams(n_streams: int, n_rows: int, seed: int = 0, d: int = 5):
     """Hyperplane streams with some unlabelled rows: {stream: (X, y)}."""
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
 
     out = {}
     for k in range(n_streams):

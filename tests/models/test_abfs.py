@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import _abfs_kernels as ak
-from models.abfs import ABFS, ABFSClassifier
-from models.drift_wrapper import DriftDetectionClassifier
-from models.hoeffding_tree import HoeffdingTree
-from models.naive_bayes import NaiveBayes
+from models.drift.drift_wrapper import DriftDetectionClassifier
+from models.hoeffding import _abfs_kernels as ak
+from models.hoeffding.abfs import ABFS, ABFSClassifier
+from models.hoeffding.hoeffding_tree import HoeffdingTree
+from models.hoeffding.naive_bayes import NaiveBayes
 from schemas.codec import decode_state, encode_state
 from tests.models.feature_drift_data import feature_drift_stream, relevant
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.adaptive_forest import AdaptiveRandomForest
+from models.hoeffding.adaptive_forest import AdaptiveRandomForest
 from schemas.codec import decode_state, encode_state
 from tests.shared_data import data_dir
 
@@ -225,7 +225,7 @@ def test_vote_weight_of_a_tree_without_a_correct_vote():
     """MOA's evaluator reports accuracy in percent and gives a tree without a correct vote
     weight 1, so it counts 1/88 of a tree at 88%; river's accuracy is in [0, 1], and the same
     tree counts more than the accurate one."""
-    from models import _arf_kernels as ak
+    from models.hoeffding import _arf_kernels as ak
 
     correct, seen = np.array([0.0, 88.0]), np.array([5.0, 100.0])
     weights = {v: [ak._vote_weight(t, v, correct, seen) for t in (0, 1)]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import drift
 
-from models.adwin import ADWIN, ADWINBank
+from models.drift.adwin import ADWIN, ADWINBank
 from schemas.codec import decode_state, encode_state
 
 

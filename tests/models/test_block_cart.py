@@ -1,15 +1,15 @@
-"""The block forests' growers (:mod:`models._block_cart`, :mod:`models._cart_regression`), their
-sorted block columns and the window mixture's bookkeeping (:mod:`models._block_windows`)."""
+"""The block forests' growers (:mod:`models.cart._block_cart`, :mod:`models.cart._cart_regression`), their
+sorted block columns and the window mixture's bookkeeping (:mod:`models.cart._block_windows`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from models import _block_cart, _block_windows, _cart
-from models._rng import seed_states
-from models.block_forest import BlockForestRanker
-from models.block_forest_regression import BlockForestRegressionRanker
+from models.cart import _block_cart, _block_windows, _cart
+from models.cart.block_forest import BlockForestRanker
+from models.cart.block_forest_regression import BlockForestRegressionRanker
+from models.core._rng import seed_states
 
 
 def _columns(X):
@@ -31,7 +31,7 @@ def _block(seed: int, n: int = 100, d: int = 7, n_classes: int = 3):
 @pytest.mark.parametrize("mtry", [1.0, 0.5])
 def test_searching_every_feature_gives_the_cart_forests_importances_bit_for_bit(seed, mtry):
     # with every feature of a tree searched at every split, the block trees are those of
-    # models._cart (same draws, splits and order of the sums): the ranker on up to
+    # models.cart._cart (same draws, splits and order of the sums): the ranker on up to
     # SPLIT_FEATURES features measures what it did before them
     X, codes = _block(seed)
     T, depth, d = 10, 4, X.shape[1]

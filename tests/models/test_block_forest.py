@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.block_forest import STATE_VERSION, BlockForestRanker
-from models.block_forest_regression import BlockForestRegressionRanker
+from models.cart.block_forest import STATE_VERSION, BlockForestRanker
+from models.cart.block_forest_regression import BlockForestRegressionRanker
 from schemas.codec import decode_state
 
 REFERENCE = Path(__file__).parent / "reference"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models import _block_cart
-from models import _cart_regression as cr
-from models._rng import seed_states
-from models.block_forest_regression import BlockForestRegressionRanker
+from models.cart import _block_cart
+from models.cart import _cart_regression as cr
+from models.cart.block_forest_regression import BlockForestRegressionRanker
+from models.core._rng import seed_states
 from schemas.codec import decode_state, encode_state
 
 

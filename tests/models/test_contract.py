@@ -5,7 +5,7 @@ covered the moment it is registered: every predictor, ranker and selector is bui
 spec's ``small_params`` and checked for each task it serves (classification: labels and
 probabilities; multi-target regression: ``(n, n_targets)`` targets and predictions);
 every detector is checked on a loss sequence. The checks follow the contract in
-:mod:`models.base`: predictions before learning are defined, inputs are never mutated,
+:mod:`models.core.base`: predictions before learning are defined, inputs are never mutated,
 equal seeds give equal outputs, ``to_state() -> msgpack -> from_state()`` predicts
 identically and keeps learning identically, and bad input raises a readable ``ValueError``.
 """
@@ -369,7 +369,7 @@ def test_detector_reports_positions_and_round_trips(name):
 
 
 def test_check_x_takes_float_matrices_as_they_are_and_finds_bad_values():
-    from models.base import check_X
+    from models.core.base import check_X
 
     huge = np.full((3, 2), 1.5e308)  # finite, although their sum is not
     assert check_X(huge) is huge  # a C-contiguous float64 matrix is taken as it is

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import drift
 
-from models.ddm import DDM, DDMBank
+from models.drift.ddm import DDM, DDMBank
 from schemas.codec import decode_state, encode_state
 
 
@@ -254,7 +254,7 @@ def test_bad_parameters_are_refused(params, match):
 
 
 def test_state_read_outs_are_copies_and_read_only():
-    from models.adwin import ADWINBank
+    from models.drift.adwin import ADWINBank
 
     for bank in (ADWINBank(3), DDMBank(3)):
         flags = bank.drift_detected

@@ -16,9 +16,9 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from sklearn.tree import DecisionTreeClassifier
 
-from models import _cart
-from models._cart_columns import prepare_columns
-from models.feature_stream_forest import FeatureStreamForest
+from models.cart import _cart
+from models.cart._cart_columns import prepare_columns
+from models.cart.feature_stream_forest import FeatureStreamForest
 from schemas.codec import decode_state, encode_state
 
 SMALL = {"n_trees": 6}

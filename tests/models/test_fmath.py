@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models import _fmath as fm
-from models._jit import njit
+from models.core import _fmath as fm
+from models.core._jit import njit
 
 
 def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from models.forgetful_forest import ForgetfulRandomForest
-from models.forgetful_tree import ForgetfulDecisionTree
+from models.forgetful.forgetful_forest import ForgetfulRandomForest
+from models.forgetful.forgetful_tree import ForgetfulDecisionTree
 from tests.shared_data import data_dir
 from worker.tools.dev import datasets
 

@@ -8,9 +8,9 @@ import pytest
 from reference import forgetful_reference as ref
 from scipy import stats
 
-from models import _forgetful_kernels as fk
-from models._stats import betainc_regularized, student_t_sf
-from models.forgetful_forest import (
+from models.core._stats import betainc_regularized, student_t_sf
+from models.forgetful import _forgetful_kernels as fk
+from models.forgetful.forgetful_forest import (
     F_LAST_ALL,
     F_LAST_T,
     ForgetfulRandomForest,

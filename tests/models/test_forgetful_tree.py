@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from reference import forgetful_reference as ref
 
-from models import _forgetful_kernels as fk
-from models._forgetful_split import best_split
-from models._retain import adapt_retain, max_height_for, round_half_away
-from models.forgetful_tree import ForgetfulDecisionTree
+from models.forgetful import _forgetful_kernels as fk
+from models.forgetful._forgetful_split import best_split
+from models.forgetful._retain import adapt_retain, max_height_for, round_half_away
+from models.forgetful.forgetful_tree import ForgetfulDecisionTree
 
 INF = float("inf")
 

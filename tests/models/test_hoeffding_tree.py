@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.hoeffding_tree import HoeffdingTree
-from models.naive_bayes import NaiveBayes
+from models.hoeffding.hoeffding_tree import HoeffdingTree
+from models.hoeffding.naive_bayes import NaiveBayes
 from tests.shared_data import data_dir
 
 river_tree = pytest.importorskip("river.tree")
@@ -127,7 +127,7 @@ MOA_NOAA = {"nb+ddm": 70.659, "ht+ddm": 73.655, "ht": 73.479}
 @pytest.mark.slow
 @pytest.mark.skipif(not DATA.is_dir(), reason="shared datasets not available")
 def test_moa_flavour_reproduces_moa_on_noaa():
-    from models.drift_wrapper import DriftDetectionClassifier
+    from models.drift.drift_wrapper import DriftDetectionClassifier
     from tests.benchmarks.fidelity.fidelity_abfs import header_classes, load, prequential
 
     X, y = load("noaa")

@@ -1,11 +1,11 @@
-"""Tests of models.hyperplane.RotatingHyperplane (MOA/river rotating hyperplane + ground truth)."""
+"""Tests of models.generators.hyperplane.RotatingHyperplane (MOA/river rotating hyperplane + ground truth)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from models.hyperplane import RotatingHyperplane
+from models.generators.hyperplane import RotatingHyperplane
 
 
 def test_shapes_types_and_ranges():

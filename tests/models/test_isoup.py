@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from models import _ebst as eb
-from models import _hoeffding as hs
-from models import _isoup_kernels as ik
-from models.isoup_forest import ISOUPSymRF
-from models.isoup_tree import ISOUPTree
+from models.hoeffding import _hoeffding as hs
+from models.isoup import _ebst as eb
+from models.isoup import _isoup_kernels as ik
+from models.isoup.isoup_forest import ISOUPSymRF
+from models.isoup.isoup_tree import ISOUPTree
 from schemas.checkpoint import state_equal
 from tests.models import isoup_streams as streams
 from tests.models.reference import isoup_reference as ref

@@ -1,7 +1,7 @@
 """A cached kernel is recompiled when a module it imports changes, not only its own file.
 
 numba stamps a cached kernel with its own source file; a kernel that inlined a function of
-another file would keep the old machine code after that file changed. ``models._jit`` stamps
+another file would keep the old machine code after that file changed. ``models.core._jit`` stamps
 each kernel of the project with its file and every project module it imports, directly or not.
 Checked on a copy of the core in a temporary folder, in fresh processes with their own cache.
 """
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from models._jit import _ROOT, _imports
+from models.core._jit import _ROOT, _imports
 
 pytestmark = pytest.mark.slow  # kernels compiled in child processes
 
-# normalise_log (models/_hoeffding.py) calls models._fmath.exp: a kernel of one file that
+# normalise_log (models/hoeffding/_hoeffding.py) calls models.core._fmath.exp: a kernel of one file that
 # inlines a function of another
 PROBE = """
 import numpy as np
-from models import _hoeffding as hs
+from models.hoeffding import _hoeffding as hs
 out = np.empty(2)
 hs.normalise_log(np.array([0.0, -1.0]), out)
 stats = hs.normalise_log.stats

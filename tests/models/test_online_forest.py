@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from models import _rng
-from models.base import ClassIndex
-from models.online_forest import _SALT_IMPORTANCE, _SALT_TREES, OnlineRandomForest
+from models.core import _rng
+from models.core.base import ClassIndex
+from models.orf.online_forest import _SALT_IMPORTANCE, _SALT_TREES, OnlineRandomForest
 
 SMALL = {"n_trees": 3, "n_tests": 4, "min_samples": 8, "max_depth": 4, "gamma": 0.0}
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.hyperplane import RotatingHyperplane
-from models.online_forest import OnlineRandomForest
+from models.generators.hyperplane import RotatingHyperplane
+from models.orf.online_forest import OnlineRandomForest
 
 pytestmark = pytest.mark.slow  # importances over long drifting streams
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from models import registry
-from models.adaptive_forest import AdaptiveRandomForest
-from models.hyperplane import RotatingHyperplane
-from models.naive_bayes import NaiveBayes
+from models.generators.hyperplane import RotatingHyperplane
+from models.hoeffding.adaptive_forest import AdaptiveRandomForest
+from models.hoeffding.naive_bayes import NaiveBayes
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, REGRESSION
 from schemas.codec import decode_state, encode_state
 
@@ -129,7 +129,7 @@ def test_the_drift_wrapper_returns_the_tests_it_makes(inner):
     # MOA's DriftDetectionMethodClassifier tests every row before learning it; its fused
     # call returns those tests, equal to one predict and one learn call per row, through a
     # drift (the labels flip at row 450: the background learner takes over)
-    from models.drift_wrapper import DriftDetectionClassifier
+    from models.drift.drift_wrapper import DriftDetectionClassifier
 
     X, y = _data("naive_bayes")
     flip = {"u": "d", "d": "u", "z": "z"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models import _rng
+from models.core import _rng
 
 
 def test_seed_states_are_deterministic_and_distinct():

@@ -9,10 +9,10 @@ import zlib
 import numpy as np
 import pytest
 
-from models import _arf_kernels as ak
-from models.adaptive_forest import AdaptiveRandomForest
-from models.block_forest import BlockForestRanker
-from models.hyperplane import RotatingHyperplane
+from models.cart.block_forest import BlockForestRanker
+from models.generators.hyperplane import RotatingHyperplane
+from models.hoeffding import _arf_kernels as ak
+from models.hoeffding.adaptive_forest import AdaptiveRandomForest
 from schemas.checkpoint import state_equal
 from schemas.codec import encode_state
 from tests import synthetic

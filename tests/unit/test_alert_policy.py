@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from models import registry
-from models.base import Learner, LearnerEvent
+from models.core.base import Learner, LearnerEvent
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, AlertRule, LearnerSpec
 from schemas.codec import decode_state, encode_state
 from worker.pipeline import Pipeline, PipelineConfig

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from models import registry
-from models.adaptive_forest import AdaptiveRandomForest
-from models.block_forest import BlockForestRanker
-from models.hyperplane import RotatingHyperplane
+from models.cart.block_forest import BlockForestRanker
+from models.generators.hyperplane import RotatingHyperplane
+from models.hoeffding.adaptive_forest import AdaptiveRandomForest
 from schemas import StreamCheckpoint
 from worker import checkpoint_store as ckpt
 from worker.pipeline import Pipeline, PipelineConfig

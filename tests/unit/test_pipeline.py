@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from models import registry
-from models.base import Learner, LearnerEvent
+from models.core.base import Learner, LearnerEvent
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, RANKER, REGRESSION, SELECTOR
 from schemas.codec import decode_state, encode_state
 from worker.pipeline import Pipeline, PipelineConfig, PipelineError, stream_seed
@@ -493,7 +493,7 @@ def _real_cfg(**kw):
 
 
 def _stream(n=600, seed=3):
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
 
     X, y, _ = RotatingHyperplane(n_features=5, n_drift_features=2, mag_change=0.01,
                                  seed=seed).take(n)
@@ -621,7 +621,7 @@ def test_every_instance_is_predicted_by_a_model_that_learned_every_earlier_label
     """Whatever the mini-batch and the consume batches, a row-by-row predictor gives each
     instance the prediction of one predict call per row, after one learn call per earlier
     labelled row (prequential, Gama et al. 2013)."""
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
 
     X, y, _ = RotatingHyperplane(n_features=5, n_drift_features=2, mag_change=0.01, seed=4).take(700)
     labels = [None if i % 9 == 4 else int(v) for i, v in enumerate(y)]
@@ -640,9 +640,9 @@ def test_every_instance_is_predicted_by_a_model_that_learned_every_earlier_label
 
 @pytest.mark.parametrize("predictor", ["naive_bayes", "hoeffding_tree"])
 def test_a_selector_pipeline_predicts_as_the_library_composition(predictor):
-    """The predictor behind ABFS is the reference's composition (models.abfs.ABFSClassifier):
+    """The predictor behind ABFS is the reference's composition (models.hoeffding.abfs.ABFSClassifier):
     the worker's predictions are the library's, row for row, whatever the cuts."""
-    from models.abfs import ABFSClassifier
+    from models.hoeffding.abfs import ABFSClassifier
     from tests.models.feature_drift_data import feature_drift_stream
 
     X, y, _ = feature_drift_stream(5000, 8, switch_every=2000, seed=3)

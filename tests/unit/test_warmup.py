@@ -12,7 +12,7 @@ from numba.core.registry import CPUDispatcher
 
 import models
 from models import registry
-from models.hyperplane import RotatingHyperplane
+from models.generators.hyperplane import RotatingHyperplane
 from schemas.checkpoint import StreamCheckpoint
 from worker import wire
 from worker.checkpoint_store import decode_blob, encode_blob
@@ -23,8 +23,8 @@ from worker.tools import warmup
 def _signatures() -> dict[str, set[str]]:
     """Every compiled signature of every kernel of :mod:`models` and of the bulk decoder."""
     out = {}
-    for info in pkgutil.iter_modules(models.__path__):
-        module = importlib.import_module(f"models.{info.name}")
+    for info in pkgutil.walk_packages(models.__path__, "models."):
+        module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if isinstance(obj, CPUDispatcher) and obj.__module__ == module.__name__:
                 out[f"{module.__name__}.{name}"] = set(map(str, obj.signatures))

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from models import registry
-from models.base import check_param_ranges
+from models.core.base import check_param_ranges
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, RANKER, REGRESSION, SELECTOR
 
 AUTO = "auto"

@@ -2,7 +2,7 @@
 
 A :class:`FeatureStreamPipeline` serves one stream whose predictor learns from feature
 arrivals (its registry spec has ``arrivals``: the random forest on a stream of features of
-Motl & Kordík 2019, :class:`models.feature_stream_forest.FeatureStreamForest`). The paper's
+Motl & Kordík 2019, :class:`models.cart.feature_stream_forest.FeatureStreamForest`). The paper's
 setting is the transpose of a stream of instances: the rows are fixed and the columns
 arrive, one at a time. Like :class:`~worker.pipeline.engine.Pipeline` it is plain Python
 and knows nothing about Kafka.

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models import registry
-from models.base import learner_class
+from models.core.base import learner_class
 from models.registry import AlertRule, LearnerSpec
 
 from .results import Alert

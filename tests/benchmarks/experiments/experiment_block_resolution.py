@@ -3,7 +3,7 @@
 Run: ``python tests/benchmarks/experiments/experiment_block_resolution.py [--seeds 5] [--jobs 1]``
 (17 settings x 5 streams: about 2 minutes of one core per run).
 
-The former default ranking (:class:`models.block_forest.BlockForestRanker` with 200-row
+The former default ranking (:class:`models.cart.block_forest.BlockForestRanker` with 200-row
 blocks every 25 rows and ``memory="lepski"``, Lepski's rule over their mean) trailed the best sliding-window forest most at the
 slowest settings (a 1,000-row window wins there) and at the fastest clipped walks (100 to
 300 rows). This script feeds four block forests of different sizes the same streams of
@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from models.block_forest import BlockForestRanker
+from models.cart.block_forest import BlockForestRanker
 from tests.benchmarks.common import tracking_score
 from tests.benchmarks.rankings import bench_rankings_drift as bench
 

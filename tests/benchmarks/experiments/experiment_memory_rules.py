@@ -4,7 +4,7 @@ Run: ``python tests/benchmarks/experiments/experiment_memory_rules.py [--seeds 1
 [--cache DIR]`` (recording the 170 streams takes about 10 minutes of two cores the first
 time; the replays then take about a minute each run).
 
-The default ranking (:class:`models.block_forest.BlockForestRanker`, ``memory="mixture"``)
+The default ranking (:class:`models.cart.block_forest.BlockForestRanker`, ``memory="mixture"``)
 averages each feature's block measurements over a mixture of windows. Weighed by the
 windows' squared errors alone (the default two releases ago), it trailed the best
 sliding-window forest on the streams of ``bench_rankings_drift.py`` at the four slowest
@@ -91,7 +91,7 @@ from scipy.signal import lfilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from models.block_forest import BlockForestRanker
+from models.cart.block_forest import BlockForestRanker
 from tests.benchmarks.common import (
     tracking_score,
     write_results,

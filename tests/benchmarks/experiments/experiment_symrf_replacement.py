@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.isoup_forest import ISOUPSymRF  # noqa: E402
+from models.isoup.isoup_forest import ISOUPSymRF  # noqa: E402
 from tests.benchmarks.common import write_results  # noqa: E402
 from tests.benchmarks.rankings.bench_rankings_drift import all_settings  # noqa: E402
 from tests.benchmarks.rankings.bench_rankings_drift_regression import regression_stream  # noqa: E402

@@ -36,10 +36,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.abfs import ABFS, ABFSClassifier  # noqa: E402
-from models.drift_wrapper import DriftDetectionClassifier  # noqa: E402
-from models.hoeffding_tree import HoeffdingTree  # noqa: E402
-from models.naive_bayes import NaiveBayes  # noqa: E402
+from models.drift.drift_wrapper import DriftDetectionClassifier  # noqa: E402
+from models.hoeffding.abfs import ABFS, ABFSClassifier  # noqa: E402
+from models.hoeffding.hoeffding_tree import HoeffdingTree  # noqa: E402
+from models.hoeffding.naive_bayes import NaiveBayes  # noqa: E402
 from tests.benchmarks.common import write_arff, write_results  # noqa: E402
 from tests.models.feature_drift_data import feature_drift_stream, relevant  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.feature_stream_forest import FeatureStreamForest  # noqa: E402
+from models.cart.feature_stream_forest import FeatureStreamForest  # noqa: E402
 from tests.benchmarks.common import stamp_markdown, write_results  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 

@@ -46,8 +46,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from models.hyperplane import RotatingHyperplane
-from models.online_forest import OnlineRandomForest
+from models.generators.hyperplane import RotatingHyperplane
+from models.orf.online_forest import OnlineRandomForest
 from tests.benchmarks.common import tracking_score, window_forest_importances
 
 N_ROWS = 10_000

@@ -32,8 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.isoup_forest import ISOUPSymRF  # noqa: E402
-from models.isoup_tree import ISOUPTree  # noqa: E402
+from models.isoup.isoup_forest import ISOUPSymRF  # noqa: E402
+from models.isoup.isoup_tree import ISOUPTree  # noqa: E402
 from tests.benchmarks.isoup_common import write_section  # noqa: E402
 from tests.models import isoup_streams as streams  # noqa: E402
 

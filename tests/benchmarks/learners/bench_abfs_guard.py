@@ -1,8 +1,8 @@
 """ABFS + Hoeffding tree against the plain tree, with and without the guard.
 
 Every model runs test-then-train over each whole stream (``predict_learn_many`` on chunks
-of 2,000 rows, the worker's consume batch): the plain :class:`models.hoeffding_tree.HoeffdingTree`;
-:class:`models.abfs.ABFSClassifier` around the same tree as the reference composes it
+of 2,000 rows, the worker's consume batch): the plain :class:`models.hoeffding.hoeffding_tree.HoeffdingTree`;
+:class:`models.hoeffding.abfs.ABFSClassifier` around the same tree as the reference composes it
 (``guard=None``: unselected features missing, the tree reset and retrained on the
 selector's window at each feature drift) and with the guard (the default); each with ABFS's
 defaults (MOA's: grace 200, threshold 0.2) and with Assis' setting (grace 100, threshold
@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.abfs import ABFS, ABFSClassifier  # noqa: E402
-from models.hoeffding_tree import HoeffdingTree  # noqa: E402
+from models.hoeffding.abfs import ABFS, ABFSClassifier  # noqa: E402
+from models.hoeffding.hoeffding_tree import HoeffdingTree  # noqa: E402
 from tests.benchmarks.common import write_results  # noqa: E402
 from tests.benchmarks.learners.bench_arf import STREAMS, get_stream  # noqa: E402
 from tests.synthetic import sparse_words  # noqa: E402

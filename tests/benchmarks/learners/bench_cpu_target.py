@@ -40,7 +40,7 @@ CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
 import numpy as np
-from models.hyperplane import RotatingHyperplane
+from models.generators.hyperplane import RotatingHyperplane
 from worker.tools.dev.datasets import load
 from worker.pipeline import Pipeline, PipelineConfig
 

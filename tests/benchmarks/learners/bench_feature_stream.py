@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.feature_stream_forest import FeatureStreamForest  # noqa: E402
+from models.cart.feature_stream_forest import FeatureStreamForest  # noqa: E402
 from tests.benchmarks.fidelity.fidelity_feature_stream import DATASETS, RESULTS, write_section  # noqa: E402
 
 N_TRAIN = 10_000
@@ -103,7 +103,7 @@ def authors(X, y, X_te, y_te, seed: int):
 _COLD = """
 import time, numpy as np
 t0 = time.perf_counter()
-from models.feature_stream_forest import FeatureStreamForest
+from models.cart.feature_stream_forest import FeatureStreamForest
 t1 = time.perf_counter()
 rng = np.random.default_rng(0)
 X = rng.random((10000, 7)); y = (X[:, 0] > 0.5).astype(int)

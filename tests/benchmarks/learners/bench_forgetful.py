@@ -48,8 +48,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.forgetful_forest import ForgetfulRandomForest  # noqa: E402
-from models.forgetful_tree import ForgetfulDecisionTree  # noqa: E402
+from models.forgetful.forgetful_forest import ForgetfulRandomForest  # noqa: E402
+from models.forgetful.forgetful_tree import ForgetfulDecisionTree  # noqa: E402
 from tests.benchmarks.common import write_arff  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.tools.dev.datasets import load  # noqa: E402

@@ -17,7 +17,7 @@ order, in one process:
   capymoa's wrapper, whose split confidence is 1e-3) on an ARFF copy of the
   stream, evaluated by capymoa's ``prequential_evaluation`` (the loop runs in the JVM).
 
-Streams: 100,000 rows of :class:`models.hyperplane.RotatingHyperplane` (10 features, K = 2,
+Streams: 100,000 rows of :class:`models.generators.hyperplane.RotatingHyperplane` (10 features, K = 2,
 T = 0.001, S = 0.10, 5% noise, seed 1) and Electricity (45,312 rows, 7 features).
 
 Throughput is rows per wall-clock second and per CPU second of this process (CPU time
@@ -47,9 +47,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.abfs import ABFS, ABFSClassifier  # noqa: E402
-from models.hoeffding_tree import HoeffdingTree  # noqa: E402
-from models.hyperplane import RotatingHyperplane  # noqa: E402
+from models.generators.hyperplane import RotatingHyperplane  # noqa: E402
+from models.hoeffding.abfs import ABFS, ABFSClassifier  # noqa: E402
+from models.hoeffding.hoeffding_tree import HoeffdingTree  # noqa: E402
 from tests.benchmarks.common import cold_compile, write_arff, write_results  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.tools.dev.datasets import load  # noqa: E402
@@ -174,8 +174,8 @@ _COLD = """
 import time, numpy as np, sys
 sys.path.insert(0, {root!r})
 t0 = time.perf_counter()
-from models.hoeffding_tree import HoeffdingTree
-from models.abfs import ABFS, ABFSClassifier
+from models.hoeffding.hoeffding_tree import HoeffdingTree
+from models.hoeffding.abfs import ABFS, ABFSClassifier
 t1 = time.perf_counter()
 rng = np.random.default_rng(0); X = rng.random((500, 4)); y = (X[:, 0] > 0.5).astype(int)
 HoeffdingTree().predict_learn_many(X, y)

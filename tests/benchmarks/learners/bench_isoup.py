@@ -37,8 +37,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.isoup_forest import ISOUPSymRF  # noqa: E402
-from models.isoup_tree import ISOUPTree  # noqa: E402
+from models.isoup.isoup_forest import ISOUPSymRF  # noqa: E402
+from models.isoup.isoup_tree import ISOUPTree  # noqa: E402
 from tests.benchmarks.common import cold_compile  # noqa: E402
 from tests.benchmarks.isoup_common import (  # noqa: E402
     MOA_FOREST,
@@ -80,8 +80,8 @@ import time, sys
 t0 = time.perf_counter()
 sys.path.insert(0, {root!r})
 import numpy as np
-from models.isoup_tree import ISOUPTree
-from models.isoup_forest import ISOUPSymRF
+from models.isoup.isoup_tree import ISOUPTree
+from models.isoup.isoup_forest import ISOUPSymRF
 t1 = time.perf_counter()
 X = np.random.default_rng(0).random((300, 4)); Y = X[:, :2] * 2
 ISOUPTree().predict_learn_many(X, Y); ISOUPTree().predict_many(X)

@@ -14,7 +14,7 @@ order, in one process:
   ``prequential_evaluation``, whose loop runs inside the JVM (no Python per instance).
 
 Streams: Electricity (45,312 rows), Phishing (11,055), Power supply (29,928) from the shared
-data folder, and 100,000 rows of :class:`models.hyperplane.RotatingHyperplane` (d = 10,
+data folder, and 100,000 rows of :class:`models.generators.hyperplane.RotatingHyperplane` (d = 10,
 K = 2, T = 0.001, S = 0.10, 5% noise, seed 1).
 
 Throughput is rows per wall-clock second and rows per CPU second of this process (CPU time
@@ -50,8 +50,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.hyperplane import RotatingHyperplane  # noqa: E402
-from models.online_forest import OnlineRandomForest  # noqa: E402
+from models.generators.hyperplane import RotatingHyperplane  # noqa: E402
+from models.orf.online_forest import OnlineRandomForest  # noqa: E402
 from tests.benchmarks.common import write_arff  # noqa: E402
 from tests.shared_data import data_dir  # noqa: E402
 from worker.tools.dev.datasets import load  # noqa: E402

@@ -56,7 +56,7 @@ def stream(name: str, seed: int):
     import numpy as np
 
     if name == "hyperplane":
-        from models.hyperplane import RotatingHyperplane
+        from models.generators.hyperplane import RotatingHyperplane
 
         X, y, _ = RotatingHyperplane(n_features=10, mag_change=0.001, seed=seed).take(ROWS)
         return np.ascontiguousarray(X), [int(v) for v in y]

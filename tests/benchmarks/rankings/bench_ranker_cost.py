@@ -30,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models.hyperplane import RotatingHyperplane  # noqa: E402
+from models.generators.hyperplane import RotatingHyperplane  # noqa: E402
 from tests.benchmarks.common import write_results  # noqa: E402
 from worker.pipeline.config import PipelineConfig  # noqa: E402
 from worker.pipeline.engine import Pipeline  # noqa: E402

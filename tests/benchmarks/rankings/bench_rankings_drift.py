@@ -4,7 +4,7 @@ Question: does the ranking a stream gets by default follow the true importances 
 features as they drift, slowly or fast, at least as well as a sliding-window offline forest
 (whatever its window) and as MOA's adaptive random forest?
 
-Streams (:class:`models.hyperplane.RotatingHyperplane`, ``d = 10`` features, 5% label noise):
+Streams (:class:`models.generators.hyperplane.RotatingHyperplane`, ``d = 10`` features, 5% label noise):
 
 * *gradual* settings: ``K`` in {2, 5} drifting weights, speeds ``T`` in {1e-4, 1e-3, 3e-3,
   1e-2} per instance, and two walks: ``unclipped`` (MOA's; weights may wander off and stay
@@ -97,7 +97,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from models import registry
-from models.hyperplane import RotatingHyperplane
+from models.generators.hyperplane import RotatingHyperplane
 from tests.benchmarks.common import (
     tracking_score,
     window_forest_importances,

@@ -1,12 +1,12 @@
 """Where the block-forest ranker's time goes as features grow.
 
-The default classification ranker (:class:`models.block_forest.BlockForestRanker`, built as
+The default classification ranker (:class:`models.cart.block_forest.BlockForestRanker`, built as
 the worker builds it) learns a ``d``-feature rotating hyperplane in mini-batches of 100 rows
 and is asked for its importances after each, as the worker's pipeline does. Its methods are
 wrapped with CPU-time counters (``time.process_time``), so each part is timed where it runs:
 
 * ``columns``: the block's columns sorted for the split search (``_sorted_columns``; in
-  versions whose forest kernel sorts them itself, :mod:`models._cart`, the same kernel timed
+  versions whose forest kernel sorts them itself, :mod:`models.cart._cart`, the same kernel timed
   on the same block beside the forest and subtracted from the run);
 * ``trees``: the block forest's split search and growth (the forest kernel less ``columns``);
 * ``importances per block``: the rest of a block's importances (the forest's MDI and its
@@ -36,7 +36,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from models import _cart, registry  # noqa: E402
+from models import registry  # noqa: E402
+from models.cart import _cart  # noqa: E402
 from tests.benchmarks.common import default_learner, hyperplane, write_results  # noqa: E402
 from tests.benchmarks.rankings.bench_ranker_features import BATCH  # noqa: E402
 
@@ -69,10 +70,10 @@ class Timers:
 
 def _forest_kernel():
     """``(module, name, column kernel)`` of the forest kernel the ranker calls: the block
-    trees (nothing prepared per column) or, in versions before them, :mod:`models._cart`'s
-    forest, which prepares every column first (:func:`models._cart_columns.prepare_columns`)."""
+    trees (nothing prepared per column) or, in versions before them, :mod:`models.cart._cart`'s
+    forest, which prepares every column first (:func:`models.cart._cart_columns.prepare_columns`)."""
     try:
-        from models import _block_cart
+        from models.cart import _block_cart
     except ImportError:
         return _cart, "grow_forest", _cart.prepare_columns
     return _block_cart, "forest_importances", None

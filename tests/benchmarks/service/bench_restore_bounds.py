@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
 from models import registry  # noqa: E402
-from models.hyperplane import RotatingHyperplane  # noqa: E402
+from models.generators.hyperplane import RotatingHyperplane  # noqa: E402
 from schemas import StreamCheckpoint  # noqa: E402
 from schemas.codec import encode, encode_state  # noqa: E402
 from tests.benchmarks.common import write_results  # noqa: E402
@@ -132,7 +132,7 @@ def part2(states) -> list[str]:
 
 
 def _arf_state(rows_: int = 600) -> dict:
-    from models.adaptive_forest import AdaptiveRandomForest
+    from models.hoeffding.adaptive_forest import AdaptiveRandomForest
 
     X, y = rows("hyperplane", rows_, False)
     arf = AdaptiveRandomForest(seed=1)
@@ -153,8 +153,8 @@ def _bomb(inflated: int) -> bytes:
 
 
 def part3() -> list[str]:
-    from models.adaptive_forest import AdaptiveRandomForest
-    from models.block_forest import BlockForestRanker
+    from models.cart.block_forest import BlockForestRanker
+    from models.hoeffding.adaptive_forest import AdaptiveRandomForest
 
     cases = []
     st = _arf_state()

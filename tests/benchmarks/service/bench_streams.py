@@ -55,7 +55,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "streams.md"
 def state_sizes(rows: int = 2000) -> list[dict]:
     """Bytes in memory and in a checkpoint of one stream, per predictor (default rankers)."""
     from models import registry
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
     from worker.pipeline import Pipeline, PipelineConfig
 
     X, y, _ = RotatingHyperplane(n_features=10, mag_change=0.001, seed=1).take(rows)
@@ -98,7 +98,7 @@ def env_for(bootstrap: str, prefix: str, metrics_port: int, budget_mb: float,
 def make_rows(n_streams: int, rows: int, d: int = 10):
     """One hyperplane stream of ``n_streams * rows`` rows, cut into streams: stream ``k`` takes
     rows ``k, k + n_streams, ...`` (interleaved as they are produced)."""
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
 
     X, y, _ = RotatingHyperplane(n_features=d, mag_change=0.001, seed=7).take(n_streams * rows)
     return X, [int(v) for v in y]

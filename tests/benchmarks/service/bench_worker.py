@@ -86,7 +86,7 @@ def env_for(bootstrap: str, prefix: str, **over) -> dict:
 def make_streams(n_streams: int, n_rows: int, d: int = 10, regression: bool = False):
     """Hyperplane classification streams, or 3-target regression streams on the same rows
     (targets: the hyperplane's score, a product of two features, a difference, with noise)."""
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
 
     out = {}
     for k in range(n_streams):

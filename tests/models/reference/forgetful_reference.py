@@ -8,7 +8,7 @@ either routes only the new and forgotten rows to its children (same split) or re
 (new split). Leaves and nodes at the maximum height are rebuilt. The adaptation rule of the
 retain size is written out again here from the paper's Appendix B as encoded by that code.
 
-Conventions shared with :mod:`models._forgetful_kernels` (they define identical results):
+Conventions shared with :mod:`models.forgetful._forgetful_kernels` (they define identical results):
 candidate thresholds are the distinct values of the node except the largest, ``x <= c`` goes
 left, the score is ``nl ln nl + nr ln nr - sum_k (l_k ln l_k + r_k ln r_k)``, the first feature
 of the subset and then the lowest threshold win exact ties, and a pure node is a leaf.

@@ -1,6 +1,6 @@
 """A test-only multi-target regressor: ridge least squares over every row learned so far.
 
-It follows the learner contract of :mod:`models.base` for regressors (``learn_many(X, Y)``
+It follows the learner contract of :mod:`models.core.base` for regressors (``learn_many(X, Y)``
 with ``Y`` of shape ``(n, n_targets)``, ``predict_many`` returning one, ``(n, 0)`` before
 learning) so the contract suite's regression cases and the worker's regression task run
 before, and beside, the real multi-target families.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.base import Learner, check_X
+from models.core.base import Learner, check_X
 from models.registry import PREDICTOR, REGRESSION, LearnerSpec
 
 

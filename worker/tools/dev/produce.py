@@ -202,7 +202,7 @@ def _produce_batches(producer, topic, stream, X, y, size, row0, first_id, names,
 def hyperplane(n: int, n_features: int = 10, n_drift_features: int = 2, seed: int = 1,
                mag_change: float = 0.001, sigma: float = 0.1, noise: float = 0.05):
     """``X, y, W`` of a rotating hyperplane (W: the true ``|weight|`` of each feature)."""
-    from models.hyperplane import RotatingHyperplane
+    from models.generators.hyperplane import RotatingHyperplane
 
     gen = RotatingHyperplane(n_features=n_features, n_drift_features=n_drift_features,
                              mag_change=mag_change, sigma=sigma, noise=noise, seed=seed)

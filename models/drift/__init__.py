@@ -1,0 +1,1 @@
+"""Drift detectors (ADWIN, DDM), their banks, and the DDM-wrapped classifier."""

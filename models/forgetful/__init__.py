@@ -1,0 +1,1 @@
+"""Forgetful decision trees and forests (Yuan, Sun & Shasha 2023)."""

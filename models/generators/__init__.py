@@ -1,0 +1,1 @@
+"""Synthetic streams with a known truth."""

@@ -1,0 +1,1 @@
+"""iSOUP-Tree and the iSOUP-SymRF forest: multi-target regression."""
