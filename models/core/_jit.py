@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import pickle
 import re
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def _plain(dispatcher):
     return dispatcher
 
 
-_ROOT = Path(__file__).resolve().parent.parent
+_ROOT = Path(__file__).resolve().parents[2]  # the repository: models/core/_jit.py
 _PACKAGES = ("models", "worker", "schemas")
 
 
@@ -170,6 +171,30 @@ _IMPL = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", No
 _NUMBA_LOCATORS = [c for c in getattr(_IMPL, "_locator_classes", []) if c is not _ClosureLocator]
 if _NUMBA_LOCATORS and _ClosureLocator not in _IMPL._locator_classes:
     _IMPL._locator_classes.insert(0, _ClosureLocator)
+
+
+def _a_miss_when_unreadable(load, miss):
+    """``load`` of numba's cache file, with an entry that cannot be unpickled taken as a miss.
+
+    numba pickles the objects a kernel refers to by their module's path; a cache written
+    before a module moved (``models._jit`` became ``models.core._jit``) names a module that
+    no longer exists, and numba would raise ``ModuleNotFoundError`` at the kernel's first
+    call instead of compiling it again. A miss compiles the kernel and overwrites the entry.
+    """
+    @functools.wraps(load)
+    def tolerant(self, *args):
+        try:
+            return load(self, *args)
+        except (ImportError, AttributeError, EOFError, pickle.UnpicklingError):
+            return miss()
+    tolerant.tolerant = True
+    return tolerant
+
+
+_FILE = getattr(caching, "IndexDataCacheFile", None)
+if _FILE is not None and not getattr(_FILE._load_index, "tolerant", False):
+    _FILE._load_index = _a_miss_when_unreadable(_FILE._load_index, dict)
+    _FILE.load = _a_miss_when_unreadable(_FILE.load, lambda: None)
 
 
 def njit(*args, **kwargs):
