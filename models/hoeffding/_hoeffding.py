@@ -272,6 +272,23 @@ def gaussian_binary_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, threshold, l
 
 
 @njit
+def split_scratch(K):
+    """Scratch of :func:`best_numeric_split` for ``K`` classes, allocated once per kernel call.
+
+    Parameters
+    ----------
+    K : int
+        Length of the class axis.
+
+    Returns
+    -------
+    left, right, best_left, best_right : ndarray of shape (K,)
+        Zeroed class weights below and above a candidate threshold, and of the best one.
+    """
+    return np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
+
+
+@njit
 def best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, pre, n_splits,
                        min_branch_fraction, left, right, best_left, best_right):
     """Best of ``n_splits`` evenly spaced thresholds strictly inside the feature's range.
