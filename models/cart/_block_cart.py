@@ -198,6 +198,37 @@ def _partition(X, rows, node_of, codes, weight, lo, hi, f, threshold, a, b, spar
 
 
 @njit
+def in_bag_rows(weight):
+    """The rows a tree grows on: those of positive weight, all at the root.
+
+    Parameters
+    ----------
+    weight : ndarray of shape (n,)
+        Each row's bootstrap weight (0 for a row out of the bag).
+
+    Returns
+    -------
+    rows : ndarray of shape (n,), int64
+        The in-bag rows in increasing order in ``rows[:m]`` (the rest is scratch for the
+        partitions of the nodes).
+    node_of : ndarray of shape (n,), int64
+        Each row's node: 0 (the root) in the bag, -1 out of it.
+    m : int
+        The number of in-bag rows.
+    """
+    n = weight.shape[0]
+    rows = np.empty(n, np.int64)
+    node_of = np.full(n, -1, np.int64)  # out of bag: -1
+    m = 0
+    for i in range(n):
+        if weight[i] > 0.0:
+            rows[m] = i
+            node_of[i] = 0
+            m += 1
+    return rows, node_of, m
+
+
+@njit
 def _decrease(count, count_l, count_r):
     """``n_v G_v - n_l G_l - n_r G_r``, the sums and impurities as :func:`models.cart._cart.mdi`
     takes them."""
@@ -215,16 +246,8 @@ def tree_importances(X, columns, codes, weight, features, n_split, max_depth, rn
     level, in the order :mod:`models.cart._cart` numbers them, so the decreases add up in the
     order :func:`models.cart._cart.mdi` adds them.
     """
-    n = X.shape[0]
     n_slots = 2 ** (max_depth + 1) - 1
-    rows = np.empty(n, np.int64)
-    node_of = np.full(n, -1, np.int64)  # out of bag: -1
-    m = 0
-    for i in range(n):
-        if weight[i] > 0.0:
-            rows[m] = i
-            node_of[i] = 0
-            m += 1
+    rows, node_of, m = in_bag_rows(weight)
     count = np.zeros((n_slots, n_classes))
     for s in range(m):
         count[0, codes[rows[s]]] += weight[rows[s]]

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core._jit import njit
 from ..core._rng import next_u64, pick_next, randint, shuffle
-from ._block_cart import _node_column
+from ._block_cart import _node_column, in_bag_rows
 from ._cart import draw_mask
 
 
@@ -131,16 +131,9 @@ def tree_decreases(X, Y, w, columns, features, n_split, max_depth, rng, out):
     forest's trees). Ties of the score go to the first feature searched and then to the
     lowest threshold.
     """
-    n, M = X.shape[0], Y.shape[1]
+    M = Y.shape[1]
     n_slots = 2 ** (max_depth + 1) - 1
-    rows = np.empty(n, np.int64)
-    node_of = np.full(n, -1, np.int64)
-    m = 0
-    for i in range(n):
-        if w[i] > 0.0:
-            rows[m] = i
-            node_of[i] = 0
-            m += 1
+    rows, node_of, m = in_bag_rows(w)
     start, stop = np.zeros(n_slots, np.int64), np.zeros(n_slots, np.int64)
     stop[0] = m
     pool = features.copy()

@@ -27,6 +27,7 @@ from ..core.base import (
     check_index,
     check_shapes,
     check_X,
+    upgrade_state,
 )
 from . import _block_cart, _block_windows, _cart
 
@@ -373,12 +374,7 @@ class BlockRanker(Learner):
         One that ran a removed rule, and a state of a later version or naming a parameter
         this version does not have, is refused with a ``ValueError`` that says why.
         """
-        version = (state.get("extra") or {}).get("state_version", 1)
-        if version not in (1, STATE_VERSION):
-            raise ValueError(f"{cls.kind} state version {version!r} is not supported "
-                             f"(this version reads 1 and {STATE_VERSION})")
-        if version == 1:
-            state = cls._upgrade_v1(state)
+        state = upgrade_state(cls, state, STATE_VERSION)
         params = state.get("params")
         if isinstance(params, dict):
             unknown = sorted(set(params) - set(inspect.signature(cls.__init__).parameters))

@@ -43,6 +43,34 @@ def argmax(values):
 # P(T > |t|) = I_{df/(df+t^2)}(df/2, 1/2) / 2.
 
 
+@njit(inline="always")
+def _lentz_step(aa, c, d, tiny):
+    """One step of the modified Lentz method with the coefficient ``aa``.
+
+    Parameters
+    ----------
+    aa : float
+        The continued fraction's next numerator (its denominator is 1).
+    c, d : float
+        Lentz's ratios before the step.
+    tiny : float
+        What a ratio that comes out near zero is replaced with (it would divide by zero).
+
+    Returns
+    -------
+    c, d : float
+        The ratios after the step; the fraction's value is multiplied by ``d * c``.
+    """
+    d = 1.0 + aa * d
+    if abs(d) < tiny:
+        d = tiny
+    c = 1.0 + aa / c
+    if abs(c) < tiny:
+        c = tiny
+    d = 1.0 / d
+    return c, d
+
+
 @njit
 def _beta_continued_fraction(a, b, x):
     """Continued fraction of ``I_x(a, b)`` (converges fast for ``x < (a+1)/(a+b+2)``)."""
@@ -58,23 +86,12 @@ def _beta_continued_fraction(a, b, x):
     h = d
     for m in range(1, 100000):
         m2 = 2.0 * m
+        # each m takes two steps: the even coefficient, then the odd one
         aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        if abs(d) < tiny:
-            d = tiny
-        c = 1.0 + aa / c
-        if abs(c) < tiny:
-            c = tiny
-        d = 1.0 / d
+        c, d = _lentz_step(aa, c, d, tiny)
         h *= d * c
         aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        if abs(d) < tiny:
-            d = tiny
-        c = 1.0 + aa / c
-        if abs(c) < tiny:
-            c = tiny
-        d = 1.0 / d
+        c, d = _lentz_step(aa, c, d, tiny)
         delta = d * c
         h *= delta
         if abs(delta - 1.0) < 1e-15:

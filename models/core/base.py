@@ -36,6 +36,33 @@ import numpy as np
 from ._ranges import ranges_of_kind
 
 
+def as_float64(values, name: str) -> np.ndarray:
+    """``values`` as a float64 array (no copy when it is one), or a ``ValueError`` naming it.
+
+    Parameters
+    ----------
+    values : array-like
+        What a caller passed.
+    name : str
+        Name used in the error message.
+
+    Returns
+    -------
+    ndarray
+        ``np.asarray(values, dtype=np.float64)``: any shape, not necessarily contiguous.
+
+    Raises
+    ------
+    ValueError
+        When numpy cannot read ``values`` as numbers (numpy's ``TypeError`` too, so that a
+        caller sees one kind of error for any bad input).
+    """
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+
+
 def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
     """Return ``X`` as a finite, C-contiguous float64 matrix or raise ``ValueError``.
 
@@ -51,10 +78,7 @@ def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
     if type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous:
         arr = X  # already what the kernels take (the hot path: no conversion, no copy)
     else:
-        try:
-            arr = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be numeric: {exc}") from None
+        arr = as_float64(X, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (rows, features), got shape {arr.shape}")
     if n_features is not None and arr.shape[1] != n_features:
@@ -325,8 +349,7 @@ class Learner:
         before anything is built or allocated for them; then the arrays' layout and the
         learner's invariants (:meth:`_check_state`).
         """
-        if state.get("kind") != cls.kind:
-            raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
+        cls._state_extra(state)
         check_param_ranges(cls.kind, state["params"])
         obj = cls(**state["params"])
         obj._arrays = {
@@ -343,6 +366,29 @@ class Learner:
         if obj._arrays:
             obj._check_state()
         return obj
+
+    @classmethod
+    def _state_extra(cls, state: dict) -> dict:
+        """The ``extra`` of a state written by this learner's kind.
+
+        Parameters
+        ----------
+        state : dict
+            A state from :meth:`to_state` (read from a checkpoint: untrusted).
+
+        Returns
+        -------
+        dict
+            ``state["extra"]``, or an empty dict where the state has none.
+
+        Raises
+        ------
+        ValueError
+            When the state is for another kind of learner.
+        """
+        if state.get("kind") != cls.kind:
+            raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
+        return state.get("extra") or {}
 
     def _used_capacity(self) -> int | dict[str, int]:
         """Length of the :attr:`capacity_axes` in use (learners that declare some; per group
@@ -496,6 +542,42 @@ def _restore_capacity(arrays: dict, axes: dict, capacity, kind: str,
         keep[axis] = slice(0, used)
         out[tuple(keep)] = arr
         arrays[name] = out
+
+
+def upgrade_state(cls, state: dict, current: int) -> dict:
+    """A state of version 1 or ``current`` as a state of version ``current``.
+
+    The learners whose state changed once keep their version in ``extra["state_version"]``
+    (a state without one was written before there was a version: version 1).
+
+    Parameters
+    ----------
+    cls : type
+        The learner class; it has ``kind`` and the classmethod ``_upgrade_v1(state)`` that
+        turns a state of version 1 into one of version ``current``.
+    state : dict
+        A state from ``to_state`` (read from a checkpoint: untrusted).
+    current : int
+        The version this learner writes.
+
+    Returns
+    -------
+    dict
+        ``state`` itself at version ``current``, else what ``cls._upgrade_v1`` makes of it.
+
+    Raises
+    ------
+    ValueError
+        When the state's version is neither 1 nor ``current`` (a later version is refused
+        rather than misread).
+    """
+    version = (state.get("extra") or {}).get("state_version", 1)
+    if version not in (1, current):
+        raise ValueError(f"{cls.kind} state version {version!r} is not supported "
+                         f"(this version reads 1 and {current})")
+    if version == 1:
+        state = cls._upgrade_v1(state)
+    return state
 
 
 def check_param_ranges(kind: str, params) -> None:

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.base import StateField
+from ..core.base import StateField, as_float64
 
 
 def check_values(values, name: str = "values") -> np.ndarray:
     """Return ``values`` as a finite, contiguous 1-D float64 array or raise ``ValueError``."""
-    try:
-        arr = np.ascontiguousarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric: {exc}") from None
+    # contiguous for the kernels; a scalar becomes one value (ascontiguousarray gives ndim >= 1)
+    arr = np.ascontiguousarray(as_float64(values, name))
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     if not np.isfinite(arr).all():

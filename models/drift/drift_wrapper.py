@@ -249,9 +249,7 @@ class DriftDetectionClassifier(Classifier):
 
     @classmethod
     def from_state(cls, state: dict):
-        if state.get("kind") != cls.kind:
-            raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
-        extra = state.get("extra") or {}
+        extra = cls._state_extra(state)
         try:
             template = learner_from_state(extra["template"])
             obj = cls(template, **state["params"])

@@ -173,27 +173,6 @@ def _stable_partition(a, s, e, goes_left, tmp):
 
 
 @njit
-def _stable_partition_row(a, f, s, e, goes_left, tmp):
-    """:func:`_stable_partition` of row ``f`` of the 2-D array ``a``."""
-    fu = np.uint64(f)
-    su = np.uint64(s)
-    nl = np.uint64(0)
-    nr = np.uint64(0)
-    for p in range(s, e):
-        r = a[fu, np.uint64(p)]
-        if goes_left[np.uint64(r)]:
-            a[fu, su + nl] = r
-            nl += ONE
-        else:
-            tmp[nr] = r
-            nr += ONE
-    base = su + nl
-    for q in range(nr):
-        a[fu, base + np.uint64(q)] = tmp[np.uint64(q)]
-    return np.int64(nl)
-
-
-@njit
 def _partition_rows(X, fs, threshold, y, rows, s, e, n_kept, tmp, goes_left):
     """Split segment ``[s, e)`` of the row list by ``X[fs] <= threshold``.
 
@@ -235,7 +214,8 @@ def _partition_sorted(work, feats, nfeat, dense, s, e, goes_left, tmp):
     for j in range(nfeat):
         f = feats[j]
         if not dense[f]:
-            _stable_partition_row(work, f, s, e, goes_left, tmp)
+            # the row of ``work`` as a 1-D view: one partition kernel for rows and lists
+            _stable_partition(work[f], s, e, goes_left, tmp)
 
 
 @njit

@@ -188,10 +188,7 @@ def abfs_rows(X, y, w, start, omega, bole, ensemble_norm, grace, threshold, n_sp
     det1 = np.zeros(1, np.int64)
     val1 = np.zeros(1)
     out1 = np.zeros(1, np.bool_)
-    left = np.zeros(K)
-    right = np.zeros(K)
-    best_left = np.zeros(K)
-    best_right = np.zeros(K)
+    left, right, best_left, best_right = hs.split_scratch(K)
     ad_rows = ad_arrays[3]
     capacity = ad_arrays[0].shape[1]
     i = start

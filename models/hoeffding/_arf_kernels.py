@@ -98,11 +98,41 @@ def _fresh_record(q, n, leaf_node, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean
     leaf_last_eval[q] = 0.0
     leaf_mc[q] = 0.0
     leaf_nb[q] = 0.0
-    g_w[q] = 0.0
-    g_mean[q] = 0.0
-    g_m2[q] = 0.0
-    g_min[q] = math.inf
-    g_max[q] = -math.inf
+    _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max)
+
+
+@njit
+def _empty_node(n, depth, active, s, q, node_feature, node_threshold, node_left, node_right,
+                node_depth, node_active, node_merit, node_slot, node_leaf, node_counts):
+    """Node ``n`` as a leaf with no split, no merit and no class weights.
+
+    Parameters
+    ----------
+    n : int
+        The node.
+    depth : int
+        Its depth in its tree.
+    active : int
+        1 for a leaf that learns, 0 for a free cell of the pool.
+    s : int
+        Its tree's slot (-1: a free cell).
+    q : int
+        Its leaf record (-1: none).
+    node_feature, node_threshold, node_left, node_right : ndarray
+        The node pool: split and children.
+    node_depth, node_active, node_merit, node_slot, node_leaf, node_counts : ndarray
+        The node pool: the node's place, state and class weights.
+    """
+    node_feature[n] = -1
+    node_threshold[n] = 0.0
+    node_left[n] = -1
+    node_right[n] = -1
+    node_depth[n] = depth
+    node_active[n] = active
+    node_merit[n] = 0.0
+    node_slot[n] = s
+    node_leaf[n] = q
+    node_counts[n] = 0.0
 
 
 @njit
@@ -117,16 +147,8 @@ def _new_leaf(s, depth, q, rng, g, perm, slot_nodes, used, node_feature, node_th
     if q < 0:
         q = used[1]
         used[1] = q + 1
-    node_feature[n] = -1
-    node_threshold[n] = 0.0
-    node_left[n] = -1
-    node_right[n] = -1
-    node_depth[n] = depth
-    node_active[n] = 1
-    node_merit[n] = 0.0
-    node_slot[n] = s
-    node_leaf[n] = q
-    node_counts[n] = 0.0
+    _empty_node(n, depth, 1, s, q, node_feature, node_threshold, node_left, node_right,
+                node_depth, node_active, node_merit, node_slot, node_leaf, node_counts)
     _fresh_record(q, n, leaf_node, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
                   g_max)
     sample_feats(rng, g, leaf_feat[q], perm.shape[0], perm)
@@ -188,16 +210,8 @@ def drop_slot(s, index, slot_root, slot_nodes, used, node_feature, node_threshol
         if node_leaf[p] >= 0:
             leaf_node[node_leaf[p]] = p
     for n in range(j, n_old):
-        node_feature[n] = -1
-        node_threshold[n] = 0.0
-        node_left[n] = -1
-        node_right[n] = -1
-        node_depth[n] = 0
-        node_active[n] = 0
-        node_merit[n] = 0.0
-        node_slot[n] = -1
-        node_leaf[n] = -1
-        node_counts[n] = 0.0
+        _empty_node(n, 0, 0, -1, -1, node_feature, node_threshold, node_left, node_right,
+                    node_depth, node_active, node_merit, node_slot, node_leaf, node_counts)
     used[0] = j
     for r in range(slot_root.shape[0]):
         if slot_root[r] >= 0:
@@ -498,10 +512,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     F = X.shape[1]
     K = node_counts.shape[1]
     m = leaf_feat.shape[1]
-    left = np.zeros(K)
-    right = np.zeros(K)
-    best_left = np.zeros(K)
-    best_right = np.zeros(K)
+    left, right, best_left, best_right = hs.split_scratch(K)
     scores = np.zeros(K)
     perm = np.zeros(F, np.int64)
     index = np.zeros(node_feature.shape[0], np.int64)

@@ -208,6 +208,27 @@ def hoeffding_bound(value_range, delta, n):
     return math.sqrt(value_range * value_range * fm.log(1.0 / delta) / (2.0 * n))
 
 
+def check_split_test(grace_period, delta, tau) -> None:
+    """Check the settings of the Hoeffding split test (the trees' constructors call it).
+
+    Parameters
+    ----------
+    grace_period : float
+        Rows a leaf learns between split attempts; must be ``> 0``.
+    delta : float
+        Confidence of :func:`hoeffding_bound`; must lie in ``(0, 1)`` (its log is taken).
+    tau : float
+        Tie threshold: a split is taken when the bound falls below it; must be ``>= 0``.
+
+    Raises
+    ------
+    ValueError
+        When any of them is out of its range (``not > 0`` also refuses NaN).
+    """
+    if not float(grace_period) > 0 or not 0.0 < float(delta) < 1.0 or float(tau) < 0:
+        raise ValueError("need grace_period > 0, 0 < delta < 1 and tau >= 0")
+
+
 # ------------------------------------------------------------------------------ numeric split
 
 
@@ -248,6 +269,23 @@ def gaussian_binary_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, threshold, l
             lw = gaussian_cdf(threshold, g_mean[leaf, f, k], var) * n
             left[k] = lw
             right[k] = n - lw
+
+
+@njit
+def split_scratch(K):
+    """Scratch of :func:`best_numeric_split` for ``K`` classes, allocated once per kernel call.
+
+    Parameters
+    ----------
+    K : int
+        Length of the class axis.
+
+    Returns
+    -------
+    left, right, best_left, best_right : ndarray of shape (K,)
+        Zeroed class weights below and above a candidate threshold, and of the best one.
+    """
+    return np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
 
 
 @njit

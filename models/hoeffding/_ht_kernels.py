@@ -176,10 +176,7 @@ def learn_rows(X, y, w, mask, start, prequential, out, k_known, grace, delta, ta
     """
     K = node_counts.shape[1]
     N = node_feature.shape[0]
-    left = np.zeros(K)
-    right = np.zeros(K)
-    best_left = np.zeros(K)
-    best_right = np.zeros(K)
+    left, right, best_left, best_right = hs.split_scratch(K)
     scores = np.zeros(K)
     k_now = k_known
     for r in range(start):

@@ -678,9 +678,7 @@ class ABFSClassifier(Learner):
 
     @classmethod
     def from_state(cls, state: dict):
-        if state.get("kind") != cls.kind:
-            raise ValueError(f"state is for {state.get('kind')!r}, not {cls.kind!r}")
-        extra = state.get("extra") or {}
+        extra = cls._state_extra(state)
         # written before the guard: the reference's composition, and it goes on so
         params = {"guard": None, **state["params"]}
         try:

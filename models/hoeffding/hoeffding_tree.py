@@ -110,8 +110,7 @@ class HoeffdingTree(GaussianLearner):
                              f"got {leaf_prediction!r}")
         if flavour not in FLAVOURS:
             raise ValueError(f"flavour must be one of {FLAVOURS}, got {flavour!r}")
-        if not float(grace_period) > 0 or not 0.0 < float(delta) < 1.0 or float(tau) < 0:
-            raise ValueError("need grace_period > 0, 0 < delta < 1 and tau >= 0")
+        hs.check_split_test(grace_period, delta, tau)
         if int(n_splits) < 1 or (max_depth is not None and int(max_depth) < 0):
             raise ValueError("need n_splits >= 1 and max_depth >= 0")
         self.params = {"grace_period": grace_period, "delta": float(delta), "tau": float(tau),

@@ -11,10 +11,11 @@ import numpy as np
 
 from ..core._rng import seed_states
 from ..core._trees import grow_axis
-from ..core.base import Learner, check_index, check_shapes, check_targets, check_X
+from ..core.base import Learner, check_index, check_shapes, check_targets, check_X, upgrade_state
 from ..drift.adwin import _INITIAL_ROWS as _ADWIN_ROWS
 from ..drift.adwin import grow_tree_bank, new_tree_bank, tree_bank_args, tree_bank_layout, tree_bank_settings
 from ..hoeffding._gaussian_base import check_weights
+from ..hoeffding._hoeffding import check_split_test
 from . import _isoup_kernels as ik
 
 LEAF_MODES = {"adaptive": ik.LEAF_ADAPTIVE, "perceptron": ik.LEAF_PERCEPTRON,
@@ -125,8 +126,7 @@ class ISOUPBase(Learner):
                              f"got {leaf_prediction!r}")
         if perceptron not in PERCEPTRONS:
             raise ValueError(f"perceptron must be one of {list(PERCEPTRONS)}, got {perceptron!r}")
-        if not float(grace_period) > 0 or not 0.0 < float(delta) < 1.0 or float(tau) < 0:
-            raise ValueError("need grace_period > 0, 0 < delta < 1 and tau >= 0")
+        check_split_test(grace_period, delta, tau)
         if not float(learning_ratio) > 0 or float(learning_ratio_decay) < 0 \
                 or not 0.0 <= float(fading_factor) <= 1.0:
             raise ValueError("need learning_ratio > 0, learning_ratio_decay >= 0 and "
@@ -296,12 +296,7 @@ class ISOUPBase(Learner):
         """Rebuild from :meth:`to_state`. A state of version 1 (written before the
         ``perceptron`` parameter) continues with MOA's update (``perceptron="unit_l1"``), as
         it was written; a state of a later version than this learner's is refused."""
-        version = (state.get("extra") or {}).get("state_version", 1)
-        if version not in (1, STATE_VERSION):
-            raise ValueError(f"{cls.kind} state version {version!r} is not supported "
-                             f"(this version reads 1 and {STATE_VERSION})")
-        if version == 1:
-            state = cls._upgrade_v1(state)
+        state = upgrade_state(cls, state, STATE_VERSION)
         return super().from_state(state)
 
     @classmethod

@@ -95,6 +95,28 @@ def update_standardiser(x, y, w, norm_w, x_mean, x_m2, y_mean, y_m2):
         y_m2[j] += w * (y[j] - old) * (y[j] - new)
 
 
+@njit
+def row_scratch(F, M):
+    """Scratch of one row, allocated once per kernel call (:func:`standardise` fills the first
+    three, :func:`leaf_outputs` the last three).
+
+    Parameters
+    ----------
+    F, M : int
+        Features and targets.
+
+    Returns
+    -------
+    xn : ndarray of shape (F,)
+        The standardised features.
+    yn, y_scale : ndarray of shape (M,)
+        The standardised targets and the targets' scales (ones until standardised).
+    p_norm, p_lin, p_mean : ndarray of shape (M,)
+        A leaf's outputs: its model's standardised and rescaled predictions, and its mean.
+    """
+    return np.zeros(F), np.zeros(M), np.ones(M), np.zeros(M), np.zeros(M), np.zeros(M)
+
+
 @njit(inline="always")
 def leaf_outputs(t, node, xn, y_mean, y_scale, node_w, node_ysum, node_lin, p_norm, p_lin, p_mean):
     """The leaf's perceptron (standardised and raw) and mean predictions of every target."""
@@ -488,12 +510,7 @@ def learn_rows(X, Y, w, start, prequential, out, bagging, lam, grace, delta, tau
     SB = b_slot_features.shape[1]
     F = X.shape[1]
     M = Y.shape[1]
-    xn = np.zeros(F)
-    yn = np.zeros(M)
-    y_scale = np.ones(M)
-    p_norm = np.zeros(M)
-    p_lin = np.zeros(M)
-    p_mean = np.zeros(M)
+    xn, yn, y_scale, p_norm, p_lin, p_mean = row_scratch(F, M)
     cum_s = np.zeros(M)
     cum_q = np.zeros(M)
     tot_s = np.zeros(M)
@@ -620,12 +637,7 @@ def predict_rows(X, out, leaf_mode, norm_w, x_mean, x_m2, y_mean, y_m2, node_fea
     T = node_feature.shape[0]
     F = X.shape[1]
     M = out.shape[1]
-    xn = np.zeros(F)
-    yn = np.zeros(M)
-    y_scale = np.ones(M)
-    p_norm = np.zeros(M)
-    p_lin = np.zeros(M)
-    p_mean = np.zeros(M)
+    xn, yn, y_scale, p_norm, p_lin, p_mean = row_scratch(F, M)
     for i in range(X.shape[0]):
         x = X[i]
         standardise(x, y_mean, norm_w, x_mean, x_m2, y_mean, y_m2, xn, yn, y_scale)
