@@ -73,7 +73,7 @@ from .kafka_io import make_consumer, make_reader
 from .logs import event
 from .metrics import MetricsServer, WorkerMetrics, serve_metrics
 from .output import Outbox, OutputEncoder
-from .partitions import split_poll
+from .poll import split_poll
 from .preflight import BrokersUnreachable, TopicProblem, preflight
 from .residency import Budget
 from .restore_on_demand import OnDemand

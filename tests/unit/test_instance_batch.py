@@ -28,10 +28,10 @@ from schemas.deadletter import parse_deadletter_headers
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
-from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
 from worker.step import learn_streams
+from worker.task import PartitionTask
 from worker.tools.dev.produce import BATCH_HEADERS, batch_values, instance_values
 
 CFG = PipelineConfig(predictor="forgetful_tree", rankers=[], batch_size=10)

@@ -36,10 +36,10 @@ from worker.intake import StreamRows
 from worker.kafka_io import TransactionalProducer
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
-from worker.partitions import PartitionTask
 from worker.pipeline import Pipeline, PipelineConfig
 from worker.pipeline.results import FeatureResult, HeldPredictions, RankingOut
 from worker.settings import OUTPUT_KINDS, ConfigError, load_settings
+from worker.task import PartitionTask
 from worker.tools import tail as tail_module
 from worker.tools.tail import UnknownTopic, checkpoint_summary, render, resolve_topic
 from worker.wire import encode_predictions, encode_predictions_json

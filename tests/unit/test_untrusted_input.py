@@ -34,9 +34,9 @@ from worker.checkpoint_store import encode_blob
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
-from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
+from worker.task import PartitionTask
 from worker.wire import decode_bulk, decode_fast
 
 MAX = 1 << 16

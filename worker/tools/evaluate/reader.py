@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from confluent_kafka import Message, TopicPartition
 
-from ...partitions import without_errors
+from ...poll import without_errors
 from .ranges import PartitionRange
 
 _m_partition, _m_offset = Message.partition, Message.offset

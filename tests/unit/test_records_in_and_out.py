@@ -13,9 +13,9 @@ from schemas.deadletter import parse_deadletter_headers
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
-from worker.partitions import PartitionTask
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
+from worker.task import PartitionTask
 from worker.tools.dev.produce import instance_values
 
 CFG = PipelineConfig(predictor="forgetful_tree", rankers=[], batch_size=10)
@@ -145,7 +145,8 @@ def test_a_batch_with_consumer_errors_is_split_and_the_errors_reported():
     split (errors go to the callback, end-of-partition events are dropped)."""
     from confluent_kafka import KafkaError, Message
 
-    from worker.partitions import PartitionTask, split_poll
+    from worker.poll import split_poll
+    from worker.task import PartitionTask
 
     task = PartitionTask("g", "in", 0, "in.features")
     task.ready = True
