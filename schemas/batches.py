@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
@@ -41,14 +41,13 @@ from .errors import DecodeError
 from .messages import (
     INT64_MAX,
     INT64_MIN,
-    MAX_MAGNITUDE,
     MAX_NAME_LENGTH,
     Contract,
     Count,
     Name,
     cross_field_error,
-    is_text,
 )
+from .values import MAX_MAGNITUDE, is_text
 
 #: header naming the contract of a record on the instances topic
 KIND_HEADER = "sf-kind"
@@ -123,7 +122,7 @@ def _matrix(X: Any) -> np.ndarray:
         r, c = map(int, np.argwhere(~finite)[0])
         raise BatchRowError(E.NON_FINITE, f"must be a finite number, got {float(X[r, c])!r} in "
                             f"column {c}", f"X[{r}]", r)
-    beyond = np.abs(X) > MAX_MAGNITUDE  # the rule of Instance (schemas.messages.MAX_MAGNITUDE)
+    beyond = np.abs(X) > MAX_MAGNITUDE  # the rule of Instance (schemas.values.MAX_MAGNITUDE)
     if beyond.any():
         r, c = map(int, np.argwhere(beyond)[0])
         raise BatchRowError(E.OUT_OF_RANGE, f"must lie within +-1e100 (its square would overflow)"
@@ -569,3 +568,63 @@ def batch_rows(batch: InstanceBatch, feature_names: Sequence[str] | None) -> np.
         raise BatchRowError(E.UNKNOWN_FEATURE, f"feature {unknown[0]!r} is not one of the "
                             f"stream's {len(feature_names)} features", "features", 0)
     return np.ascontiguousarray(X[:, [pos[f] for f in feature_names]])
+
+
+class BatchRows(NamedTuple):
+    """What a worker takes of a valid InstanceBatch record (:func:`read_instance_batch`)."""
+
+    stream: str
+    X: np.ndarray  # (rows, features), columns in the stream's order
+    features: list[str] | None  # the columns' names (the batch's own for a new stream)
+    y: list  # each row's label (None: unlabelled)
+    ids: list
+    ts: list[int]
+
+
+#: ``feature_names`` of :func:`read_instance_batch` for a stream not seen yet
+NEW_STREAM = object()
+
+
+def read_instance_batch(
+    value: bytes,
+    headers: Iterable[tuple[str, Any]] | None,
+    *,
+    feature_names: Sequence[str] | None | object = NEW_STREAM,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    limits: InstanceLimits | None = None,
+) -> BatchRows | None:
+    """The rows of an InstanceBatch record, checked and in the stream's column order; ``None``
+    for a record whose headers do not say it is one. The worker's one entry for the kind.
+
+    Parameters
+    ----------
+    value, headers, max_bytes, limits
+        As in :func:`decode_instance_batch`.
+    feature_names : list of str or None, optional
+        The stream's column names (``None``: its columns have none, :func:`batch_rows`);
+        :data:`NEW_STREAM` (the default): the stream is new, the batch's columns become its.
+
+    Raises
+    ------
+    BatchRowError
+        As :func:`decode_instance_batch` and :func:`batch_rows` raise it.
+
+    Examples
+    --------
+    >>> from schemas.codec import encode
+    >>> value, headers = encode(InstanceBatch(stream="s", ts=5, X=[[1.0, 2.0]], y=["UP"],
+    ...                                       features=["a", "b"]))
+    >>> read_instance_batch(value, headers, feature_names=["b", "a"]).X.tolist()
+    [[2.0, 1.0]]
+    >>> read_instance_batch(value, None) is None
+    True
+    """
+    if not is_instance_batch(headers):
+        return None
+    batch = decode_instance_batch(value, headers, max_bytes=max_bytes, limits=limits)
+    if feature_names is NEW_STREAM:
+        names = list(batch.features) if batch.features is not None else None
+        X = batch.X
+    else:
+        names, X = feature_names, batch_rows(batch, feature_names)
+    return BatchRows(batch.stream, X, names, batch.row_labels(), batch.row_ids(), batch.row_ts())

@@ -45,12 +45,11 @@ from .errors import DecodeError
 from .messages import (
     INT64_MAX,
     INT64_MIN,
-    MAX_MAGNITUDE,
     MAX_NAME_LENGTH,
     UNION_TAG_POSITION,
     Instance,
-    is_text,
 )
+from .values import MAX_MAGNITUDE, finite_floats, is_text
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -611,18 +610,6 @@ _INSTANCE_VERSIONS = Instance.versions
 _object_setattr = object.__setattr__
 
 
-def _finite_floats(values: Any) -> bool:
-    """True if every value is a Python float, finite and within +-``MAX_MAGNITUDE``.
-
-    A sum is finite only if every term is (NaN and infinities propagate); an overflowing sum
-    of finite values gives a false "no", which only sends the message to full validation.
-    """
-    for v in values:
-        if type(v) is not float:
-            return False
-    return math.isfinite(sum(values)) and max(map(abs, values)) <= MAX_MAGNITUDE
-
-
 def plain_instance_fields(d: dict) -> tuple | None:
     """``(v, stream, id, ts, x, y, weight)`` of an unpacked instance map, from plain type checks.
 
@@ -652,10 +639,10 @@ def plain_instance_fields(d: dict) -> tuple | None:
         return None
     x = d.get("x")
     if type(x) is list:
-        if not x or not _finite_floats(x):
+        if not x or not finite_floats(x):
             return None
     elif type(x) is dict:
-        if not x or not _finite_floats(x.values()):
+        if not x or not finite_floats(x.values()):
             return None
         for k in x:
             if type(k) is not str or not is_text(k):
@@ -669,7 +656,7 @@ def plain_instance_fields(d: dict) -> tuple | None:
             if not INT64_MIN <= y <= INT64_MAX:
                 return None
         elif ty is list:
-            if not y or not _finite_floats(y):
+            if not y or not finite_floats(y):
                 return None
         elif ty is not str or not is_text(y):
             return None

@@ -42,6 +42,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .values import MAX_MAGNITUDE, is_text
+
 #: header of an Instance declaring its stream's true feature importances from that instance on:
 #: a JSON map from feature name to weight (``streamforest evaluate`` compares rankings with it;
 #: the worker ignores it)
@@ -51,26 +53,6 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 MAX_NAME_LENGTH = 1024  # stream, feature, model and topic names
 SCHEMA_VERSIONS = frozenset({1})  # versions this code reads and writes
-#: largest magnitude of a number a producer may send: squares (1e200) and sums of squares over
-#: any stream length stay finite in every learner's statistics
-MAX_MAGNITUDE = 1e100
-
-
-def is_text(s: str) -> bool:
-    """Whether UTF-8 can encode ``s`` (no lone surrogate): every output and checkpoint must.
-
-    Examples
-    --------
-    >>> is_text("UP"), is_text("héllo"), is_text(chr(0xD800))
-    (True, True, False)
-    """
-    if s.isascii():
-        return True
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _text(s: str) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from confluent_kafka import Message
 
-from schemas.batches import BatchRowError, batch_rows, decode_instance_batch, is_instance_batch
+from schemas.batches import NEW_STREAM, BatchRowError, read_instance_batch
 from schemas.codec import InstanceLimits, decode, decode_instance, instance_features
 from schemas.deadletter import ROW
 from schemas.errors import DecodeError
@@ -236,9 +236,8 @@ class RecordDecoder:
                     D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
                     int(D.ids[i]), int(D.ts[i]), live)
                 continue
-            if is_instance_batch(m.headers()):  # many rows in one record
-                self.instance_batches.take(task, m, live, outbox, max_bytes, streams)
-                continue
+            if self.instance_batches.take(task, m, live, outbox, max_bytes, streams):
+                continue  # many rows in one record
             taken = self._decode_fast(task.pipelines, m, stream, max_bytes)
             if taken is None:  # first message of a stream, anything unusual, and errors
                 taken = self._decode_full(task, m, live, outbox, max_bytes)
@@ -410,50 +409,59 @@ class InstanceBatchIntake:
     def reset(self) -> None:
         self.extra_live_rows = 0
 
-    def take(self, task, m, live: bool, outbox, max_bytes: int, streams: dict) -> None:
-        """Append the rows of InstanceBatch record ``m`` to ``streams``, or dead-letter it
-        (when live; replayed records were dead-lettered before and are only skipped)."""
+    def take(self, task, m, live: bool, outbox, max_bytes: int, streams: dict) -> bool:
+        """Append the rows of record ``m`` to ``streams`` if it is an InstanceBatch, or
+        dead-letter it (when live; replayed records were dead-lettered before and are only
+        skipped). Returns whether it was one."""
+        if m.headers() is None:  # a batch says so in a header: a plain instance
+            return False
         try:
-            stream, X, batch, ys = self._rows(task.pipelines, m, max_bytes)
+            rows = self._rows(task.pipelines, m, max_bytes)
         except (BatchRowError, PipelineError) as exc:
             if live:
                 row = getattr(exc, "row", None)
                 outbox.refuse(task, m, exc, exc.code,
                               extra_headers=[(ROW, str(row).encode())] if row is not None else ())
-            return
-        n = X.shape[0]
-        _rows_of(streams, stream).extend(X, ys, m.offset(), batch.row_ids(), batch.row_ts(),
-                                         live)
+            return True
+        if rows is None:
+            return False
+        _rows_of(streams, rows.stream).extend(rows.X, rows.y, m.offset(), rows.ids, rows.ts,
+                                              live)
         if live:
-            self.extra_live_rows += n - 1
+            self.extra_live_rows += rows.X.shape[0] - 1
+        return True
 
     def _rows(self, pipelines: dict, m, max_bytes: int):
-        """``(stream, X in the stream's column order, batch, labels)`` of a valid batch."""
+        """The :class:`schemas.batches.BatchRows` of a valid batch (``None``: not a batch),
+        read in its stream's column order; the first record of a stream creates its
+        pipeline."""
         dec = self.decoder
         key = m.key()
         stream = dec.keys.get(key) if key is not None else None
         if stream is None:
             stream = stream_of_key(key)
-        batch = decode_instance_batch(m.value(), m.headers(), max_bytes=max_bytes,
-                                      limits=dec.caps.instance)
-        if batch.stream != stream:
-            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
-                                f"batch's stream {batch.stream!r}")
         pl = pipelines.get(stream)
+        # a stream whose columns grow takes no batch: refused below, whatever its columns
+        fixed = pl is not None and pl.fixed_columns is not None
+        rows = read_instance_batch(
+            m.value(), m.headers(), max_bytes=max_bytes, limits=dec.caps.instance,
+            feature_names=pl.feature_names if fixed else NEW_STREAM)
+        if rows is None:
+            return None
+        if rows.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
+                                f"batch's stream {rows.stream!r}")
         created = pl is None
         if created:
-            names = list(batch.features) if batch.features is not None else None
-            pl = dec.new_pipeline(stream, batch.X.shape[1], names)
+            pl = dec.new_pipeline(stream, rows.X.shape[1], rows.features)
         pl.check_instance_batch()
-        X = batch_rows(batch, pl.feature_names)
-        if X.shape[1] != pl.n_features:
+        if rows.X.shape[1] != pl.n_features:
             raise BatchRowError("feature_count", f"the stream has {pl.n_features} features, "
-                                f"the batch's rows have {X.shape[1]}", "X[0]", 0)
-        ys = batch.row_labels()
-        _check_labels(pl, ys)  # a refused first record creates no stream
+                                f"the batch's rows have {rows.X.shape[1]}", "X[0]", 0)
+        _check_labels(pl, rows.y)  # a refused first record creates no stream
         if created:
             dec.register(pipelines, stream, pl)
-        return stream, X, batch, ys
+        return rows
 
 
 def _check_labels(pl, ys: list) -> None:

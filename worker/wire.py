@@ -32,7 +32,8 @@ import msgpack
 import numpy as np
 
 from schemas.codec import plain_instance_fields
-from schemas.messages import MAX_MAGNITUDE, MAX_NAME_LENGTH
+from schemas.messages import MAX_NAME_LENGTH
+from schemas.values import MAX_MAGNITUDE
 
 _unpackb = msgpack.unpackb
 _packb = msgpack.Packer(use_bin_type=True).pack

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from models import registry
 from models.registry import DETECTOR, REGRESSION
-from schemas.messages import MAX_MAGNITUDE
+from schemas.values import MAX_MAGNITUDE
 
 EDGES = [MAX_MAGNITUDE, -MAX_MAGNITUDE, 5e-324, -5e-324, 0.0, 1e-300, 1.0, -1.0, 9.5e99]
 values = st.one_of(st.sampled_from(EDGES), st.floats(-MAX_MAGNITUDE, MAX_MAGNITUDE))

@@ -41,7 +41,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 names = st.text(min_size=1, max_size=12)
 int64 = st.integers(INT64_MIN, INT64_MAX)
 timestamps = st.integers(0, INT64_MAX)
-finite = st.floats(-1e100, 1e100)  # what a producer may send (schemas.messages.MAX_MAGNITUDE)
+finite = st.floats(-1e100, 1e100)  # what a producer may send (schemas.values.MAX_MAGNITUDE)
 labels = st.one_of(int64, st.text(max_size=10))
 targets = st.one_of(labels, st.lists(finite, min_size=1, max_size=4))
 rows = st.one_of(
