@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core._fmath import exp
 from ..core._jit import njit
 
 
@@ -86,3 +87,127 @@ def paired_scores(losses, loss_cross, mass, squares, out):
                 - diff * diff
             se = np.sqrt((var if var > 0.0 else 0.0) * squares) / mass
             out[k, f] = diff / (se if se > 1e-300 else 1e-300) if diff > 0.0 else 0.0
+
+
+@njit
+def _pairwise_sum(a, lo, n, step):
+    """``a[lo] + a[lo + step] + ...`` (``n`` terms) summed as numpy's reductions sum a run of
+    doubles (``pairwise_sum`` of its ``loops_utils``): in order below 8 terms, in 8 running
+    sums up to 128, halves above; the bits of :func:`numpy.sum` over that run."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i * step]
+        return res
+    if n <= 128:
+        r = np.empty(8)
+        for j in range(8):
+            r[j] = a[lo + j * step]
+        i = 8
+        while i < n - n % 8:
+            for j in range(8):
+                r[j] += a[lo + (i + j) * step]
+            i += 8
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        while i < n:
+            res += a[lo + i * step]
+            i += 1
+        return res
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise_sum(a, lo, n2, step) + _pairwise_sum(a, lo + n2 * step, n - n2, step)
+
+
+@njit
+def _column_sums(w, out):
+    """``out[f] = w[:, f].sum()`` as numpy's ``w.sum(axis=0)`` sums it: row after row; a
+    single column is one contiguous run, which numpy sums pairwise."""
+    K, d = w.shape
+    if d == 1:
+        out[0] = _pairwise_sum(w.reshape(-1), 0, K, 1)
+        return
+    for f in range(d):
+        out[f] = 0.0
+    for k in range(K):
+        for f in range(d):
+            out[f] += w[k, f]
+
+
+@njit
+def _row_mean(values, n_rows):
+    """The mean of ``values``, one row of a ``(n_rows, n)`` selection's ``mean(axis=1)`` as
+    numpy gives it: a boolean selection of columns comes back in column-major order, so
+    numpy sums each row one value after the other; a single row is one contiguous run, which
+    it sums pairwise."""
+    n = values.shape[0]
+    if n_rows == 1:
+        return _pairwise_sum(values, 0, n, 1) / n
+    total = 0.0
+    for i in range(n):
+        total += values[i]
+    return total / n
+
+
+@njit
+def window_weights(losses, paired, log_windows, eta, paired_eta, pool, long_prior, out):
+    """Each window's weight per feature (:meth:`models.cart.block_forest.BlockRanker._weights`
+    defines them), normalised over the windows, into ``out`` (shape of ``losses``).
+
+    ``paired``: :func:`paired_scores`; ``log_windows``: each window's log length over the
+    longest's. The expressions and sums are numpy's as the method wrote them before, in the
+    same order (:func:`_pairwise_sum`, :func:`_column_sums`), so the weights are the same
+    bits: an ask made every block cost more in numpy's calls on small arrays than in their
+    arithmetic.
+    """
+    K, d = losses.shape
+    n_seen = 0
+    for f in range(d):
+        best, top = losses[0, f], losses[0, f]
+        for k in range(1, K):
+            best = min(best, losses[k, f])
+            top = max(top, losses[k, f])
+        n_seen += top > 0.0
+        for k in range(K):
+            lw = -(losses[k, f] - best) / (eta * best + 1e-12)
+            cap = -paired[k, f] / paired_eta
+            out[k, f] = lw if lw <= cap else cap  # numpy.minimum (no NaN here)
+    if pool > 0.0 and n_seen > 0:
+        # the stream's features usually drift at one speed: each feature's evidence shrunk
+        # toward the mean over the features whose measurements ever moved
+        seen = np.empty(n_seen)
+        for k in range(K):
+            j = 0
+            for f in range(d):
+                top = losses[0, f]
+                for m in range(1, K):
+                    top = max(top, losses[m, f])
+                if top > 0.0:
+                    seen[j] = out[k, f]
+                    j += 1
+            shared = _row_mean(seen, K)
+            for f in range(d):
+                out[k, f] = (1.0 - pool) * out[k, f] + pool * shared
+    for f in range(d):
+        top = -np.inf
+        for k in range(K):
+            out[k, f] = out[k, f] + long_prior * log_windows[k]
+            top = max(top, out[k, f])
+        for k in range(K):
+            out[k, f] = exp(out[k, f] - top)
+    total = np.empty(d)
+    _column_sums(out, total)
+    for k in range(K):
+        for f in range(d):
+            out[k, f] = out[k, f] / total[f]
+
+
+@njit
+def mixture(weights, means, out):
+    """``out[f]``: the windows' means weighted, ``(weights * means).sum(axis=0)`` in numpy's
+    order."""
+    K, d = weights.shape
+    prod = np.empty((K, d))
+    for k in range(K):
+        for f in range(d):
+            prod[k, f] = weights[k, f] * means[k, f]
+    _column_sums(prod, out)

@@ -112,6 +112,7 @@ class BlockRanker(Learner):
         self._columns: tuple | None = None  # the block's sorted columns (:meth:`_sorted_columns`)
         self._columns_at = -1  # the measurement they were sorted for
         self._window_lengths: np.ndarray | None = None  # :meth:`_windows`, once
+        self._window_logs: np.ndarray | None = None  # their long-prior term, once
         self._init_labels()
 
     # ------------------------------------------------------------------ properties
@@ -281,22 +282,15 @@ class BlockRanker(Learner):
         ``(1 - pool) P_k + pool mean_f P_k`` (the features whose measurements ever moved: a
         constant one has no evidence)."""
         p, L = self.params, self._arrays["losses"]
-        best = L.min(axis=0)
-        logw = -(L - best) / (p["eta"] * best + 1e-12)
-        logw = np.minimum(logw, -self._paired_scores() / p["paired_eta"])
-        # the stream's features usually drift at one speed: each feature's evidence is
-        # shrunk toward the features' mean (the young stream's thin evidence most of all);
-        # a feature no block ever split on has no evidence and stays out of the mean
-        seen = L.max(axis=0) > 0.0
-        if p["pool"] > 0.0 and seen.any():
-            shared = logw[:, seen].mean(axis=1, keepdims=True)
-            logw = (1.0 - p["pool"]) * logw + p["pool"] * shared
-        windows = self._windows()
-        # the core's log and exp (models.core._fmath): numpy's differ with AVX-512
-        top = fm.log(float(windows[-1])) if windows[-1] > 1 else 1.0
-        logw = logw + p["long_prior"] * (fm.log_array(windows) / top)[:, None]
-        w = fm.exp_array(logw - logw.max(axis=0))
-        return w / w.sum(axis=0)
+        if self._window_logs is None:  # fixed by the parameters, asked after every block
+            windows = self._windows()
+            # the core's log (models.core._fmath): numpy's differs with AVX-512
+            top = fm.log(float(windows[-1])) if windows[-1] > 1 else 1.0
+            self._window_logs = fm.log_array(windows) / top
+        out = np.empty_like(L)
+        _block_windows.window_weights(L, self._paired_scores(), self._window_logs, p["eta"],
+                                      p["paired_eta"], p["pool"], p["long_prior"], out)
+        return out
 
     def _fade_mass(self) -> tuple[float, float]:
         """The faded means' gathered weight and the sum of its squared parts after the
@@ -340,7 +334,9 @@ class BlockRanker(Learner):
         windows = self._windows()
         means = np.empty((len(windows), self.n_features))
         _block_windows.window_means(self._arrays["history"], self.n_blocks, 0, windows, means)
-        return (self._weights() * means).sum(axis=0)
+        out = np.empty(self.n_features)
+        _block_windows.mixture(self._weights(), means, out)
+        return out
 
     # ------------------------------------------------------------------ importances
 

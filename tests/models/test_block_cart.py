@@ -9,6 +9,7 @@ import pytest
 from models.cart import _block_cart, _block_windows, _cart
 from models.cart.block_forest import BlockForestRanker
 from models.cart.block_forest_regression import BlockForestRegressionRanker
+from models.core import _fmath as fm
 from models.core._rng import seed_states
 
 
@@ -129,6 +130,40 @@ def test_paired_scores_are_numpys_bit_for_bit():
     got = np.empty_like(L)
     _block_windows.paired_scores(L, C, mass, squares, got)
     assert got.tobytes() == want.tobytes()
+
+
+def _numpy_weights(L, P, log_windows, eta, paired_eta, pool, long_prior):
+    """The window weights as numpy computed them before the kernel (the reference)."""
+    best = L.min(axis=0)
+    logw = np.minimum(-(L - best) / (eta * best + 1e-12), -P / paired_eta)
+    seen = L.max(axis=0) > 0.0
+    if pool > 0.0 and seen.any():
+        logw = (1.0 - pool) * logw + pool * logw[:, seen].mean(axis=1, keepdims=True)
+    logw = logw + long_prior * log_windows[:, None]
+    w = fm.exp_array(logw - logw.max(axis=0))
+    return w / w.sum(axis=0)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_window_weights_and_mixture_are_numpys_bit_for_bit(seed):
+    """Shapes where numpy sums differently: one window (a contiguous run: pairwise), one
+    feature (the column sums pairwise), 8 and more of either, features never split on."""
+    rng = np.random.default_rng(seed)
+    K = int(rng.choice([1, 2, 8, 9, 12]))
+    d = int(rng.choice([1, 2, 7, 8, 9, 17, 130, 300]))
+    L = rng.random((K, d)) * 10.0 ** rng.integers(-8, 3)
+    L[:, rng.random(d) < 0.3] = 0.0
+    P = rng.random((K, d)) * 5 * (rng.random((K, d)) < 0.7)
+    log_windows = np.sort(rng.random(K))
+    pool = float(rng.choice([0.0, 0.5]))
+    want = _numpy_weights(L, P, log_windows, 0.5, 3.0, pool, 0.25)
+    got = np.empty_like(L)
+    _block_windows.window_weights(L, P, log_windows, 0.5, 3.0, pool, 0.25, got)
+    assert got.tobytes() == want.tobytes()
+    means = rng.random((K, d))
+    mixed = np.empty(d)
+    _block_windows.mixture(got, means, mixed)
+    assert mixed.tobytes() == (want * means).sum(axis=0).tobytes()
 
 
 @pytest.mark.parametrize("cls", [BlockForestRanker, BlockForestRegressionRanker])
