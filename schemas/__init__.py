@@ -9,6 +9,7 @@
 * :mod:`schemas.deadletter`: headers of dead-lettered records.
 * :mod:`schemas.codec`: msgpack/JSON encoding and validating decoding.
 * :mod:`schemas.errors`: :class:`DecodeError`, the one error of decoding.
+* :mod:`schemas.values`: what every value that enters must be (text, finite and bounded numbers).
 """
 
 from __future__ import annotations

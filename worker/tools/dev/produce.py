@@ -11,11 +11,13 @@ msgpack maps of the :class:`schemas.Instance` contract, keyed by stream id; ``x`
 from __future__ import annotations
 
 import json
+import logging
+import sys
 import time
 
 import msgpack
 import numpy as np
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 
 from schemas.batches import INSTANCE_BATCH, KIND_HEADER
 from schemas.codec import encode_state
@@ -108,15 +110,45 @@ def make_producer(bootstrap_or_conf) -> Producer:
     return Producer(conf)
 
 
+class Deliveries:
+    """The delivery reports of produced records (``on_delivery``): how many the broker
+    acknowledged and the first failure, so that a producer says what really arrived.
+
+    Examples
+    --------
+    >>> d = Deliveries()
+    >>> d(None, None); d("topic does not exist", None)
+    >>> d.ok, d.failed, d.first_error
+    (1, 1, 'topic does not exist')
+    """
+
+    def __init__(self):
+        self.ok = 0
+        self.failed = 0
+        self.first_error = None
+
+    def __call__(self, err, msg) -> None:
+        if err is None:
+            self.ok += 1
+            return
+        self.failed += 1
+        if self.first_error is None:
+            self.first_error = err
+
+
 def produce_values(producer: Producer, topic: str, stream: str, values,
-                   partition: int | None = None, headers: dict | None = None) -> int:
+                   partition: int | None = None, headers: dict | None = None,
+                   on_delivery=None) -> int:
     """Produce values keyed by ``stream``; returns the count. Does not flush.
 
-    ``headers`` maps the index of a value to the headers of its record.
+    ``headers`` maps the index of a value to the headers of its record; ``on_delivery``
+    (e.g. :class:`Deliveries`) gets each record's delivery report.
     """
     key = stream.encode()
     n = 0
     extra = {} if partition is None else {"partition": partition}
+    if on_delivery is not None:
+        extra["on_delivery"] = on_delivery
     for i, v in enumerate(values):
         if headers and i in headers:
             extra_i = {**extra, "headers": headers[i]}
@@ -137,7 +169,7 @@ def produce_values(producer: Producer, topic: str, stream: str, values,
 def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=None,
                    start_id: int = 0, chunk: int = 20000, partition: int | None = None,
                    rate: float | None = None, truth=None, truth_every: int = 1000,
-                   batch: int = 0) -> int:
+                   batch: int = 0, on_delivery=None) -> int:
     """Produce a whole stream in chunks (optionally paced at ``rate`` instances/s).
 
     ``batch``: rows per InstanceBatch record (0: one Instance per record). Returns the
@@ -157,7 +189,7 @@ def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=N
         if batch > 0:
             _produce_batches(producer, topic, stream, X[a:b], None if y is None else y[a:b],
                              batch, a, start_id + a, names, partition, truth, truth_every,
-                             feature_names)
+                             feature_names, on_delivery)
             _pace(rate, b, t0)
             continue
         vals = instance_values(stream, X[a:b], None if y is None else y[a:b],
@@ -168,7 +200,7 @@ def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=N
             headers = {i - a: [(TRUTH_HEADER, json.dumps(dict(zip(
                 feature_names, map(float, truth[i])))).encode())]
                 for i in range(first, b, truth_every)}
-        produce_values(producer, topic, stream, vals, partition, headers)
+        produce_values(producer, topic, stream, vals, partition, headers, on_delivery)
         _pace(rate, b, t0)
     return n
 
@@ -181,7 +213,7 @@ def _pace(rate: float | None, done: int, t0: float) -> None:
 
 
 def _produce_batches(producer, topic, stream, X, y, size, row0, first_id, names, partition,
-                     truth, truth_every, feature_names) -> None:
+                     truth, truth_every, feature_names, on_delivery=None) -> None:
     """InstanceBatch records of the chunk ``X`` (rows ``row0 ...`` of the stream, ids from
     ``first_id``); a batch holding a row at which the true weights are declared carries them
     (``sf-truth``: those of its first such row)."""
@@ -196,7 +228,7 @@ def _produce_batches(producer, topic, stream, X, y, size, row0, first_id, names,
                 h.append((TRUTH_HEADER, json.dumps(dict(zip(
                     feature_names, map(float, truth[first])))).encode()))
         headers[k] = h
-    produce_values(producer, topic, stream, vals, partition, headers)
+    produce_values(producer, topic, stream, vals, partition, headers, on_delivery)
 
 
 def hyperplane(n: int, n_features: int = 10, n_drift_features: int = 2, seed: int = 1,
@@ -255,12 +287,58 @@ def _cmd_produce(args) -> int:
         X, y = X[:args.rows], y[:args.rows]
     from worker.kafka_io import without_consumer_keys
 
-    producer = make_producer(without_consumer_keys(settings.kafka.as_librdkafka_dict()))
-    n = produce_stream(producer, settings.topics.instances, stream, X, y,
+    conf = without_consumer_keys(settings.kafka.as_librdkafka_dict())
+    conf["logger"] = _quiet_logger()  # the outcome is one line below, not librdkafka's retries
+    producer = make_producer(conf)
+    topic = settings.topics.instances
+    problem = _topic_problem(producer, topic)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    deliveries = Deliveries()
+    n = produce_stream(producer, topic, stream, X, y,
                        names=names if args.names else None, truth=truth,
                        truth_every=max(1, getattr(args, "truth_every", 0)),
-                       batch=max(0, args.batch))
-    producer.flush(60)
+                       batch=max(0, args.batch), on_delivery=deliveries)
+    left = producer.flush(FLUSH_TIMEOUT)
+    if deliveries.failed or left:
+        why = (f"the first failure: {deliveries.first_error}" if deliveries.failed else
+               f"{left} record(s) still unacknowledged after {FLUSH_TIMEOUT:.0f} s")
+        print(f"error: {deliveries.ok} of {deliveries.ok + deliveries.failed + left} records "
+              f"delivered to {topic}; {why}", file=sys.stderr)
+        return 1
     how = f" in batches of {args.batch}" if args.batch > 0 else ""
-    print(f"produced {n} instances of stream {stream!r} to {settings.topics.instances}{how}")
+    print(f"produced {n} instances of stream {stream!r} to {topic}{how}")
     return 0
+
+
+#: seconds ``produce`` waits for the broker to acknowledge what it sent
+FLUSH_TIMEOUT = 60.0
+#: seconds ``produce`` waits for the topic's metadata before it sends anything
+METADATA_TIMEOUT = 10.0
+
+
+def _quiet_logger() -> logging.Logger:
+    quiet = logging.getLogger("streamforest.produce.librdkafka")
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    return quiet
+
+
+def _topic_problem(producer: Producer, topic: str) -> str | None:
+    """Why nothing can be produced to ``topic`` (an unreachable broker, a topic that does
+    not exist), or ``None``."""
+    from confluent_kafka import KafkaException
+
+    try:
+        meta = producer.list_topics(topic, timeout=METADATA_TIMEOUT)
+    except KafkaException as exc:
+        return (f"no broker answered within {METADATA_TIMEOUT:.0f} s "
+                f"({exc.args[0].str() if exc.args else exc}): check KAFKA__BOOTSTRAP_SERVERS")
+    t = meta.topics.get(topic)
+    if t is None or t.error is not None:
+        return (f"topic {topic!r} does not exist (create it: streamforest topics create)"
+                if t is None or t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART else
+                f"topic {topic!r}: {t.error.str()}")
+    return None
