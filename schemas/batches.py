@@ -38,6 +38,7 @@ from . import errors as E
 from .checkpoint import state_equal
 from .codec import DEFAULT_MAX_BYTES, InstanceLimits, load, validate
 from .errors import DecodeError
+from .kinds import INSTANCE_BATCH, record_kind
 from .messages import (
     INT64_MAX,
     INT64_MIN,
@@ -48,12 +49,6 @@ from .messages import (
     cross_field_error,
 )
 from .values import MAX_MAGNITUDE, is_text
-
-#: header naming the contract of a record on the instances topic
-KIND_HEADER = "sf-kind"
-#: its value for an :class:`InstanceBatch` (records without the header are Instances)
-INSTANCE_BATCH = "instance-batch"
-_INSTANCE_BATCH_RAW = INSTANCE_BATCH.encode()
 
 _NONE = type(None)
 _ROW_WHERE = re.compile(r"^(?:X|y|ids|ts)\[(\d+)\]")
@@ -87,12 +82,7 @@ def is_instance_batch(headers: Iterable[tuple[str, Any]] | None) -> bool:
     >>> is_instance_batch([("sf-kind", b"instance-batch")]), is_instance_batch(None)
     (True, False)
     """
-    if not headers:
-        return False
-    for key, raw in headers:
-        if key == KIND_HEADER:
-            return raw == _INSTANCE_BATCH_RAW or (isinstance(raw, str) and raw == INSTANCE_BATCH)
-    return False
+    return record_kind(headers) == INSTANCE_BATCH
 
 
 # =========================================================================== checks
@@ -266,6 +256,7 @@ class InstanceBatch(Contract):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False,
                               arbitrary_types_allowed=True)
     wire_arrays: ClassVar[bool] = True  # X travels as an array extension type
+    record_kind: ClassVar[str] = INSTANCE_BATCH  # its sf-kind header (schemas.kinds)
 
     stream: Name
     X: Any

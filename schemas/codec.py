@@ -42,12 +42,14 @@ from pydantic import BaseModel, ValidationError
 
 from . import errors as E
 from .errors import DecodeError
+from .kinds import KIND_HEADER
 from .messages import (
     INT64_MAX,
     INT64_MIN,
     MAX_NAME_LENGTH,
     UNION_TAG_POSITION,
     Instance,
+    LabelEvent,
 )
 from .values import MAX_MAGNITUDE, finite_floats, is_text
 
@@ -284,7 +286,9 @@ def encode(msg: BaseModel, fmt: str = "msgpack") -> tuple[bytes, list[tuple[str,
     -------
     value : bytes
     headers : list of (str, bytes)
-        ``[("content-type", b"application/msgpack" or b"application/json")]``.
+        ``[("content-type", b"application/msgpack" or b"application/json")]``, and the
+        ``sf-kind`` header of a record kind other than a plain Instance
+        (:mod:`schemas.kinds`).
 
     Examples
     --------
@@ -297,14 +301,16 @@ def encode(msg: BaseModel, fmt: str = "msgpack") -> tuple[bytes, list[tuple[str,
     """
     values = dict(msg)
     arrays = getattr(msg, "wire_arrays", False)
+    # a record that is not a plain Instance says its kind on the instances topic
+    kind = getattr(msg, "record_kind", None)
+    extra = [(KIND_HEADER, kind.encode())] if kind else []
     if fmt == "msgpack":
-        if arrays:
-            return encode_state(values), [(CONTENT_TYPE, MSGPACK.encode())]
-        return msgpack.packb(values), [(CONTENT_TYPE, MSGPACK.encode())]
+        value = encode_state(values) if arrays else msgpack.packb(values)
+        return value, [(CONTENT_TYPE, MSGPACK.encode()), *extra]
     if fmt == "json":
         tree = _to_json_tree(values) if arrays else values
         text = json.dumps(tree, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        return text.encode("utf-8"), [(CONTENT_TYPE, JSON.encode())]
+        return text.encode("utf-8"), [(CONTENT_TYPE, JSON.encode()), *extra]
     raise ValueError(f"unknown format {fmt!r}: use 'msgpack' or 'json'")
 
 
@@ -771,12 +777,17 @@ class InstanceLimits:
     max_feature_name_length: int = 256
 
 
-def check_limits(inst: Instance, limits: InstanceLimits) -> None:
-    """Raise ``too_long`` or ``too_many_features`` when ``inst`` exceeds ``limits``."""
-    for where, value, what in (("y", inst.y, "class label"), ("id", inst.id, "instance id")):
+def _check_label_and_id(msg, limits: InstanceLimits) -> None:
+    """Raise ``too_long`` when the label or the id of ``msg`` is longer than ``limits``."""
+    for where, value, what in (("y", msg.y, "class label"), ("id", msg.id, "instance id")):
         if type(value) is str and len(value) > limits.max_label_length:
             raise DecodeError(E.TOO_LONG, f"the {what} has {len(value)} characters; the limit "
                               f"is {limits.max_label_length}", where)
+
+
+def check_limits(inst: Instance, limits: InstanceLimits) -> None:
+    """Raise ``too_long`` or ``too_many_features`` when ``inst`` exceeds ``limits``."""
+    _check_label_and_id(inst, limits)
     if len(inst.x) > limits.max_features:
         raise DecodeError(E.TOO_MANY_FEATURES, f"the instance has {len(inst.x)} features; the "
                           f"limit is {limits.max_features}", "x")
@@ -835,3 +846,25 @@ def decode_instance(
     if n_features is not None and len(inst.x) != n_features:
         raise _count_error(n_features, len(inst.x))
     return inst
+
+
+def decode_label_event(
+    value: bytes,
+    headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    limits: InstanceLimits | None = None,
+) -> LabelEvent:
+    """Decode a :class:`~schemas.messages.LabelEvent`, its label and id held to ``limits``
+    as an Instance's are (:func:`decode` otherwise).
+
+    Examples
+    --------
+    >>> value, headers = encode(LabelEvent(stream="s1", id=7, y="UP", ts=90))
+    >>> decode_label_event(value, headers).y
+    'UP'
+    """
+    event = decode(value, LabelEvent, headers, max_bytes=max_bytes)
+    if limits is not None:
+        _check_label_and_id(event, limits)
+    return event

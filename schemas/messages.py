@@ -42,6 +42,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .kinds import LABEL
 from .values import MAX_MAGNITUDE, is_text
 
 #: header of an Instance declaring its stream's true feature importances from that instance on:
@@ -229,6 +230,41 @@ class Instance(Contract):
     x: Row
     y: InputTarget | None = None
     weight: Annotated[Bounded, Field(ge=0.0)] | None = None
+
+
+class LabelEvent(Contract):
+    """The label of an instance sent earlier, unlabelled: its prediction was served when it
+    arrived, and the stream learns it when its label does.
+
+    It travels on the instances topic with the header ``sf-kind: label``
+    (:mod:`schemas.kinds`) and the stream id as key: the same partition as its instance and
+    after it, so a label never overtakes the instance it names and one consumer position
+    covers both (exactly once needs no join across topics).
+
+    Parameters
+    ----------
+    stream : str
+        Stream id (Kafka key).
+    id : int or str
+        The id of the instance it labels (``7`` and ``"7"`` are different ids, as in
+        :class:`Instance`).
+    y : int, str or list of float
+        Class label, or the targets of multi-target regression.
+    ts : int
+        Event time of the label in milliseconds.
+
+    Examples
+    --------
+    >>> LabelEvent(stream="s1", id=7, y="UP", ts=90)
+    LabelEvent(v=1, stream='s1', id=7, y='UP', ts=90)
+    """
+
+    record_kind: ClassVar[str] = LABEL
+
+    stream: Name
+    id: Label
+    y: InputTarget
+    ts: Timestamp
 
 
 class FeatureArrival(Contract):

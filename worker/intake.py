@@ -32,9 +32,16 @@ import numpy as np
 from confluent_kafka import Message
 
 from schemas.batches import NEW_STREAM, BatchRowError, read_instance_batch
-from schemas.codec import InstanceLimits, decode, decode_instance, instance_features
+from schemas.codec import (
+    InstanceLimits,
+    decode,
+    decode_instance,
+    decode_label_event,
+    instance_features,
+)
 from schemas.deadletter import ROW
 from schemas.errors import DecodeError
+from schemas.kinds import INSTANCE, INSTANCE_BATCH, LABEL, record_kind
 from schemas.messages import FeatureArrival
 
 from .keys import stream_of_key
@@ -56,13 +63,16 @@ class StreamRows:
     see :meth:`finish`) or at once from bulk-decoded columns (:meth:`from_columns`).
     """
 
-    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X", "instance_batches")
+    __slots__ = ("rows", "ys", "offsets", "ids", "ts", "live", "X", "instance_batches",
+                 "labels")
 
     def __init__(self):
         self.rows, self.ys, self.offsets, self.ids, self.ts = [], [], [], [], []
         self.live = 0  # index of the first live row (rows before it are replayed)
         self.X = None
         self.instance_batches = None  # (start, stop) rows of each InstanceBatch, in order
+        # the rows that are LabelEvents (a list of row indices; a bool mask after finish)
+        self.labels = None
 
     @classmethod
     def from_columns(cls, X, ys, offsets, ids, ts, live) -> StreamRows:
@@ -79,6 +89,14 @@ class StreamRows:
         self.offsets.append(offset)
         self.ids.append(ident)
         self.ts.append(ts)
+
+    def append_label(self, y, offset: int, ident, ts: int, live: bool) -> None:
+        """A LabelEvent, in partition order: a row without features (``ident`` names the
+        instance it labels)."""
+        if self.labels is None:
+            self.labels = []
+        self.labels.append(len(self.ys))
+        self.append(None, y, offset, ident, ts, live)
 
     def extend(self, X: np.ndarray, ys: list, offset: int, ids: list, ts: list,
                live: bool) -> None:
@@ -97,8 +115,12 @@ class StreamRows:
         self.ts.extend(ts)
 
     def finish(self, n_features: int) -> None:
-        """Rows appended one by one -> a feature matrix and an offsets array."""
+        """Rows appended one by one -> a feature matrix and an offsets array (a LabelEvent's
+        row is zeros: the pipeline reads its instance's), and the LabelEvents' mask."""
         if self.X is None:
+            if self.labels is not None:
+                blank = [0.0] * n_features
+                self.rows = [blank if r is None else r for r in self.rows]
             if self.instance_batches is not None:  # blocks of InstanceBatches: stacked, not copied row by row
                 self.X = np.concatenate([np.asarray(r, dtype=np.float64).reshape(-1, n_features)
                                          for r in self.rows])
@@ -106,6 +128,10 @@ class StreamRows:
                 self.X = np.array(self.rows, dtype=np.float64).reshape(len(self.rows), n_features)
             self.offsets = np.array(self.offsets, dtype=np.int64)
             self.rows = None
+            if self.labels is not None:
+                mask = np.zeros(len(self.ys), dtype=bool)
+                mask[self.labels] = True
+                self.labels = mask
 
     def __len__(self) -> int:
         return len(self.ys)
@@ -123,13 +149,15 @@ class Caps:
     max_classes: int = 1000
     instance: InstanceLimits = InstanceLimits()
     feature_rows: int = 100_000  # rows a stream of features holds
+    held_rows: int = 1000  # unlabelled instances a stream holds for their labels
+    held_age_ms: int = 0  # and for how long (event time; 0: no bound)
 
     @classmethod
     def from_settings(cls, settings) -> Caps:
-        w = settings.worker
+        w, learners = settings.worker, settings.learners
         return cls(w.max_classes, InstanceLimits(
             w.max_label_length, w.max_features, w.max_feature_name_length),
-            settings.learners.feature_stream_rows)
+            learners.feature_stream_rows, learners.held_rows, learners.held_age_ms)
 
 
 class RecordDecoder:
@@ -166,7 +194,7 @@ class RecordDecoder:
         caps = self.caps
         return make_pipeline(stream, self.profiles.for_stream(stream), n_features,
                              feature_names, caps.max_classes, caps.feature_rows,
-                             caps.instance.max_features)
+                             caps.instance.max_features, caps.held_rows, caps.held_age_ms)
 
     def register(self, pipelines, stream: str, pl: StreamPipeline) -> None:
         """A new stream's pipeline joins its partition's (its first record was taken)."""
@@ -236,8 +264,13 @@ class RecordDecoder:
                     D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
                     int(D.ids[i]), int(D.ts[i]), live)
                 continue
-            if self.instance_batches.take(task, m, live, outbox, max_bytes, streams):
-                continue  # many rows in one record
+            kind = record_kind(m.headers())
+            if kind == INSTANCE_BATCH:  # many rows in one record
+                self.instance_batches.take(task, m, live, outbox, max_bytes, streams)
+                continue
+            if kind != INSTANCE:
+                self._take_other(task, m, kind, live, outbox, max_bytes, streams)
+                continue
             taken = self._decode_fast(task.pipelines, m, stream, max_bytes)
             if taken is None:  # first message of a stream, anything unusual, and errors
                 taken = self._decode_full(task, m, live, outbox, max_bytes)
@@ -245,6 +278,40 @@ class RecordDecoder:
                 stream, row, y, ident, ts = taken
                 _rows_of(streams, stream).append(row, y, off, ident, ts, live)
         return streams
+
+    def _take_other(self, task, m, kind: str, live: bool, outbox, max_bytes: int,
+                    streams: dict) -> None:
+        """A LabelEvent joins its stream's rows; a record of a kind this worker does not
+        know is dead-lettered (when live)."""
+        try:
+            if kind != LABEL:
+                raise PipelineError("unknown_kind", f"header sf-kind {kind!r} names no record "
+                                    f"kind of the instances topic ({INSTANCE_BATCH!r} or "
+                                    f"{LABEL!r}; none for an Instance)")
+            stream, event = self._label_event(task.pipelines, m, max_bytes)
+        except (DecodeError, PipelineError) as exc:
+            if live:
+                outbox.refuse(task, m, exc, exc.code)
+            return
+        _rows_of(streams, stream).append_label(event.y, m.offset(), event.id, event.ts, live)
+
+    def _label_event(self, pipelines, m, max_bytes: int):
+        """``(stream, LabelEvent)`` of a valid label record for a stream held here."""
+        key = m.key()
+        stream = self.keys.get(key) if key is not None else None
+        if stream is None:
+            stream = stream_of_key(key)
+        event = decode_label_event(m.value(), m.headers(), max_bytes=max_bytes,
+                                   limits=self.caps.instance)
+        if event.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
+                                f"label's stream {event.stream!r}")
+        pl = pipelines.get(stream)
+        if pl is None:
+            raise PipelineError("unknown_stream", f"no instance of stream {stream!r} has "
+                                "arrived: a LabelEvent follows the instance it labels")
+        pl.check_label_event(event.y)
+        return stream, event
 
     @staticmethod
     def _labels_known(pipelines, D, codes, names) -> bool:
@@ -409,12 +476,9 @@ class InstanceBatchIntake:
     def reset(self) -> None:
         self.extra_live_rows = 0
 
-    def take(self, task, m, live: bool, outbox, max_bytes: int, streams: dict) -> bool:
-        """Append the rows of record ``m`` to ``streams`` if it is an InstanceBatch, or
-        dead-letter it (when live; replayed records were dead-lettered before and are only
-        skipped). Returns whether it was one."""
-        if m.headers() is None:  # a batch says so in a header: a plain instance
-            return False
+    def take(self, task, m, live: bool, outbox, max_bytes: int, streams: dict) -> None:
+        """Append the rows of InstanceBatch record ``m`` to ``streams``, or dead-letter it
+        (when live; replayed records were dead-lettered before and are only skipped)."""
         try:
             rows = self._rows(task.pipelines, m, max_bytes)
         except (BatchRowError, PipelineError) as exc:
@@ -422,19 +486,15 @@ class InstanceBatchIntake:
                 row = getattr(exc, "row", None)
                 outbox.refuse(task, m, exc, exc.code,
                               extra_headers=[(ROW, str(row).encode())] if row is not None else ())
-            return True
-        if rows is None:
-            return False
+            return
         _rows_of(streams, rows.stream).extend(rows.X, rows.y, m.offset(), rows.ids, rows.ts,
                                               live)
         if live:
             self.extra_live_rows += rows.X.shape[0] - 1
-        return True
 
     def _rows(self, pipelines: dict, m, max_bytes: int):
-        """The :class:`schemas.batches.BatchRows` of a valid batch (``None``: not a batch),
-        read in its stream's column order; the first record of a stream creates its
-        pipeline."""
+        """The :class:`schemas.batches.BatchRows` of a valid batch, read in its stream's
+        column order; the first record of a stream creates its pipeline."""
         dec = self.decoder
         key = m.key()
         stream = dec.keys.get(key) if key is not None else None
@@ -446,8 +506,6 @@ class InstanceBatchIntake:
         rows = read_instance_batch(
             m.value(), m.headers(), max_bytes=max_bytes, limits=dec.caps.instance,
             feature_names=pl.feature_names if fixed else NEW_STREAM)
-        if rows is None:
-            return None
         if rows.stream != stream:
             raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
                                 f"batch's stream {rows.stream!r}")

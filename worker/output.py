@@ -19,10 +19,11 @@ from __future__ import annotations
 import msgpack
 import numpy as np
 
-from schemas.batches import KIND_HEADER, PredictionBatch
+from schemas.batches import PredictionBatch
 from schemas.codec import CONTENT_TYPE, JSON, encode_state
 from schemas.deadletter import deadletter_headers, deadletter_record
 from schemas.errors import OUTPUT_TOO_LARGE
+from schemas.kinds import KIND_HEADER
 from schemas.messages import DriftAlert, Prediction, Ranking
 
 from .settings import OUTPUT_KINDS
@@ -250,7 +251,7 @@ class OutputEncoder:
             a, z = lo + start, lo + stop
             self.predictions(task, stream, key, pl.model_name, classes,
                              (ids[a:z], y_pred, ys[a:z], proba, offs[a:z], ts[a:z]), outbox)
-        self.metrics.outputs.labels(kind="prediction").inc(len(sr) - lo)
+        self.metrics.outputs.labels(kind="prediction").inc(_n_predicted(res.blocks))
 
     def _batched_predictions(self, task, stream, key, pl, res, sr, lo, outbox) -> None:
         """One PredictionBatch per InstanceBatch, one Prediction per other row, in row order."""
@@ -265,7 +266,7 @@ class OutputEncoder:
             i = z
         if i < n_live:
             self._single_rows(task, stream, key, pl, blocks, sr, lo, i, n_live, outbox)
-        self.metrics.outputs.labels(kind="prediction").inc(n_live)
+        self.metrics.outputs.labels(kind="prediction").inc(_n_predicted(res.blocks))
 
     def _single_rows(self, task, stream, key, pl, blocks, sr, lo, a, z, outbox) -> None:
         """Rows ``a:z`` (live-relative) that came as plain Instances: one Prediction each."""
@@ -340,6 +341,11 @@ class OutputEncoder:
         if rk is not None and self._ranking(task, stream, key, rk, ts, offset, outbox):
             self.metrics.outputs.labels(kind="ranking").inc()
         self._rejected(task, stream, key, res.rejected, outbox)
+
+
+def _n_predicted(blocks) -> int:
+    """Rows the blocks predicted (a LabelEvent's row has no prediction)."""
+    return sum(b.stop - b.start for b in blocks)
 
 
 def _live_blocks(blocks):

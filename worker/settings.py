@@ -324,6 +324,13 @@ class LearnerSettings(Section):
     feature_stream_rows: Positive = Field(
         100_000, description="instances a stream of features holds (its row store); more are "
         "dead-lettered with reason row_store_full")
+    held_rows: int = Field(
+        1000, ge=0, le=10_000_000, description="unlabelled instances a stream holds for their "
+        "LabelEvents (the oldest falls out first; its label is then dead-lettered with reason "
+        "label_expired); 0: none is held")
+    held_age_ms: int = Field(
+        0, ge=0, le=2**63 - 1, description="event-time age after which a held instance falls "
+        "out (0: no age bound)")
     seed: int = Field(1, ge=0, le=2**63 - 1)
     params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

@@ -51,11 +51,14 @@ def learn_streams(task, streams: dict) -> Learned:
         task.dirty.add(stream)
         sr.finish(pl.n_features)
         X, offs, n_rows, lo = sr.X, sr.offsets, len(sr), sr.live
+        ids, ts, labels = sr.ids, sr.ts, sr.labels
         if lo > 0:
-            pl.process(X[:lo], sr.ys[:lo], offs[:lo], emit=False)
+            pl.process(X[:lo], sr.ys[:lo], offs[:lo], emit=False, ids=ids[:lo], ts=ts[:lo],
+                       labels=None if labels is None else labels[:lo])
             out.n_replay += lo
         if lo < n_rows:
-            res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True)
+            res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True, ids=ids[lo:],
+                             ts=ts[lo:], labels=None if labels is None else labels[lo:])
             out.results.append((stream, pl, sr, lo, res))
             out.n_live += n_rows - lo
     return out

@@ -15,8 +15,6 @@ from pydantic import ValidationError
 
 from schemas import Prediction
 from schemas.batches import (
-    INSTANCE_BATCH,
-    KIND_HEADER,
     BatchRowError,
     InstanceBatch,
     PredictionBatch,
@@ -25,6 +23,7 @@ from schemas.batches import (
 )
 from schemas.codec import InstanceLimits, decode, encode, encode_state
 from schemas.deadletter import parse_deadletter_headers
+from schemas.kinds import INSTANCE_BATCH, KIND_HEADER
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder

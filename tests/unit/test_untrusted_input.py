@@ -236,7 +236,7 @@ def test_instance_batches_hold_the_same_rules(batch, code, where):
 
 
 def test_a_named_batch_on_a_stream_of_lists_is_refused():
-    from schemas.batches import INSTANCE_BATCH, KIND_HEADER
+    from schemas.kinds import INSTANCE_BATCH, KIND_HEADER
 
     ok = {"v": 1, "stream": "s1", "id": 0, "ts": 0, "x": [0.5, 0.25], "y": "a"}
     named = {"v": 1, "stream": "s1", "ts": 0, "X": [[0.5, 0.25]], "features": ["b", "a"], "y": ["a"]}

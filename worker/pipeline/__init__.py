@@ -22,7 +22,7 @@ from __future__ import annotations
 from models import registry
 
 from .config import PipelineConfig, check_config, stream_seed
-from .engine import Pipeline
+from .engine import HELD_ROWS, Pipeline
 from .errors import PipelineError
 from .feature_stream import FeatureStreamPipeline
 from .profiles import Profiles
@@ -45,13 +45,16 @@ __all__ = ["Alert", "FeatureResult", "FeatureStreamPipeline", "HeldPredictions",
 def make_pipeline(stream: str, cfg: PipelineConfig, n_features: int,
                   feature_names: list[str] | None = None, max_classes: int | None = None,
                   max_rows: int = 100_000,
-                  max_features: int = 2000) -> StreamPipeline:
+                  max_features: int = 2000, held_rows: int = HELD_ROWS,
+                  held_age_ms: int = 0) -> StreamPipeline:
     """The pipeline of a new stream: of features when the profile's first predictor learns
     from feature arrivals, of instances otherwise.
 
     ``n_features`` and ``feature_names`` come from the stream's first instance; a stream of
     features takes them as its base features (``x0, x1, ...`` for a list). ``max_rows`` and
-    ``max_features`` bound a stream of features only.
+    ``max_features`` bound a stream of features only; ``held_rows`` and ``held_age_ms`` the
+    unlabelled instances a stream of instances holds for their labels
+    (:mod:`worker.pipeline.held`).
 
     Examples
     --------
@@ -64,7 +67,8 @@ def make_pipeline(stream: str, cfg: PipelineConfig, n_features: int,
         names = list(feature_names) if feature_names else [f"x{j}" for j in range(n_features)]
         return FeatureStreamPipeline(stream, cfg, names, max_classes=max_classes,
                                      max_rows=max_rows, max_features=max_features)
-    return Pipeline(stream, cfg, n_features, feature_names, max_classes=max_classes)
+    return Pipeline(stream, cfg, n_features, feature_names, max_classes=max_classes,
+                    held_rows=held_rows, held_age_ms=held_age_ms)
 
 
 def pipeline_from_state(state: dict) -> StreamPipeline:

@@ -52,12 +52,15 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER, SELECTOR
 
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
+from .held import HeldInstances
 from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
 from .stages import Stage, alert_level, detect
 from .tasks import Task, make_task, task_of_label
 
 STATE_VERSION = 2
+#: unlabelled rows a stream holds for their labels, by default (``labels.held_rows``)
+HELD_ROWS = 1000
 
 
 def _own(a: np.ndarray) -> np.ndarray:
@@ -106,7 +109,8 @@ class Pipeline:
     arrivals = False
 
     def __init__(self, stream: str, cfg: PipelineConfig, n_features: int,
-                 feature_names: list[str] | None = None, max_classes: int | None = None):
+                 feature_names: list[str] | None = None, max_classes: int | None = None,
+                 held_rows: int = HELD_ROWS, held_age_ms: int = 0):
         self.stream = stream
         self.max_classes = max_classes
         self.cfg = cfg
@@ -133,6 +137,8 @@ class Pipeline:
         self.n_events = 0
         # "source:kind" -> [position of the last event, level] of an alert rule's open episode
         self.episodes: dict[str, list] = {}
+        # unlabelled instances waiting for a LabelEvent (rows held only when ids are given)
+        self.held = HeldInstances(self.n_features, held_rows, held_age_ms)
         if cfg.task == CLASSIFICATION:  # a regression profile waits for the target count
             self._build(CLASSIFICATION, None)
 
@@ -219,6 +225,11 @@ class Pipeline:
     def check_instance_batch(self) -> None:
         """InstanceBatch records are taken."""
 
+    def check_label_event(self, y: Any) -> None:
+        """A LabelEvent's label is checked as an instance's (its instance is found when its
+        turn comes: :meth:`process`)."""
+        self.check_label(y)
+
     def check_arrival(self) -> None:
         """FeatureArrivals are refused: the stream learns from instances."""
         raise not_a_stream_of_features(self.stream)
@@ -243,7 +254,8 @@ class Pipeline:
     # -- processing ----------------------------------------------------------------------------
 
     def process(self, X: np.ndarray, y: list, offsets: np.ndarray | None = None,
-                emit: bool = True) -> StreamResult:
+                emit: bool = True, ids: list | None = None, ts=None,
+                labels: np.ndarray | None = None) -> StreamResult:
         """Test-then-train over consecutive rows of this stream.
 
         Parameters
@@ -257,6 +269,14 @@ class Pipeline:
         emit : bool
             ``False`` while replaying input whose outputs were already committed: the state
             advances exactly as when emitting, but probabilities are not computed.
+        ids, ts : list, optional
+            The rows' instance ids and event times: an unlabelled row is then held for its
+            label (:mod:`worker.pipeline.held`).
+        labels : ndarray of bool, optional
+            Which rows are label events (:class:`schemas.messages.LabelEvent`): ``ids`` names
+            the instance each labels and ``y`` its label; their ``X`` rows are not read. A
+            label event joins its held instance (the predictor learns the row, the detectors
+            see the loss of the prediction served) or is refused in ``rejected``.
         """
         n = X.shape[0]
         if offsets is None:
@@ -268,12 +288,13 @@ class Pipeline:
             labelled = np.ones(n, dtype=bool)
         if self.task is None and labelled.any():
             self.check_label(y[int(np.argmax(labelled))])
+        rows = _Rows.of(n, self.n_instances, ids, ts, labels, offsets)
         lab_idx = np.flatnonzero(labelled)
         mini_batch = 0 if self.prequential else self.cfg.batch_size  # rows a mini-batch learner waits for
         block = self.rank_rows
         every = self.cfg.ranking_every if self.cfg.rankers else 0
-        start = self.n_instances  # stream position of input row 0
         losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
+        loss_rows: list[np.ndarray] = []  # and their rows
         i = 0
         while i < n:
             j = n
@@ -286,13 +307,13 @@ class Pipeline:
             if k + need - 1 < lab_idx.shape[0]:
                 j = int(lab_idx[k + need - 1]) + 1
             if every:
-                j = min(j, i + max(1, self.next_ranking - self.n_instances))
-            self._segment(X, y, labelled, offsets, i, j, emit, out, losses)
+                j = min(j, rows.after_instances(i, max(1, self.next_ranking - self.n_instances)))
+            self._segment(X, y, labelled, rows, i, j, emit, out, losses, loss_rows)
             i = j
         if self.detectors and losses:
             # detectors only read the loss sequence, never feed the learners: one call over
             # the whole run gives the alerts the per-segment calls would
-            self._detect(np.concatenate(losses), lab_idx, start, out)
+            self._detect(np.concatenate(losses), np.concatenate(loss_rows), rows.pos, out)
         # pending rows may be views of the caller's arrays, which it may reuse: keep copies
         # of the ones added by this call (a stream fed a row at a time holds up to a
         # mini-batch of them: copying them all again at every call cost more than learning)
@@ -310,7 +331,7 @@ class Pipeline:
         mini-batches, Yuan et al. 2023) it learns the pending mini-batch at once."""
         return self.task is not None and self.task.prequential(self.predictor.learner)
 
-    def _predict_learn(self, Xs, y, labelled, i, j, emit, out: StreamResult) -> list:
+    def _predict_learn(self, Xs, y, labelled, rows, i, j, emit, out: StreamResult) -> list:
         """Rows ``i:j`` test-then-train, labelled runs in the predictor's fused kernel and
         unlabelled runs predicted only; one prediction block per run. Returns ``y_pred``."""
         task, learner = self.task, self.predictor.learner
@@ -322,56 +343,115 @@ class Pipeline:
                 classes, yp, proba = task.predict_learn(learner, Xs[a:b], y[i + a:i + b], emit)
                 # the run's events (each call reports its own): a row's where it names one,
                 # else the run's last row
-                positions = self.n_instances + np.arange(a, b)
-                for stage in (self.selector, self.predictor):
-                    if stage is not None:
-                        self._publish_events(stage, positions, i + b - 1, out,
-                                             at=int(positions[-1]))
-                if self.selector is not None:
-                    self._rank_selection(i + b - 1, out)
+                self._learned(rows.pos[i + a:i + b], i + b - 1, out)
             else:
                 classes, yp, proba = task.predict(learner, Xs[a:b], emit)
+                rows.hold(self.held, Xs[a:b], yp, i + a, i + b)
             out.blocks.append(PredictionBlock(i + a, i + b, classes, yp, proba))
             y_pred += yp
         return y_pred
 
-    def _segment(self, X, y, labelled, offsets, i, j, emit, out: StreamResult,
-                 losses: list) -> None:
-        """Rows ``i:j``: predicted (and learned, by a prequential predictor); then the
-        mini-batch learned / rankings made if a boundary is hit."""
-        Xs = X[i:j]
+    def _learned(self, positions, row: int, out: StreamResult) -> None:
+        """The events of the predictor's (and its selector's) last learning call on the rows
+        at ``positions``, published at input row ``row``; the selector's ranking if it
+        changed."""
+        for stage in (self.selector, self.predictor):
+            if stage is not None:
+                self._publish_events(stage, positions, row, out, at=int(positions[-1]))
+        if self.selector is not None:
+            self._rank_selection(row, out)
+
+    def _predict(self, Xs, y, labelled, rows, i, j, emit, out: StreamResult) -> list:
+        """Rows ``i:j`` predicted (and learned, by a prequential predictor; unlabelled ones
+        held for their labels). Returns ``y_pred``."""
         task = self.task
-        fused = self.prequential
         if task is None:  # no label yet, nothing learned: no prediction
             classes, y_pred, proba = [], [None] * (j - i), (np.zeros((j - i, 0)) if emit else None)
             out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
-        elif fused:
-            y_pred = self._predict_learn(Xs, y, labelled, i, j, emit, out)
-        else:
-            classes, y_pred, proba = task.predict(self.predictor.learner, Xs, emit)
-            out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
+            rows.hold(self.held, Xs, y_pred, i, j)
+            return y_pred
+        if self.prequential:
+            return self._predict_learn(Xs, y, labelled, rows, i, j, emit, out)
+        classes, y_pred, proba = task.predict(self.predictor.learner, Xs, emit)
+        out.blocks.append(PredictionBlock(i, j, classes, y_pred, proba))
+        if rows.holding and not labelled[i:j].all():
+            unl = np.flatnonzero(~labelled[i:j])
+            rows.hold_some(self.held, Xs, y_pred, i, unl)
+        return y_pred
 
-        if labelled[i:j].all():  # all labelled (the common case): no index lists
-            rows = np.arange(i, j)
+    def _serve(self, X, y, labelled, rows, i, j, emit, out: StreamResult):
+        """Rows ``i:j`` in runs: instances predicted (:meth:`_predict`), label events joined
+        to their held instances (:meth:`_join`). Returns ``(y_pred, X rows, labelled)`` of
+        the rows: for a joined label event the prediction served and the held row; a refused
+        one is no longer labelled."""
+        Xs = X[i:j]
+        if rows.labels is None:
+            return self._predict(Xs, y, labelled, rows, i, j, emit, out), Xs, labelled[i:j]
+        kind = rows.labels[i:j]
+        Xs = Xs.copy()  # label events' rows become their instances'
+        lab = labelled[i:j].copy()
+        cuts = np.flatnonzero(kind[1:] != kind[:-1]) + 1
+        y_pred: list = []
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), j - i]):
+            if kind[a]:
+                y_pred += self._join(Xs, y, lab, rows, i, a, b, out)
+            else:
+                y_pred += self._predict(Xs[a:b], y, labelled, rows, i + a, i + b, emit, out)
+        return y_pred, Xs, lab
+
+    def _join(self, Xs, y, lab, rows, i, a, b, out: StreamResult) -> list:
+        """Label events at rows ``i + a:i + b``: each takes its instance's row (into
+        ``Xs``) and served prediction from the held store; a prequential predictor learns
+        the joined rows. A refused event is reported in ``out.rejected`` and no longer
+        labelled (in ``lab``, the rows ``i:`` of the segment)."""
+        served, joined = [], []
+        for r in range(a, b):
+            try:
+                row, pred = self.held.take(rows.ids[i + r], rows.ts[i + r])
+            except PipelineError as exc:
+                lab[r] = False
+                out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
+                served.append(None)
+                continue
+            Xs[r] = row
+            served.append(pred)
+            joined.append(r)
+        if joined and self.prequential:
+            sel = np.asarray(joined)
+            self.predictor.learner.learn_many(
+                Xs[sel], self.task.learn_targets([y[i + r] for r in joined]))
+            self._learned(rows.pos[i + sel], i + joined[-1], out)
+        return served
+
+    def _segment(self, X, y, labelled, rows, i, j, emit, out: StreamResult, losses: list,
+                 loss_rows: list) -> None:
+        """Rows ``i:j``: predicted (and learned, by a prequential predictor); then the
+        mini-batch learned / rankings made if a boundary is hit."""
+        task = self.task
+        y_pred, Xs, lab = self._serve(X, y, labelled, rows, i, j, emit, out)
+        offsets = rows.offsets
+        if lab.all():  # all labelled (the common case): no index lists
+            idx = np.arange(i, j)
             y_true, preds, Xl, offs = y[i:j], y_pred, Xs, offsets[i:j]
         else:
-            lab = np.flatnonzero(labelled[i:j])
-            rows = i + lab
-            y_true = [y[r] for r in rows.tolist()]
+            lab = np.flatnonzero(lab)
+            idx = i + lab
+            y_true = [y[r] for r in idx.tolist()]
             preds = [y_pred[r] for r in lab.tolist()]
-            Xl, offs = Xs[lab], offsets[rows]
+            Xl, offs = Xs[lab], offsets[idx]
         n_lab = len(y_true)
         if n_lab:
             loss = task.losses(preds, y_true)
             losses.append(loss)
+            loss_rows.append(idx)
             self.loss_sum += float(loss.sum())
             self.n_labelled += n_lab
             self._pending_X.append(Xl)
             self._pending_y.extend(y_true)
             self._pending_off.append(offs)
-            self._pending_pos.append(self.n_instances + rows - i)
+            self._pending_pos.append(rows.pos[idx])
             self.n_pending += n_lab
-        self.n_instances += j - i
+        self.n_instances += rows.instances(i, j)
         if ((not self.prequential and self.n_pending >= self.cfg.batch_size)
                 or self.n_pending - self.n_ranked >= self.rank_rows):
             self._learn(j - 1, out)
@@ -381,7 +461,8 @@ class Pipeline:
             every = self.cfg.ranking_every
             self.next_ranking = (self.n_instances // every + 1) * every
 
-    def _detect(self, loss: np.ndarray, rows: np.ndarray, start: int, out: StreamResult) -> None:
+    def _detect(self, loss: np.ndarray, rows: np.ndarray, positions: np.ndarray,
+                out: StreamResult) -> None:
         """Alerts of every detector, merged into ``out.alerts`` in row order.
 
         At a shared row, detectors' alerts come before events of learners (the order of one
@@ -389,7 +470,7 @@ class Pipeline:
         """
         new: list[Alert] = []
         for stage in self.detectors:
-            new += self._published(stage, detect(stage, loss, rows, start), out)
+            new += self._published(stage, detect(stage, loss, rows, positions), out)
         if new:
             new.sort(key=lambda a: a.row)  # stable: detector order, warnings first
             merged = new + out.alerts
@@ -522,12 +603,13 @@ class Pipeline:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the learners' state and the rows waiting for the next mini-batch."""
+        """Bytes of the learners' state, the rows waiting for the next mini-batch and the
+        rows held for their labels."""
         # the selector is part of the predictor (its composition counts both)
         stages = {id(s): s for s in (self.predictor, *self.rankers, *self.detectors)
                   if s is not None}
         return (sum(s.learner.nbytes for s in stages.values())
-                + sum(x.nbytes for x in self._pending_X))
+                + sum(x.nbytes for x in self._pending_X) + self.held.nbytes)
 
     def to_state(self) -> dict:
         """Everything that decides the stream's future outputs, as plain values and arrays."""
@@ -562,7 +644,16 @@ class Pipeline:
             "loss_sum": self.loss_sum,
             "last_topk": {k: list(v) for k, v in self.last_topk.items()},
             "episodes": {k: list(v) for k, v in self.episodes.items()},
+            **self._held_state(),
         }
+
+    def _held_state(self) -> dict:
+        """The held store and its bounds, when either says anything (states of streams that
+        never held a row are what they were before rows were held)."""
+        h = self.held
+        if h.empty and (h.max_rows, h.max_age_ms) == (HELD_ROWS, 0):
+            return {}
+        return {"held": {**h.to_state(), "max_rows": h.max_rows, "max_age_ms": h.max_age_ms}}
 
     @classmethod
     def from_state(cls, state: dict) -> Pipeline:
@@ -609,4 +700,54 @@ class Pipeline:
         p.last_topk = {k: [int(c) for c in v] for k, v in state["last_topk"].items()}
         # checkpoints written before alert rules debounced have no episodes: none is open
         p.episodes = {k: [int(v[0]), str(v[1])] for k, v in state.get("episodes", {}).items()}
+        held = state.get("held")
+        p.held = (HeldInstances(p.n_features, HELD_ROWS, 0) if held is None else
+                  HeldInstances.from_state(held, p.n_features, int(held["max_rows"]),
+                                           int(held["max_age_ms"])))
         return p
+
+
+class _Rows:
+    """What one :meth:`Pipeline.process` call knows of its rows beside ``X`` and ``y``:
+    offsets, instance ids and times (for held rows), which rows are label events, and
+    each row's stream position (a label event stands at its latest instance's)."""
+
+    __slots__ = ("ids", "ts", "offsets", "labels", "holding", "prefix", "pos")
+
+    @classmethod
+    def of(cls, n: int, start: int, ids, ts, labels, offsets) -> _Rows:
+        r = cls()
+        r.ids, r.ts, r.offsets = ids, ts, offsets
+        r.labels = labels if labels is not None and labels.any() else None
+        r.holding = ids is not None and ts is not None
+        if r.labels is None:
+            r.prefix = None
+            r.pos = start + np.arange(n, dtype=np.int64)
+        else:
+            # instances among rows 0..k-1, for every k
+            r.prefix = np.concatenate(([0], np.cumsum(~r.labels, dtype=np.int64)))
+            r.pos = start + r.prefix[:-1] - r.labels.astype(np.int64)
+        return r
+
+    def instances(self, i: int, j: int) -> int:
+        """Instances among rows ``i:j``."""
+        return j - i if self.prefix is None else int(self.prefix[j] - self.prefix[i])
+
+    def after_instances(self, i: int, k: int) -> int:
+        """The row after the ``k``-th instance from row ``i`` (the row count when fewer)."""
+        if self.prefix is None:
+            return i + k
+        j = int(np.searchsorted(self.prefix, self.prefix[i] + k, side="left"))
+        return min(j, self.prefix.shape[0] - 1)
+
+    def hold(self, held, X, y_pred: list, i: int, j: int) -> None:
+        """Hold unlabelled rows ``i:j`` (``X``, ``y_pred``: theirs) for their labels."""
+        if self.holding:
+            for r in range(j - i):
+                held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
+
+    def hold_some(self, held, X, y_pred: list, i: int, which) -> None:
+        """Hold the unlabelled rows ``i + which`` (of ``X``, ``y_pred``: rows ``i:``)."""
+        if self.holding:
+            for r in which.tolist():
+                held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])

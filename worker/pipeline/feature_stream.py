@@ -252,6 +252,13 @@ class FeatureStreamPipeline:
     def check_arrival(self) -> None:
         """FeatureArrivals are what the stream learns from."""
 
+    def check_label_event(self, y: Any) -> None:
+        """LabelEvents are refused: a stream of features learns a row when its features have
+        arrived, with the label its instance carried."""
+        raise PipelineError(
+            "no_label_events", f"stream {self.stream!r} is a stream of features: its instances "
+            "carry their labels (LabelEvents are for streams of instances)")
+
     def check_label(self, y: Any) -> None:
         """Refuse (:class:`PipelineError`) a label this stream cannot take; fix the task at the
         first label (a stream of features is a classification stream)."""

@@ -58,6 +58,10 @@ class StreamPipeline(Protocol):
     def check_instance_batch(self) -> None:
         """Refuse (:class:`PipelineError`) InstanceBatch records, if the stream takes none."""
 
+    def check_label_event(self, y: Any) -> None:
+        """Refuse (:class:`PipelineError`) a LabelEvent the stream cannot take: its label
+        (:meth:`check_label`), or any, if the stream takes none."""
+
     def check_arrival(self) -> None:
         """Refuse (:class:`PipelineError`) FeatureArrivals, if the stream takes none."""
 

@@ -152,11 +152,12 @@ def zone_entries(warnings: np.ndarray, was_warning: bool) -> np.ndarray:
     return warnings[starts]
 
 
-def detect(stage: Stage, loss: np.ndarray, rows: np.ndarray, start: int) -> list[Alert]:
+def detect(stage: Stage, loss: np.ndarray, rows: np.ndarray,
+           positions: np.ndarray) -> list[Alert]:
     """Feed ``loss`` to a detector; alerts at the input rows where it fired, in row order.
 
-    ``loss[m]`` is the loss of input row ``rows[m]``; ``start`` is the stream position of
-    input row 0. Warning-zone entries come before a drift at the same row.
+    ``loss[m]`` is the loss of input row ``rows[m]``; ``positions[r]`` is the stream position
+    of input row ``r``. Warning-zone entries come before a drift at the same row.
     """
     det = stage.learner
     alerts: list[Alert] = []
@@ -167,12 +168,13 @@ def detect(stage: Stage, loss: np.ndarray, rows: np.ndarray, start: int) -> list
         # the stream enters the zone, not one per instance while it stays there
         for w in zone_entries(np.asarray(warnings, dtype=np.int64), was_warning):
             r = int(rows[w])
-            alerts.append(Alert(r, stage.name, "warning", start + r,
+            alerts.append(Alert(r, stage.name, "warning", int(positions[r]),
                                 "prequential error above the warning level"))
     else:
         drifts = det.update_many(loss)
     for d in np.asarray(drifts, dtype=np.int64):
         r = int(rows[d])
-        alerts.append(Alert(r, stage.name, "drift", start + r, "prequential error changed"))
+        alerts.append(Alert(r, stage.name, "drift", int(positions[r]),
+                            "prequential error changed"))
     alerts.sort(key=lambda a: (a.row, a.level != "warning"))
     return alerts

@@ -70,10 +70,11 @@ from typing import Any, BinaryIO
 import msgpack
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
-from schemas.batches import KIND_HEADER, InstanceBatch, PredictionBatch
+from schemas.batches import InstanceBatch, PredictionBatch
 from schemas.codec import JSON, MSGPACK, load, validate, wire_format
 from schemas.deadletter import parse_deadletter_headers
 from schemas.errors import DecodeError
+from schemas.kinds import KIND_HEADER
 from schemas.messages import DriftAlert, FeatureArrival, Instance, Prediction, Ranking
 
 from .. import consume_errors

@@ -19,8 +19,8 @@ import msgpack
 import numpy as np
 from confluent_kafka import KafkaError, Producer
 
-from schemas.batches import INSTANCE_BATCH, KIND_HEADER
 from schemas.codec import encode_state
+from schemas.kinds import INSTANCE_BATCH, KIND_HEADER, LABEL
 from schemas.messages import TRUTH_HEADER
 
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -63,6 +63,48 @@ def instance_values(stream: str, X: np.ndarray, y=None, *, start_id: int = 0,
 
 #: headers of an InstanceBatch record
 BATCH_HEADERS = [(KIND_HEADER, INSTANCE_BATCH.encode())]
+#: headers of a LabelEvent record
+LABEL_HEADERS = [(KIND_HEADER, LABEL.encode())]
+
+
+def label_value(stream: str, ident, y, ts: int) -> bytes:
+    """The msgpack value of a :class:`schemas.messages.LabelEvent` (send it with
+    :data:`LABEL_HEADERS`)."""
+    return _pack({"v": 1, "stream": stream, "id": ident, "y": _plain(y), "ts": int(ts)})
+
+
+def delayed_label_values(stream: str, X: np.ndarray, y, delay: int, *, start_id: int = 0,
+                         ts0: int = 0, names: list[str] | None = None):
+    """``(values, headers)`` of a stream whose labels come ``delay`` instances late: every
+    instance unlabelled, the LabelEvent of instance ``i`` right after instance ``i + delay``
+    (the last ones after the last instance); ``headers`` maps a value's index to its headers.
+    A row without a label (``None``) gets no LabelEvent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> values, headers = delayed_label_values("s", np.zeros((3, 1)), [1, 0, 1], delay=1)
+    >>> len(values), sorted(headers)
+    (6, [2, 4, 5])
+    """
+    instances = instance_values(stream, X, None, start_id=start_id, ts0=ts0, names=names)
+    ys = list(y)
+    n = len(instances)
+    values, headers = [], {}
+
+    def label(i):
+        if ys[i] is not None:
+            headers[len(values)] = LABEL_HEADERS
+            # the label's event time: that of the instance it follows
+            values.append(label_value(stream, start_id + i, ys[i], ts0 + min(i + delay, n - 1)))
+
+    for i in range(n):
+        values.append(instances[i])
+        if i - delay >= 0:
+            label(i - delay)
+    for i in range(max(0, n - delay), n):
+        label(i)
+    return values, headers
 
 
 def batch_values(stream: str, X: np.ndarray, y=None, *, size: int, start_id: int = 0,

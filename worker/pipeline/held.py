@@ -1,0 +1,216 @@
+"""Unlabelled instances waiting for their labels: a stream's bounded store of served rows.
+
+An instance that comes without a label is predicted at once; the pipeline then holds its row,
+the prediction it served and its event time under its id until a :class:`LabelEvent`
+(:mod:`schemas.messages`) names it. The label joins the held row: the predictor learns it and
+the detectors see the loss of the prediction that was served, as river's
+``progressive_val_score(delay=...)`` and MOA's ``EvaluatePrequentialDelayed`` score a delayed
+label.
+
+Bounds, per stream: ``max_rows`` held rows (the oldest falls out first) and ``max_age_ms``
+(a row older than that, in event time, falls out when a later instance or label arrives;
+0: no age bound). What falls out is counted; its id is remembered for a while (as many ids as
+rows are held) so that its label is refused as *expired* rather than *unknown*. The ids
+labelled so far are remembered alike, so that a second label is refused as a *duplicate*.
+Everything here is part of the stream's checkpointed state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from schemas.values import MAX_MAGNITUDE
+
+from .errors import PipelineError
+
+#: dead-letter codes of a label event the store refuses
+UNKNOWN_ID, EXPIRED_ID, DUPLICATE_LABEL = "label_unknown_id", "label_expired", "label_duplicate"
+
+#: the largest bound a checkpoint may name (a setting above it is refused at start)
+MAX_HELD_ROWS = 10_000_000
+#: rough bytes of one held entry beside its row (the id, the served prediction, the dicts)
+ENTRY_BYTES = 200
+
+
+class HeldInstances:
+    """Rows served without a label, by id, in arrival order (see the module doc).
+
+    Parameters
+    ----------
+    n_features : int
+        Width of the rows.
+    max_rows : int
+        Rows held at most (0: none is held; every label event is then unknown).
+    max_age_ms : int
+        Event-time age after which a held row falls out (0: no age bound).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> held = HeldInstances(2, max_rows=2, max_age_ms=0)
+    >>> for i in range(3):
+    ...     held.put(i, np.array([i, i], float), "UP", ts=i)
+    >>> held.dropped, 0 in held
+    (1, False)
+    >>> held.take(2, ts=5)[1]
+    'UP'
+    >>> held.take(2, ts=6)
+    Traceback (most recent call last):
+    ...
+    worker.pipeline.errors.PipelineError: label_duplicate: instance 2 was labelled already
+    """
+
+    def __init__(self, n_features: int, max_rows: int, max_age_ms: int):
+        self.n_features = int(n_features)
+        self.max_rows = int(max_rows)
+        self.max_age_ms = int(max_age_ms)
+        self.rows: OrderedDict = OrderedDict()  # id -> (row, served prediction, ts)
+        self.expired: OrderedDict = OrderedDict()  # ids that fell out, newest last
+        self.labelled: OrderedDict = OrderedDict()  # ids labelled, newest last
+        self.dropped = 0  # rows that fell out, ever
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __contains__(self, ident) -> bool:
+        return _key(ident) in self.rows
+
+    @property
+    def empty(self) -> bool:
+        """Nothing held and nothing remembered: the state needs no entry for the store."""
+        return not (self.rows or self.expired or self.labelled or self.dropped)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the rows and a rough cost per entry and remembered id."""
+        n = len(self.rows)
+        return n * (8 * self.n_features + ENTRY_BYTES) + ENTRY_BYTES // 4 * (
+            len(self.expired) + len(self.labelled))
+
+    def put(self, ident, row: np.ndarray, served, ts: int) -> None:
+        """Hold the row of instance ``ident`` served ``served`` at event time ``ts``; a row
+        already held under the same id is replaced (it counts as fallen out)."""
+        if self.max_rows <= 0:
+            return
+        key = _key(ident)
+        if self.rows.pop(key, None) is not None:
+            self._fall_out(key)
+        self.labelled.pop(key, None)  # a new instance under an id labelled before
+        self.rows[key] = (np.array(row, dtype=np.float64), served, int(ts))  # the caller's may be reused
+        self._age_out(int(ts))
+        while len(self.rows) > self.max_rows:
+            self._fall_out(self.rows.popitem(last=False)[0])
+
+    def take(self, ident, ts: int) -> tuple[np.ndarray, object]:
+        """``(row, served prediction)`` of instance ``ident``, no longer held; a
+        :class:`PipelineError` with :data:`UNKNOWN_ID`, :data:`EXPIRED_ID` or
+        :data:`DUPLICATE_LABEL` when it is not held."""
+        self._age_out(int(ts))
+        key = _key(ident)
+        entry = self.rows.pop(key, None)
+        if entry is None:
+            raise self._refusal(key, ident)
+        _remember(self.labelled, key, self.max_rows)
+        return entry[0], entry[1]
+
+    def _refusal(self, key, ident) -> PipelineError:
+        if key in self.labelled:
+            return PipelineError(DUPLICATE_LABEL, f"instance {ident!r} was labelled already")
+        if key in self.expired:
+            return PipelineError(EXPIRED_ID, f"instance {ident!r} is no longer held: it fell "
+                                 f"out of the {self.max_rows} rows held per stream"
+                                 + (f" or passed their {self.max_age_ms} ms age bound"
+                                    if self.max_age_ms else "")
+                                 + " (STREAMFOREST_LEARNERS__HELD_ROWS, LEARNERS__HELD_AGE_MS)")
+        return PipelineError(UNKNOWN_ID, f"no unlabelled instance {ident!r} of this stream is "
+                             "held (an instance that carries its own label is not held)")
+
+    def _age_out(self, now: int) -> None:
+        """Drop the rows older than ``max_age_ms`` before event time ``now`` (in arrival
+        order: event times that go back leave later rows to a later call)."""
+        if self.max_age_ms <= 0:
+            return
+        while self.rows:
+            key, (_row, _served, ts) = next(iter(self.rows.items()))
+            if now - ts <= self.max_age_ms:
+                return
+            del self.rows[key]
+            self._fall_out(key)
+
+    def _fall_out(self, key) -> None:
+        self.dropped += 1
+        _remember(self.expired, key, self.max_rows)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def to_state(self) -> dict:
+        """The store as plain values and one matrix (restores exactly)."""
+        rows = list(self.rows.items())
+        X = (np.stack([r[0] for _k, r in rows]) if rows else np.zeros((0, self.n_features)))
+        return {"ids": [_ident(k) for k, _r in rows], "X": X,
+                "served": [r[1] for _k, r in rows],
+                "ts": np.array([r[2] for _k, r in rows], dtype=np.int64),
+                "expired": [_ident(k) for k in self.expired],
+                "labelled": [_ident(k) for k in self.labelled], "dropped": self.dropped}
+
+    @classmethod
+    def from_state(cls, state: dict, n_features: int, max_rows: int,
+                   max_age_ms: int) -> HeldInstances:
+        """The store :meth:`to_state` wrote, under the bounds of now (a smaller bound drops
+        the oldest rows at the next put)."""
+        if not 0 <= max_rows <= MAX_HELD_ROWS or max_age_ms < 0:
+            raise ValueError(f"held instances: bounds {max_rows} rows, {max_age_ms} ms are "
+                             f"outside 0..{MAX_HELD_ROWS} rows and 0.. ms")
+        held = cls(n_features, max_rows, max_age_ms)
+        X = np.asarray(state["X"], dtype=np.float64).reshape(-1, held.n_features)
+        ids, served, ts = state["ids"], state["served"], np.asarray(state["ts"], np.int64)
+        if not len(ids) == X.shape[0] == len(served) == ts.shape[0]:
+            raise ValueError("held instances: ids, rows, predictions and times differ in length")
+        if len(ids) > max(max_rows, 0) or not np.all(np.abs(X) <= MAX_MAGNITUDE):
+            raise ValueError("held instances: more rows than the bound, or a value that is not "
+                             "finite within +-1e100")
+        for k, ident in enumerate(ids):
+            held.rows[_key(_checked_id(ident))] = (np.array(X[k]), _checked_served(served[k]),
+                                                   int(ts[k]))
+        for ident in state["expired"]:
+            held.expired[_key(_checked_id(ident))] = None
+        for ident in state["labelled"]:
+            held.labelled[_key(_checked_id(ident))] = None
+        held.dropped = int(state["dropped"])
+        return held
+
+
+def _key(ident):
+    """The dict key of an id: ``7`` and ``"7"`` are different instances (and ``True`` is no
+    id: the contract refuses booleans)."""
+    return (type(ident) is str, ident)
+
+
+def _ident(key):
+    return key[1]
+
+
+def _checked_id(ident):
+    if type(ident) not in (int, str):
+        raise ValueError(f"held instances: an id must be an integer or a string, not {ident!r}")
+    return ident
+
+
+def _checked_served(pred):
+    """A served prediction as the pipeline serves them: nothing yet, a class label, or a
+    list of finite regression targets (a checkpoint is untrusted input)."""
+    if pred is None or type(pred) in (int, str):
+        return pred
+    if type(pred) is list and all(type(v) is float and math.isfinite(v) for v in pred):
+        return pred
+    raise ValueError(f"held instances: {pred!r} is not a prediction the pipeline serves")
+
+
+def _remember(ids: OrderedDict, key, limit: int) -> None:
+    ids.pop(key, None)
+    ids[key] = None
+    while len(ids) > max(limit, 0):
+        ids.popitem(last=False)
