@@ -60,7 +60,7 @@ def seed_states(seed: int, n: int, salt: int = 0) -> np.ndarray:
     return out
 
 
-@njit
+@njit(_nrt=False)
 def next_u64(state, i):
     """Advance generator ``i`` of ``state`` and return 64 random bits."""
     s = state[i] + _GOLDEN
@@ -71,22 +71,28 @@ def next_u64(state, i):
     return z ^ (z >> _S31)
 
 
-@njit
+@njit(_nrt=False)
 def uniform(state, i):
     """A float in ``[0, 1)`` with 53 random bits."""
     return float(next_u64(state, i) >> _S11) * _INV53
 
 
-@njit
+@njit(_nrt=False)
 def randint(state, i, n):
     """An integer in ``[0, n)`` (``n >= 1``); the modulo bias is below ``n / 2**53``."""
     return int(uniform(state, i) * n)
 
 
-@njit
+@njit(_nrt=False)
 def poisson(state, i, lam):
     """A Poisson(``lam``) draw by Knuth's multiplication method (fine for ``lam`` <= 30)."""
-    limit = fm.exp(-lam)  # the core's exp: the same draws on every CPU
+    return poisson_below(state, i, fm.exp(-lam))  # the core's exp: the same draws on every CPU
+
+
+@njit(_nrt=False)
+def poisson_below(state, i, limit):
+    """:func:`poisson` of the rate whose ``exp(-lam)`` is ``limit`` (a caller drawing many
+    times with one rate computes it once)."""
     k = 0
     p = uniform(state, i)
     while p > limit:

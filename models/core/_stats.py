@@ -27,7 +27,7 @@ def gini(counts):
     return 1.0 - s
 
 
-@njit
+@njit(_nrt=False)
 def argmax(values):
     """Index of the largest value, the lowest index on ties (deterministic votes)."""
     best = 0

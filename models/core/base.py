@@ -173,6 +173,11 @@ class ClassIndex:
             raise ValueError(f"y has {len(labels)} labels but X has {n_rows} rows")
         out = np.empty(len(labels), dtype=np.int64)
         for i, raw in enumerate(labels):
+            if type(raw) is int or type(raw) is str:  # already plain: a known one is looked up
+                k = self._index.get(raw)
+                if k is not None:
+                    out[i] = k
+                    continue
             if raw is None and missing:
                 out[i] = -1
                 continue
@@ -454,7 +459,11 @@ class ProbabilityClassifier(Classifier):
         if proba.shape[1] == 0:
             return [None] * proba.shape[0]
         labels = self._classes.decode(np.argmax(proba, axis=1))
-        return [None if p.sum() <= 0.0 else lab for lab, p in zip(labels, proba)]
+        # one reduction for all rows, not one per row (a call of about ten rows spent more on
+        # these than on learning); only the sign is read, and a sum of probabilities is 0 in
+        # any order exactly when each is
+        empty = (proba.sum(axis=1) <= 0.0).tolist()
+        return [None if e else lab for lab, e in zip(labels, empty)]
 
 
 def _axis_length(arrays: dict, axes: dict) -> int:

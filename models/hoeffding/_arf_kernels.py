@@ -44,12 +44,13 @@ import math
 
 import numpy as np
 
+from ..core import _fmath as fm
 from ..core import _rng
 from ..core._jit import njit
 from ..core._stats import argmax
 from ..drift.adwin import _update_pairs, reset_detector
 from . import _hoeffding as hs
-from ._ht_kernels import LEAF_NB, LEAF_NBA, RESTART, SPLIT, split_decision
+from ._ht_kernels import LEAF_NB, LEAF_NBA, NO_DECISION, RESTART, SPLIT, split_decision
 
 #: nodes and leaf records one row may add per tree (a background tree started and split,
 #: the foreground tree split and replaced): the free cells the kernel wants before a row
@@ -61,7 +62,7 @@ FLAVOUR_RIVER, FLAVOUR_MOA = 0, 1
 VOTE_EQUAL, VOTE_ACCURACY, VOTE_PERCENT = 0, 1, 2
 
 
-@njit
+@njit(_nrt=False)
 def sample_feats(rng, g, feats, F, perm):
     """Fill ``feats`` (m,) with a random subset of ``m`` of ``F`` features, ascending
     (partial Fisher-Yates, then an insertion sort)."""
@@ -90,7 +91,7 @@ def _gather(x, feats, out):
 # ------------------------------------------------------------------------------ pools
 
 
-@njit
+@njit(_nrt=False)
 def _fresh_record(q, n, leaf_node, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min,
                   g_max):
     """Leaf record ``q`` for node ``n``: empty estimators, no split attempt, no credit."""
@@ -101,7 +102,7 @@ def _fresh_record(q, n, leaf_node, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean
     _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max)
 
 
-@njit
+@njit(_nrt=False)
 def _empty_node(n, depth, active, s, q, node_feature, node_threshold, node_left, node_right,
                 node_depth, node_active, node_merit, node_slot, node_leaf, node_counts):
     """Node ``n`` as a leaf with no split, no merit and no class weights.
@@ -135,7 +136,7 @@ def _empty_node(n, depth, active, s, q, node_feature, node_threshold, node_left,
     node_counts[n] = 0.0
 
 
-@njit
+@njit(_nrt=False)
 def _new_leaf(s, depth, q, rng, g, perm, slot_nodes, used, node_feature, node_threshold,
               node_left, node_right, node_depth, node_active, node_merit, node_slot, node_leaf,
               node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean,
@@ -249,26 +250,62 @@ def _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
     return node
 
 
+@njit(inline="always")
+def _weight(node, node_counts):
+    """A node's class weights summed."""
+    total = 0.0
+    for c in range(node_counts.shape[1]):
+        total += node_counts[node, c]
+    return total
+
+
 @njit(_nrt=False)
-def _leaf_votes(node, x, degenerate, node_leaf, node_counts, leaf_feat, g_w, g_mean, g_m2,
-                scores, x_sub, ones):
-    """``(majority class, naive Bayes class, leaf weight)`` of a leaf (-1: no vote).
+def _leaf_votes(node, total, scored, x, degenerate, node_leaf, node_counts, leaf_feat, g_w,
+                g_mean, g_m2, scores, x_sub, ones, factors, observed):
+    """``(majority class, naive Bayes class)`` of a leaf of weight ``total`` (-1: no vote).
 
     The naive Bayes class is the argmax of the log joint over the leaf's own subset, as the
-    Hoeffding tree kernels compute it both to predict and to score the adaptive counters."""
-    counts = node_counts[node]
-    total = 0.0
-    for c in range(counts.shape[0]):
-        total += counts[c]
+    Hoeffding tree kernels compute it both to predict and to score the adaptive counters;
+    with ``scored`` the log joint is left in ``scores`` (the leaf's vote). In MOA's mode its
+    factors stay in ``factors`` and ``observed`` (:func:`_naive_bayes`)."""
     if total <= 0.0:
-        return -1, -1, total
+        return -1, -1
+    nb = _naive_bayes(node, -1, -1, scored, x, degenerate, node_leaf, node_counts, leaf_feat,
+                      g_w, g_mean, g_m2, scores, x_sub, ones, factors, observed)
+    return argmax(node_counts[node]), nb
+
+
+@njit(inline="always")
+def _naive_bayes(node, cached, k, scored, x, degenerate, node_leaf, node_counts, leaf_feat,
+                 g_w, g_mean, g_m2, scores, x_sub, ones, factors, observed):
+    """The naive Bayes class of leaf ``node`` (with weight) for row ``x``; with ``scored``
+    its log joint is in ``scores`` (else ``scores`` is scratch).
+
+    In MOA's mode (a point mass for an estimator without spread) through the factor cache
+    ``factors``, ``observed`` (:func:`models.hoeffding._hoeffding.moa_cached_products`):
+    ``cached == node`` when it holds this row's factors at this leaf from before the leaf
+    learned the row with class ``k`` (only class ``k``'s are recomputed), else it is
+    emptied first; the class alone takes the logarithms of the largest products only
+    (:func:`models.hoeffding._hoeffding.argmax_log`)."""
     q = node_leaf[node]
     _gather(x, leaf_feat[q], x_sub)
-    hs.naive_bayes_log_joint(x_sub, ones, counts, g_w, g_mean, g_m2, q, degenerate, scores)
-    return argmax(counts), argmax(scores), total
+    counts = node_counts[node]
+    if degenerate != hs.DEGENERATE_POINT:
+        hs.naive_bayes_log_joint(x_sub, ones, counts, g_w, g_mean, g_m2, q, degenerate,
+                                 scores)
+        return argmax(scores)
+    if cached == node:
+        hs.moa_nb_learned(g_w, q, k, factors, observed)
+    else:
+        hs.moa_nb_reset(g_w, q, factors, observed)
+    if scored:
+        hs.moa_cached_log_joint(x_sub, counts, g_w, g_mean, g_m2, q, factors, scores)
+        return argmax(scores)
+    hs.moa_cached_products(x_sub, counts, g_w, g_mean, g_m2, q, factors, scores)
+    return hs.argmax_log(scores)
 
 
-@njit
+@njit(_nrt=False)
 def _split_leaf(s, node, best_f, best_t, merit, best_left, best_right, rng, g, perm,
                 slot_nodes, used, node_feature, node_threshold, node_left, node_right,
                 node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
@@ -301,7 +338,7 @@ def _split_leaf(s, node, best_f, best_t, merit, best_left, best_right, rng, g, p
         leaf_last_eval[node_leaf[c]] = w  # river: the inherited weight counts as evaluated
 
 
-@njit
+@njit(_nrt=False)
 def _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max):
     """A "no split" answer: the leaf forgets its estimators and keeps its class weights,
     feature subset and adaptive counters (river's memory manager reactivates it so)."""
@@ -346,14 +383,15 @@ def _update_leaf(node, x, k, wi, mc_pred, nb_pred, total_before, grace, leaf_pre
     return total - leaf_last_eval[q] >= grace
 
 
-@njit
+@njit(_nrt=False)
 def _attempt_split(s, node, rng, g, perm, settings_f, settings_i, slot_nodes, used,
                    node_feature, node_threshold, node_left, node_right, node_depth, node_active,
                    node_merit, node_slot, node_leaf, node_counts, leaf_node, leaf_feat,
                    leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left,
                    right, best_left, best_right, ones):
     """The split attempt of leaf ``node`` of the tree in slot ``s`` (due: see
-    :func:`_update_leaf`): split it, restart it after a "no split" answer, or wait."""
+    :func:`_update_leaf`): split it, restart it after a "no split" answer, or wait; returns
+    the decision (:data:`SPLIT`, :data:`RESTART`, :data:`NO_DECISION`)."""
     delta, tau, mbf, max_share = settings_f[1], settings_f[2], settings_f[3], settings_f[4]
     n_splits = settings_i[0]
     counts = node_counts[node]
@@ -370,10 +408,11 @@ def _attempt_split(s, node, rng, g, perm, settings_f, settings_i, slot_nodes, us
                     node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
                     leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2,
                     g_min, g_max)
-        return
+        return decision
     if decision == RESTART:
         _restart_leaf(q, g_w, g_mean, g_m2, g_min, g_max)
     leaf_last_eval[q] = total
+    return decision
 
 
 # ------------------------------------------------------------------------------ the forest
@@ -392,7 +431,7 @@ def _vote_weight(t, weighted, tree_correct, tree_seen):
     return tree_correct[t] / tree_seen[t]
 
 
-@njit
+@njit(_nrt=False)
 def _rose(t, before, total, width, drift):
     """Whether detector ``t``'s change, just flagged, is a rise of its mean from ``before``
     (MOA's ``ADWINChangeDetector`` reports only those). A fall is not reported: the window
@@ -407,22 +446,21 @@ def _rose(t, before, total, width, drift):
 @njit(_nrt=False)
 def _tree_error(s, x, k, lp, degenerate, slot_root, node_feature, node_threshold, node_left,
                 node_right, node_active, node_leaf, node_counts, leaf_feat, leaf_mc, leaf_nb,
-                g_w, g_mean, g_m2, scores, x_sub, ones):
+                g_w, g_mean, g_m2, scores, x_sub, ones, factors, observed, cached):
     """0/1 error of the tree in slot ``s`` on row ``x`` of class ``k`` (its own prediction:
-    the leaf's naive Bayes or majority class, as its detectors are fed)."""
+    the leaf's naive Bayes or majority class, as its detectors are fed), just after it
+    learned the row; ``cached``: the leaf whose naive Bayes factors for the row, from
+    before, are in ``factors`` (-1: none, see :func:`_naive_bayes`)."""
     node = _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
-    counts = node_counts[node]
-    total = 0.0
-    for c in range(counts.shape[0]):
-        total += counts[c]
+    total = _weight(node, node_counts)
     if total <= 0.0:
         return 1.0  # no vote: an error, as _leaf_votes' -1
     if not _uses_nb(node, total, lp, node_active, node_leaf, leaf_mc, leaf_nb):
-        return 0.0 if argmax(counts) == k else 1.0
-    q = node_leaf[node]  # naive Bayes only when the leaf predicts by it
-    _gather(x, leaf_feat[q], x_sub)
-    hs.naive_bayes_log_joint(x_sub, ones, counts, g_w, g_mean, g_m2, q, degenerate, scores)
-    return 0.0 if argmax(scores) == k else 1.0
+        return 0.0 if argmax(node_counts[node]) == k else 1.0
+    # naive Bayes only when the leaf predicts by it
+    nb = _naive_bayes(node, cached, k, False, x, degenerate, node_leaf, node_counts, leaf_feat,
+                      g_w, g_mean, g_m2, scores, x_sub, ones, factors, observed)
+    return 0.0 if nb == k else 1.0
 
 
 @njit(inline="always")
@@ -507,27 +545,69 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     by the forest as it stands (``out[i]``: the probabilities :func:`predict_rows` gives,
     ``weighted`` by the trees' accuracy), then learned: each tree votes before it learns the
     row, and no tree's vote depends on another's learning. A row whose label is -1 is only
-    predicted (an unlabelled instance)."""
+    predicted (an unlabelled instance).
+
+    This allocates the scratch and hands everything to :func:`_learn_rows`, compiled without
+    numba's runtime: there a view (a row, a leaf's class weights) and a helper's call cost no
+    reference counts, which were most of a row's time on streams of few features."""
     T = fg_slot.shape[0]
-    F = X.shape[1]
     K = node_counts.shape[1]
     m = leaf_feat.shape[1]
     left, right, best_left, best_right = hs.split_scratch(K)
-    scores = np.zeros(K)
-    perm = np.zeros(F, np.int64)
+    scores = np.zeros(K)  # a leaf's naive Bayes log joint
+    proba = np.zeros(K)  # a tree's vote
+    perm = np.zeros(X.shape[1], np.int64)
     index = np.zeros(node_feature.shape[0], np.int64)
     ones = np.ones(m, np.uint8)
     x_sub = np.zeros(m)
+    # naive Bayes factors of a foreground and a background leaf (see _naive_bayes)
+    factors = np.zeros((2, K, m))
+    observed = np.zeros((2, m), np.bool_)
     learned = np.zeros(T, np.int64)  # the trees that learned the row, and their errors
     errors = np.zeros(T)
     flags = np.zeros(T, np.bool_)
     befores = np.zeros(T)
+    return _learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
+                       w_settings, d_settings, left, right, best_left, best_right,
+                       scores, proba, perm, index, ones, x_sub, factors, observed, learned,
+                       errors, flags, befores,
+                       rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
+                       n_drifts, n_seen,
+                       slot_root, slot_nodes, used, node_feature, node_threshold, node_left,
+                       node_right, node_depth, node_active, node_merit, node_slot, node_leaf,
+                       node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb,
+                       g_w, g_mean, g_m2, g_min, g_max,
+                       wb_total, wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick,
+                       w_drift, w_det, w_seen,
+                       db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
+                       d_drift, d_det, d_seen)
+
+
+@njit(_nrt=False)
+def _learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i, w_settings,
+                d_settings, left, right, best_left, best_right, scores, proba, perm, index,
+                ones, x_sub, factors, observed, learned, errors, flags, befores,
+                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
+                n_drifts, n_seen,
+                slot_root, slot_nodes, used, node_feature, node_threshold, node_left, node_right,
+                node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
+                leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb,
+                g_w, g_mean, g_m2, g_min, g_max,
+                wb_total, wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick,
+                w_drift, w_det, w_seen,
+                db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
+                d_drift, d_det, d_seen):
+    """:func:`learn_rows` with its scratch: ``scores`` and ``proba`` (K,), ``perm`` (F,),
+    ``index`` (node capacity), ``ones`` and ``x_sub`` (m,), ``factors`` (2, K, m) and
+    ``observed`` (2, m), ``learned``, ``errors``, ``flags`` and ``befores`` (T,)."""
+    T = fg_slot.shape[0]
+    K = node_counts.shape[1]
     lp = settings_i[1]
     degenerate = settings_i[2]
     moa = settings_i[4] == FLAVOUR_MOA
     grace, max_depth = settings_f[0], settings_i[3]
-    proba = np.zeros(K)
     predict = out.shape[0] > 0
+    limit = fm.exp(-lam)  # of the Poisson weights, as _rng.poisson computes it
     k_now = k_known  # classes known when row i is predicted (indices follow first appearance)
     for r in range(start):
         k_now = max(k_now, y[r] + 1)
@@ -549,10 +629,13 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
         for t in range(T):
             s = fg_slot[t]
             node = _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
-            mc_pred, nb_pred, tot = _leaf_votes(node, x, degenerate, node_leaf, node_counts,
-                                                leaf_feat, g_w, g_mean, g_m2, scores, x_sub,
-                                                ones)
+            tot = _weight(node, node_counts)
             use_nb = _uses_nb(node, tot, lp, node_active, node_leaf, leaf_mc, leaf_nb)
+            # the log joint (a logarithm per class) only when the leaf votes with it
+            mc_pred, nb_pred = _leaf_votes(node, tot, predict and use_nb, x, degenerate,
+                                           node_leaf, node_counts, leaf_feat, g_w, g_mean,
+                                           g_m2, scores, x_sub, ones, factors[0], observed[0])
+            cached = node if tot > 0.0 else -1  # the leaf of the naive Bayes factors kept
             if predict:
                 _vote(t, node, tot, use_nb, weighted, node_counts, tree_correct,
                       tree_seen, scores, proba, out[i, :k_now])
@@ -564,16 +647,17 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
             tree_seen[t] += 1.0
             if err == 0.0:
                 tree_correct[t] += 1.0
-            kw = _rng.poisson(rng, t, lam)
+            kw = _rng.poisson_below(rng, t, limit)
             if kw <= 0:
                 continue
             if bg_active[t] == 1:
                 b_s = bg_slot[t]
                 b_node = _route(b_s, x, slot_root, node_feature, node_threshold, node_left,
                                 node_right)
-                b_mc, b_nb, b_tot = _leaf_votes(b_node, x, degenerate, node_leaf, node_counts,
-                                                leaf_feat, g_w, g_mean, g_m2, scores, x_sub,
-                                                ones)
+                b_tot = _weight(b_node, node_counts)
+                b_mc, b_nb = _leaf_votes(b_node, b_tot, False, x, degenerate, node_leaf,
+                                         node_counts, leaf_feat, g_w, g_mean, g_m2, scores,
+                                         x_sub, ones, factors[1], observed[1])
                 # MOA trains a background tree on the row itself (weight 1), river with k
                 b_w = 1.0 if moa else float(kw)
                 if _update_leaf(b_node, x, k, b_w, b_mc, b_nb, b_tot, grace, lp, max_depth,
@@ -589,17 +673,21 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
             if _update_leaf(node, x, k, float(kw), mc_pred, nb_pred, tot, grace, lp, max_depth,
                             node_depth, node_active, node_leaf, node_counts, leaf_feat,
                             leaf_last_eval, leaf_mc, leaf_nb, g_w, g_mean, g_m2, g_min, g_max):
-                _attempt_split(s, node, rng, t, perm, settings_f, settings_i, slot_nodes, used,
-                               node_feature, node_threshold, node_left, node_right, node_depth,
-                               node_active, node_merit, node_slot, node_leaf, node_counts,
-                               leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb, g_w,
-                               g_mean, g_m2, g_min, g_max, left, right, best_left, best_right,
-                               ones)
+                decision = _attempt_split(s, node, rng, t, perm, settings_f, settings_i,
+                                          slot_nodes, used, node_feature, node_threshold,
+                                          node_left, node_right, node_depth, node_active,
+                                          node_merit, node_slot, node_leaf, node_counts,
+                                          leaf_node, leaf_feat, leaf_last_eval, leaf_mc,
+                                          leaf_nb, g_w, g_mean, g_m2, g_min, g_max, left, right,
+                                          best_left, best_right, ones)
+                if decision != NO_DECISION:
+                    cached = -1  # split or restarted: its estimators are not those of the votes
             if moa:  # MOA's detectors see the tree's error on the row it has just learned
                 err = _tree_error(s, x, k, lp, degenerate, slot_root, node_feature,
                                   node_threshold, node_left, node_right, node_active,
                                   node_leaf, node_counts, leaf_feat, leaf_mc, leaf_nb, g_w,
-                                  g_mean, g_m2, scores, x_sub, ones)
+                                  g_mean, g_m2, scores, x_sub, ones, factors[0], observed[0],
+                                  cached)
             learned[n_learned] = t
             errors[n_learned] = err
             n_learned += 1

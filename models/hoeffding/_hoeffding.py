@@ -112,7 +112,7 @@ def gaussian_log_pdf(x, n, mean, variance, degenerate):
 # ------------------------------------------------------------------------------ criteria
 
 
-@njit
+@njit(_nrt=False)
 def entropy2(counts):
     """Entropy in bits of a class-weight vector, written as river/MOA compute it:
     ``(-sum c log2 c + S log2 S) / S`` (0 for an empty vector)."""
@@ -128,13 +128,20 @@ def entropy2(counts):
     return (h + s * fm.log2(s)) / s
 
 
-@njit
+@njit(_nrt=False)
 def info_gain(pre, left, right, min_branch_fraction):
     """Information gain of splitting ``pre`` into ``left`` and ``right`` (bits).
 
     ``-inf`` unless both branches hold more than ``min_branch_fraction`` of the weight
     (river's and MOA's ``InfoGainSplitCriterion``, fraction 0.01).
     """
+    return info_gain_from(entropy2(pre), left, right, min_branch_fraction)
+
+
+@njit(_nrt=False)
+def info_gain_from(h_pre, left, right, min_branch_fraction):
+    """:func:`info_gain` with the entropy of the class weights before the split given
+    (``h_pre = entropy2(pre)``, the same for every threshold a leaf scores)."""
     wl = 0.0
     wr = 0.0
     for k in range(left.shape[0]):
@@ -144,7 +151,7 @@ def info_gain(pre, left, right, min_branch_fraction):
     if total <= 0.0 or wl / total <= min_branch_fraction or wr / total <= min_branch_fraction:
         return -math.inf
     post = (wl * entropy2(left) + wr * entropy2(right)) / total
-    return entropy2(pre) - post
+    return h_pre - post
 
 
 @njit(inline="always")
@@ -232,7 +239,7 @@ def check_split_test(grace_period, delta, tau) -> None:
 # ------------------------------------------------------------------------------ numeric split
 
 
-@njit
+@njit(_nrt=False)
 def feature_range(g_w, g_min, g_max, leaf, f):
     """Smallest and largest value of feature ``f`` seen at ``leaf`` over all classes."""
     lo = math.inf
@@ -246,7 +253,7 @@ def feature_range(g_w, g_min, g_max, leaf, f):
     return lo, hi
 
 
-@njit
+@njit(_nrt=False)
 def gaussian_binary_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, threshold, left, right):
     """Class weights below (``x <= threshold``) and above the threshold, from the Gaussians.
 
@@ -288,7 +295,7 @@ def split_scratch(K):
     return np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)
 
 
-@njit
+@njit(_nrt=False)
 def best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, pre, n_splits,
                        min_branch_fraction, left, right, best_left, best_right):
     """Best of ``n_splits`` evenly spaced thresholds strictly inside the feature's range.
@@ -304,17 +311,19 @@ def best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, pre, n_splits,
     if lo == math.inf:
         return best, best_t
     step = (hi - lo) / (n_splits + 1.0)
+    h_pre = entropy2(pre)  # once, not per threshold: a third of the logarithms of an attempt
     for i in range(n_splits):
         t = lo + step * (i + 1)
         if not (lo < t < hi):
             continue
         gaussian_binary_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, t, left, right)
-        merit = info_gain(pre, left, right, min_branch_fraction)
+        merit = info_gain_from(h_pre, left, right, min_branch_fraction)
         if merit > best:
             best = merit
             best_t = t
-            best_left[:] = left
-            best_right[:] = right
+            for k in range(left.shape[0]):  # a loop: a slice copy may allocate a temporary
+                best_left[k] = left[k]
+                best_right[k] = right[k]
     return best, best_t
 
 
@@ -372,32 +381,185 @@ def _observed(g_w, leaf, f, K):
     return False
 
 
+#: a factor of MOA's naive Bayes product that makes it 0 (an estimator that saw nothing, or
+#: a point mass elsewhere); a density is never negative, so a negative number can mark it
+_NB_ZERO = -1.0
+#: a factor not computed yet (:func:`moa_cached_log_joint`)
+_NB_UNKNOWN = -2.0
+
+
+@njit(inline="always")
+def _moa_factor(x, n, mean, m2):
+    """One class's factor of MOA's naive Bayes product for value ``x`` of a feature: the
+    density of its Gaussian estimator (weight ``n``, mean, ``m2``); 1 for a point mass at
+    ``x``, :data:`_NB_ZERO` for a point mass elsewhere or an estimator that saw nothing."""
+    if n <= 0.0:
+        return _NB_ZERO
+    sd = math.sqrt(gaussian_variance(n, m2))
+    if sd > 0.0:
+        d = x - mean
+        return (1.0 / (_SQRT_2PI * sd)) * fm.exp(-(d * d / (2.0 * sd * sd)))
+    if x != mean:
+        return _NB_ZERO
+    return 1.0
+
+
+@njit(inline="always")
+def _times(v, factor):
+    """A product ``v`` times one factor of :func:`_moa_factor` (a point mass at the value
+    multiplies by 1, which leaves every ``v`` as it is, as MOA leaves it)."""
+    return 0.0 if factor == _NB_ZERO else v * factor
+
+
 @njit(_nrt=False)
 def _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out):
     """MOA's naive Bayes votes, multiplied in linear space as MOA does (so a product that
-    underflows to 0 stays 0, which decides many early predictions), returned as logs."""
+    underflows to 0 stays 0, which decides many early predictions), returned as logs.
+
+    Feature by feature, each class's product in ``out``: the feature's test of
+    :func:`_observed` (a scan of the classes) is then made once, not once per class; each
+    class's product still takes its factors in feature order, so the bits are MOA's order's.
+    """
     K = out.shape[0]
     for k in range(K):
-        v = counts[k] / total
-        for f in range(x.shape[0]):
-            if mask[f] == 0 or v == 0.0:
-                continue
-            if not _observed(g_w, leaf, f, K):
-                continue
-            n = g_w[leaf, f, k]
-            if n <= 0.0:
-                v = 0.0
-                continue
-            sd = math.sqrt(gaussian_variance(n, g_m2[leaf, f, k]))
-            if sd > 0.0:
-                d = x[f] - g_mean[leaf, f, k]
-                v *= (1.0 / (_SQRT_2PI * sd)) * fm.exp(-(d * d / (2.0 * sd * sd)))
-            elif x[f] != g_mean[leaf, f, k]:
-                v = 0.0
+        out[k] = counts[k] / total
+    for f in range(x.shape[0]):
+        if mask[f] == 0 or not _observed(g_w, leaf, f, K):
+            continue
+        for k in range(K):
+            if out[k] != 0.0:  # a product that is 0 stays 0: MOA skips its factors
+                out[k] = _times(out[k], _moa_factor(x[f], g_w[leaf, f, k], g_mean[leaf, f, k],
+                                                    g_m2[leaf, f, k]))
+    for k in range(K):
+        v = out[k]
         out[k] = fm.log(v) if v > 0.0 else -math.inf
 
 
-@njit
+# MOA's naive Bayes with its factors kept: a tree that predicts a row, learns it and predicts
+# it again (the adaptive random forest's detectors are fed the error after learning) changes
+# one class's estimators in between, so only that class's factors (an exp each) are new.
+
+
+@njit(_nrt=False)
+def moa_nb_reset(g_w, leaf, factors, observed):
+    """Empty the factor cache of :func:`moa_cached_log_joint` for a new row or leaf.
+
+    Parameters
+    ----------
+    g_w : ndarray of shape (L, m, K)
+        Estimator weights.
+    leaf : int
+        The leaf.
+    factors : ndarray of shape (K, m)
+        Set to unknown for the features the leaf has a value of, to 1 (left out of the
+        product) for the others.
+    observed : ndarray of shape (m,)
+        Set to whether the leaf has a value of each feature (:func:`_observed`).
+    """
+    K = factors.shape[0]
+    for f in range(factors.shape[1]):
+        observed[f] = _observed(g_w, leaf, f, K)
+        fill = _NB_UNKNOWN if observed[f] else 1.0
+        for k in range(K):
+            factors[k, f] = fill
+
+
+@njit(_nrt=False)
+def moa_nb_learned(g_w, leaf, k, factors, observed):
+    """Keep the cache of :func:`moa_nb_reset` after ``leaf`` learned a value of class ``k``
+    for each feature (the same row): class ``k``'s factors are unknown again, and so is
+    every class's factor of a feature the leaf had no value of before."""
+    K = factors.shape[0]
+    for f in range(factors.shape[1]):
+        now = _observed(g_w, leaf, f, K)
+        if now != observed[f]:
+            observed[f] = now
+            fill = _NB_UNKNOWN if now else 1.0
+            for c in range(K):
+                factors[c, f] = fill
+        elif now:
+            factors[k, f] = _NB_UNKNOWN
+
+
+@njit(_nrt=False)
+def moa_cached_products(x, counts, g_w, g_mean, g_m2, leaf, factors, out):
+    """MOA's naive Bayes products ``P(c) prod_f p(x_f | c)`` per class into ``out``, in
+    linear space (their logs are :func:`naive_bayes_log_joint`'s scores in MOA's mode:
+    ``DEGENERATE_POINT``, no missing feature), with the factors taken from ``factors``
+    (K, m) (see :func:`moa_nb_reset`) and the unknown ones computed and kept there;
+    returns whether any class was seen (if not, ``out`` is 0)."""
+    K = out.shape[0]
+    total = 0.0
+    for k in range(K):
+        total += counts[k]
+    if total <= 0.0:
+        for k in range(K):
+            out[k] = 0.0
+        return False
+    for k in range(K):
+        v = counts[k] / total
+        for f in range(x.shape[0]):
+            if v == 0.0:
+                break  # a product that is 0 stays 0: MOA skips its factors
+            factor = factors[k, f]
+            if factor == _NB_UNKNOWN:
+                factor = _moa_factor(x[f], g_w[leaf, f, k], g_mean[leaf, f, k],
+                                     g_m2[leaf, f, k])
+                factors[k, f] = factor
+            v = _times(v, factor)
+        out[k] = v
+    return True
+
+
+@njit(_nrt=False)
+def moa_cached_log_joint(x, counts, g_w, g_mean, g_m2, leaf, factors, out):
+    """:func:`naive_bayes_log_joint` in MOA's mode, the same bits, through the factor cache
+    (:func:`moa_cached_products`)."""
+    if not moa_cached_products(x, counts, g_w, g_mean, g_m2, leaf, factors, out):
+        return False
+    for k in range(out.shape[0]):
+        v = out[k]
+        out[k] = fm.log(v) if v > 0.0 else -math.inf
+    return True
+
+
+#: products within this fraction of the largest have their logarithm taken by
+#: :func:`argmax_log`; the others' logarithms are surely smaller than the largest one's
+_NEAR_TOP = 1.0 - 2.0 ** -30
+
+
+@njit(_nrt=False)
+def argmax_log(products):
+    """The class :func:`models.core._stats.argmax` picks from the scores
+    ``log(p) if p > 0 else -inf`` of ``products`` (:func:`moa_cached_products`), taking the
+    logarithm of the largest products only.
+
+    A product ``p <= top (1 - 2^-30)`` has ``log p <= log top - 2^-30``, and the core's
+    ``log`` is within one unit in the last place (below ``2^-42`` for any double) of the
+    true value, so its score is below the largest one and it is not the first largest; the
+    others are scored as :func:`moa_cached_log_joint` scores them, so ties between values
+    whose logarithms round alike break as there (the first class). 0 when no product is
+    positive (every score ``-inf``).
+    """
+    top = 0.0
+    for k in range(products.shape[0]):
+        if products[k] > top:
+            top = products[k]
+    if not top > 0.0:
+        return 0
+    near = top * _NEAR_TOP
+    best = -1
+    best_log = 0.0
+    for k in range(products.shape[0]):
+        if products[k] >= near:
+            lp = fm.log(products[k])
+            if best < 0 or lp > best_log:
+                best = k
+                best_log = lp
+    return best
+
+
+@njit(_nrt=False)
 def normalise_log(scores, out):
     """Probabilities from log scores (log-sum-exp); uniform when every score is ``-inf``."""
     K = scores.shape[0]

@@ -69,7 +69,7 @@ RESTART = 1  # "no split": the leaf forgets its estimators and goes on learning
 SPLIT = 2  # split on the best feature at its best threshold
 
 
-@njit
+@njit(_nrt=False)
 def split_decision(pre, leaf, mask, delta, tau, n_splits, min_branch_fraction, max_share,
                    null_merit, moa, g_w, g_mean, g_m2, g_min, g_max, left, right, best_left,
                    best_right):
