@@ -214,3 +214,55 @@ def test_bad_configuration_files_exit_2(served):
     two.write_text(json.dumps([{"name": "a"}, {"name": "b"}]))
     r = _evaluate(served["env"], "--configs", str(two), "--publish", "p", "--out", str(tmp / "b"))
     assert r.returncode == 2 and "one configuration" in r.stderr, r.stderr
+
+
+def _late(X, ys, delay: int):
+    """A stream's rows with each label ``delay`` instances late, as ``--label-delay`` replays
+    it: ``(rows, labels, ids, event times, which rows are LabelEvents)``; labels due after the
+    last instance are left out."""
+    n = len(ys)
+    rows, out_y, ids, ts, is_label = [], [], [], [], []
+    due: dict[int, list] = {}
+    for k in range(n):
+        rows.append(X[k]), out_y.append(None), ids.append(k), ts.append(k), is_label.append(False)
+        if ys[k] is not None:
+            due.setdefault(k + delay, []).append(k)
+        for j in due.pop(k, []):
+            rows.append(np.zeros(X.shape[1])), out_y.append(ys[j]), ids.append(j)
+            ts.append(k), is_label.append(True)
+    return np.array(rows), out_y, ids, ts, np.array(is_label)
+
+
+def test_labels_replayed_later_are_scored_against_the_prediction_served(served):
+    env, tmp = served["env"], served["tmp"]
+    cfg = tmp / "hoeffding.toml"
+    cfg.write_text('[[configuration]]\nname = "hoeffding"\npredictor = "hoeffding_tree"\n')
+    r = _evaluate(env, "--configs", str(cfg), "--streams", "stream-1", "--label-delay", "0,100",
+                  "--out", str(tmp / "late"))
+    assert r.returncode == 0, r.stderr
+    report = _report(tmp / "late")
+    assert [(c["name"], c["label_delay"]) for c in report["configurations"]] == [
+        ("hoeffding, labels 0 late", "0"), ("hoeffding, labels 100 late", "100")]
+    now = _evaluate(env, "--configs", str(cfg), "--streams", "stream-1", "--out", str(tmp / "now"))
+    assert now.returncode == 0, now.stderr
+    plain = _report(tmp / "now")["configurations"][0]["streams"]["stream-1"]
+    at_once, late = (c["streams"]["stream-1"] for c in report["configurations"])
+    # a label right after its instance: the scores of labelled instances
+    assert _same(at_once["cumulative"], plain["cumulative"])
+    assert at_once["instances"] == plain["instances"] == late["instances"]
+    # 100 instances late: each label scored against what was served for its instance, as an
+    # in-process pipeline fed the same LabelEvents scores it
+    X, ys = served["streams"]["stream-1"]
+    profile = stream_profiles(served["settings"]).for_stream("stream-1")
+    pl = Pipeline("stream-1", type(profile)(**{**profile.as_dict(), "predictor": ("hoeffding_tree",)}),
+                  X.shape[1])
+    rows, out_y, ids, ts, is_label = _late(X, ys, 100)
+    res = pl.process(rows, out_y, ids=ids, ts=ts, labels=is_label)
+    m = StreamMetrics(pl.task.name, 1000, 500, None)
+    m.update([v for _p, _yp, yt in res.scored for v in yt],
+             [v for _p, yp, _yt in res.scored for v in yp],
+             np.concatenate([p for p, _yp, _yt in res.scored]).tolist())
+    assert _same(late["cumulative"], json_safe(m.cumulative()))
+    assert late["labelled"] == pl.n_labelled == plain["labelled"] - sum(
+        v is not None for v in ys[-100:])
+    assert late["cumulative"]["accuracy"] < at_once["cumulative"]["accuracy"]

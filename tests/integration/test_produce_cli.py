@@ -63,3 +63,20 @@ def test_produce_without_a_broker_fails_in_one_line():
     [line] = proc.stderr.strip().splitlines()
     assert line.startswith("error: no broker answered within 10 s")
     assert "KAFKA__BOOTSTRAP_SERVERS" in line
+
+
+def test_produce_with_late_labels_writes_label_events_after_their_instances(kafka_bootstrap):
+    from schemas.kinds import LABEL, record_kind
+
+    env = worker_env(kafka_bootstrap, new_prefix("produce-late"), "p")
+    settings = settings_from(env)
+    create_topics(settings)
+    proc = produce(env, "-n", "30", "--label-delay", "5")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("each label 5 instances late")
+    msgs = read_topic(kafka_bootstrap, settings.topics.instances, expected=60, idle_s=0.5)
+    kinds = [record_kind(m.headers()) for m in msgs]
+    assert kinds.count(LABEL) == 30 and len(msgs) == 60
+    assert kinds[:6] == ["instance"] * 6 and kinds[6] == LABEL  # the label of 0 after 5
+    assert produce(env, "--label-delay", "-1").returncode == 2
+    assert produce(env, "--label-delay", "3", "--batch", "10").returncode == 2

@@ -444,6 +444,7 @@ class Pipeline:
             loss = task.losses(preds, y_true)
             losses.append(loss)
             loss_rows.append(idx)
+            out.scored.append((rows.pos[idx], preds, y_true))
             self.loss_sum += float(loss.sum())
             self.n_labelled += n_lab
             self._pending_X.append(Xl)

@@ -54,6 +54,9 @@ class StreamResult:
     alerts: list = field(default_factory=list)
     rankings: list = field(default_factory=list)
     rejected: list = field(default_factory=list)  # (row offsets, PipelineError) of a failed learn
+    #: the labelled rows learned, per segment: ``(stream positions, predictions served,
+    #: labels)``; a late label is scored here against the prediction its instance was served
+    scored: list = field(default_factory=list)
     #: learner events and detector signals not published as alerts (their specs' alert rules
     #: hold them back): ``(source, kind) -> count``, for the worker's metrics
     events: dict = field(default_factory=dict)

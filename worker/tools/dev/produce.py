@@ -211,7 +211,7 @@ def produce_values(producer: Producer, topic: str, stream: str, values,
 def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=None,
                    start_id: int = 0, chunk: int = 20000, partition: int | None = None,
                    rate: float | None = None, truth=None, truth_every: int = 1000,
-                   batch: int = 0, on_delivery=None) -> int:
+                   batch: int = 0, on_delivery=None, label_delay: int | None = None) -> int:
     """Produce a whole stream in chunks (optionally paced at ``rate`` instances/s).
 
     ``batch``: rows per InstanceBatch record (0: one Instance per record). Returns the
@@ -220,10 +220,16 @@ def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=N
     ``truth``: the true importance of each feature per instance (``W`` of :func:`hyperplane`),
     declared every ``truth_every`` instances with an ``sf-truth`` header (a JSON map from
     feature name to weight) that ``streamforest evaluate`` compares rankings with.
+
+    ``label_delay``: send every instance unlabelled and its label as a LabelEvent that many
+    instances later (:func:`delayed_label_values`; one Instance per record).
     """
     n = len(X)
     t0 = time.monotonic()
     feature_names = names or [f"x{j}" for j in range(X.shape[1])]
+    if label_delay is not None:
+        return _produce_delayed(producer, topic, stream, X, y, label_delay, start_id, names,
+                                partition, truth, truth_every, feature_names, on_delivery)
     if batch > 0:
         chunk = max(batch, chunk - chunk % batch)  # whole batches per chunk
     for a in range(0, n, chunk):
@@ -245,6 +251,22 @@ def produce_stream(producer: Producer, topic: str, stream: str, X, y, *, names=N
         produce_values(producer, topic, stream, vals, partition, headers, on_delivery)
         _pace(rate, b, t0)
     return n
+
+
+def _produce_delayed(producer, topic, stream, X, y, delay, start_id, names, partition, truth,
+                     truth_every, feature_names, on_delivery) -> int:
+    """A stream whose labels come ``delay`` instances late (see :func:`produce_stream`)."""
+    if y is None:
+        raise ValueError("label_delay needs labels to delay")
+    values, headers = delayed_label_values(stream, X, y, delay, start_id=start_id,
+                                           ts0=start_id, names=names)
+    if truth is not None:
+        instances = [k for k in range(len(values)) if k not in headers]
+        for i in range(0, len(X), truth_every):
+            headers[instances[i]] = [(TRUTH_HEADER, json.dumps(dict(zip(
+                feature_names, map(float, truth[i])))).encode())]
+    produce_values(producer, topic, stream, values, partition, headers, on_delivery)
+    return len(X)
 
 
 def _pace(rate: float | None, done: int, t0: float) -> None:
@@ -304,14 +326,34 @@ def add_parser(subparsers) -> None:
         q.add_argument("--batch", type=int, default=0, metavar="N",
                        help="send N rows per record, as InstanceBatch records (0: one Instance "
                        "per record)")
+        q.add_argument("--label-delay", type=_delay, default=None, metavar="N",
+                       help="send every instance unlabelled and its label as a LabelEvent N "
+                       "instances later")
         q.set_defaults(func=_cmd_produce)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _delay(text: str) -> int:
+    """``--label-delay``: a number of instances, 0 or more."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of instances (0 or more)")
+    return n
 
 
 def _cmd_produce(args) -> int:
     from ...settings import settings_or_exit
 
     settings = settings_or_exit()
+    if args.batch > 0 and args.label_delay is not None:
+        print("error: --label-delay sends one Instance per record: leave out --batch",
+              file=sys.stderr)
+        return 2
     if args.produce_command == "dataset":
         from .datasets import load
 
@@ -341,7 +383,8 @@ def _cmd_produce(args) -> int:
     n = produce_stream(producer, topic, stream, X, y,
                        names=names if args.names else None, truth=truth,
                        truth_every=max(1, getattr(args, "truth_every", 0)),
-                       batch=max(0, args.batch), on_delivery=deliveries)
+                       batch=max(0, args.batch), on_delivery=deliveries,
+                       label_delay=args.label_delay)
     left = producer.flush(FLUSH_TIMEOUT)
     if deliveries.failed or left:
         why = (f"the first failure: {deliveries.first_error}" if deliveries.failed else
@@ -349,7 +392,9 @@ def _cmd_produce(args) -> int:
         print(f"error: {deliveries.ok} of {deliveries.ok + deliveries.failed + left} records "
               f"delivered to {topic}; {why}", file=sys.stderr)
         return 1
-    how = f" in batches of {args.batch}" if args.batch > 0 else ""
+    how = (f" in batches of {args.batch}" if args.batch > 0 else
+           f", each label {args.label_delay} instances late" if args.label_delay is not None
+           else "")
     print(f"produced {n} instances of stream {stream!r} to {topic}{how}")
     return 0
 

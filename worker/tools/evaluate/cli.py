@@ -55,6 +55,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--publish", default=None, metavar="PREFIX",
                    help="also write the replay's outputs to PREFIX.predictions, PREFIX.drift "
                    "and PREFIX.rankings (one configuration only), exactly once")
+    p.add_argument("--label-delay", default=None, metavar="DELAY[,DELAY...]",
+                   help="replay each label that much later, as a LabelEvent: N instances of "
+                   "its stream or a duration (500ms, 30s, 2m); several, comma-separated, "
+                   "replay each configuration once per delay")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd)
 
@@ -82,9 +86,21 @@ def _cmd(args) -> int:
 def _check_options(args) -> None:
     if args.window < 1 or args.every < 1:
         raise UsageError("--window and --every must be at least 1")
-    if args.served and (args.configs or args.publish):
-        raise UsageError("--served reads what was served: it takes neither --configs nor "
-                         "--publish")
+    if args.served and (args.configs or args.publish or args.label_delay):
+        raise UsageError("--served reads what was served: it takes neither --configs, "
+                         "--publish nor --label-delay")
+
+
+def _delays(args) -> list:
+    """The ``--label-delay`` values (``[None]``: labels as they came)."""
+    from .delays import LabelDelay
+
+    if not args.label_delay:
+        return [None]
+    try:
+        return [LabelDelay.parse(t) for t in args.label_delay.split(",")]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _topic(args, settings) -> str:
@@ -97,9 +113,13 @@ def _evaluate(args, settings) -> int:
     _check_options(args)
     configs = [] if args.served else (load(args.configs, settings) if args.configs
                                       else running(settings))
-    if args.publish and len(configs) != 1:
+    delays = _delays(args)
+    if args.publish and len(configs) * len(delays) != 1:
         raise UsageError(f"--publish writes one configuration's outputs; "
-                         f"{args.configs} has {len(configs)}")
+                         f"{args.configs or 'the running settings'} with "
+                         f"{args.label_delay or 'no delay'} make {len(configs) * len(delays)}")
+    configs = [(name if d is None else f"{name}, labels {d} late", profiles, d)
+               for name, profiles in configs for d in delays]
     topic = _topic(args, settings)
     reader = make_reader(settings)
     try:
@@ -122,8 +142,8 @@ def _run(args, settings, reader, topic, ranges, configs) -> SimpleNamespace:
     if args.served:
         sinks = [Served(args.window, args.every, settings.worker.max_message_bytes)]
     else:
-        sinks = [Candidate(name, profiles, settings, topic, args.window, args.every)
-                 for name, profiles in configs]
+        sinks = [Candidate(name, profiles, settings, topic, args.window, args.every, delay)
+                 for name, profiles, delay in configs]
     backfill = _Backfill(settings, args.publish, topic, len(ranges)) if args.publish else None
     n_read = 0
     with _Progress(sum(len(r) for r in ranges), args.no_progress) as advance:

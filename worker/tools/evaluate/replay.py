@@ -36,6 +36,7 @@ from ...metrics import WorkerMetrics
 from ...output import Outbox
 from ...step import StreamStep
 from ...task import PartitionTask
+from .delays import DelayedLabels
 from .scores import StreamMetrics, spearman
 
 #: instances between two samples of a candidate's state size (its peak memory)
@@ -57,10 +58,15 @@ class Candidate:
         The topic read (written into the tasks, as a worker would).
     window, every : int
         Sliding window of the windowed metrics, labelled rows between history points.
+    delay : worker.tools.evaluate.delays.LabelDelay, optional
+        Replay every label that late (:mod:`worker.tools.evaluate.delays`).
     """
 
-    def __init__(self, name: str, profiles, settings, topic: str, window: int, every: int):
+    def __init__(self, name: str, profiles, settings, topic: str, window: int, every: int,
+                 delay=None):
         self.name = name
+        self.delay = delay
+        self.delayed: dict[int, DelayedLabels] = {}  # per partition
         self.profiles = profiles
         self.topic = topic
         self.window, self.every = window, every
@@ -94,6 +100,11 @@ class Candidate:
         """One partition's records, in offset order; with ``encoder``, the returned outbox
         holds the records a worker would produce (a backfill)."""
         t0 = time.perf_counter()
+        if self.delay is not None:
+            delayed = self.delayed.get(p)
+            if delayed is None:
+                delayed = self.delayed[p] = DelayedLabels(self.delay)
+            msgs, offsets = delayed.rewrite(msgs, offsets)
         task = self.task(p)
         outbox = Outbox(__version__)
         truths = _truth_headers(msgs)
@@ -117,17 +128,16 @@ class Candidate:
     def _record(self, stream, pl, sr, lo: int, res) -> None:
         n = len(sr) - lo
         start = pl.n_instances - n  # stream position of row lo
-        if pl.task is not None:
-            y_true = sr.ys[lo:]
-            y_pred = [v for b in res.blocks for v in b.y_pred]
-            lab = [i for i, v in enumerate(y_true) if v is not None]
-            if lab:
-                m = self.metrics.get(stream)
-                if m is None:
-                    m = self.metrics[stream] = StreamMetrics(pl.task.name, self.window,
-                                                             self.every, pl.task.n_targets)
-                m.update([y_true[i] for i in lab], [y_pred[i] for i in lab],
-                         [start + i for i in lab])
+        if pl.task is not None and res.scored:
+            # every label learned, scored against the prediction served for its instance (a
+            # LabelEvent's, when its instance came earlier)
+            m = self.metrics.get(stream)
+            if m is None:
+                m = self.metrics[stream] = StreamMetrics(pl.task.name, self.window,
+                                                         self.every, pl.task.n_targets)
+            m.update([v for _p, _yp, yt in res.scored for v in yt],
+                     [v for _p, yp, _yt in res.scored for v in yp],
+                     np.concatenate([p for p, _yp, _yt in res.scored]).tolist())
         for a in res.alerts:
             self.alerts.setdefault(stream, []).append(
                 {"position": int(a.position), "source": a.source, "level": a.level,
@@ -170,6 +180,7 @@ class Candidate:
         cfg = self.profiles.default
         return {
             "name": self.name, "config": cfg.as_dict(),
+            "label_delay": None if self.delay is None else str(self.delay),
             "profiles": [{"match": m, "config": c.as_dict()} for m, c in self.profiles.rules],
             "throughput": {"instances": self.instances, "seconds": self.seconds,
                            "per_second": self.instances / self.seconds if self.seconds else 0.0},

@@ -1,0 +1,198 @@
+"""Labels that arrive later: the held store's bounds and refusals, the pipeline's join, and
+that outputs depend neither on how the input was cut nor on a restore in between."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from models.generators.hyperplane import RotatingHyperplane
+from schemas.codec import decode_state, encode_state
+from worker.pipeline import PipelineConfig, PipelineError
+from worker.pipeline.engine import Pipeline
+from worker.pipeline.held import DUPLICATE_LABEL, EXPIRED_ID, UNKNOWN_ID, HeldInstances
+
+# --------------------------------------------------------------------------- the held store
+
+
+def _refusal(held, ident, ts=0) -> str:
+    with pytest.raises(PipelineError) as err:
+        held.take(ident, ts)
+    return err.value.code
+
+
+def test_the_oldest_row_falls_out_and_its_label_is_expired_not_unknown():
+    held = HeldInstances(1, max_rows=3, max_age_ms=0)
+    for i in range(5):
+        held.put(i, np.array([float(i)]), i % 2, ts=i)
+    assert len(held) == 3 and held.dropped == 2
+    assert _refusal(held, 0) == EXPIRED_ID and _refusal(held, 1) == EXPIRED_ID
+    row, served = held.take(4, ts=9)
+    assert row.tolist() == [4.0] and served == 0
+    assert _refusal(held, 4) == DUPLICATE_LABEL
+    assert _refusal(held, 99) == UNKNOWN_ID
+    assert _refusal(held, "2") == UNKNOWN_ID  # the instance is 2, not "2"
+
+
+def test_rows_older_than_the_age_bound_fall_out_in_event_time():
+    held = HeldInstances(1, max_rows=100, max_age_ms=50)
+    held.put("a", np.zeros(1), "x", ts=1000)
+    held.put("b", np.zeros(1), "y", ts=1040)
+    assert held.take("a", ts=1050)[1] == "x"  # 50 ms old: still held
+    held.put("c", np.zeros(1), "z", ts=1100)  # b is 60 ms older than c
+    assert _refusal(held, "b", ts=1100) == EXPIRED_ID
+    assert held.take("c", ts=1100)[1] == "z"
+
+
+def test_a_store_of_no_rows_holds_nothing():
+    held = HeldInstances(1, max_rows=0, max_age_ms=0)
+    held.put(1, np.zeros(1), 0, ts=0)
+    assert len(held) == 0 and held.empty and _refusal(held, 1) == UNKNOWN_ID
+
+
+def test_the_store_restores_exactly_and_refuses_a_forged_state():
+    held = HeldInstances(2, max_rows=4, max_age_ms=0)
+    for i, ident in enumerate([1, "1", 2, "x", 3]):
+        held.put(ident, np.array([i, -i], float), [0.5, 1.5] if i % 2 else "UP", ts=i)
+    held.take(2, ts=9)
+    state = decode_state(encode_state(held.to_state()))
+    back = HeldInstances.from_state(state, 2, 4, 0)
+    assert back.to_state().keys() == held.to_state().keys()
+    assert encode_state(back.to_state()) == encode_state(held.to_state())
+    for bad in ({"served": [{"a": 1}] * 3}, {"ids": [1.5, "1", "x"]}, {"X": np.full((3, 2), 1e300)},
+                {"ts": np.zeros(2, np.int64)}):
+        with pytest.raises(ValueError):
+            HeldInstances.from_state({**state, **bad}, 2, 4, 0)
+    with pytest.raises(ValueError):
+        HeldInstances.from_state(state, 2, 2, 0)  # more rows than the bound
+
+
+# --------------------------------------------------------------------------- the pipeline's join
+
+
+def _stream(n: int = 1200, seed: int = 3):
+    X, y, _ = RotatingHyperplane(n_features=4, mag_change=0.005, seed=seed).take(n)
+    return X, [int(v) for v in y]
+
+
+def _delayed(X, y, delay: int):
+    """Rows of a stream whose labels come ``delay`` instances late: ``X, ys, ids, ts, labels``
+    with one LabelEvent row per instance."""
+    n = len(y)
+    rows, ys, ids, ts, labels = [], [], [], [], []
+
+    def label(i):
+        rows.append(np.zeros(X.shape[1]))
+        ys.append(y[i])
+        ids.append(i)
+        ts.append(min(i + delay, n - 1))
+        labels.append(True)
+
+    for i in range(n):
+        rows.append(X[i])
+        ys.append(None)
+        ids.append(i)
+        ts.append(i)
+        labels.append(False)
+        if i >= delay:
+            label(i - delay)
+    for i in range(max(0, n - delay), n):
+        label(i)
+    return np.array(rows), ys, ids, ts, np.array(labels)
+
+
+def _outputs(res_list):
+    preds = [v for res in res_list for b in res.blocks for v in b.y_pred]
+    alerts = [(a.source, a.level, a.position) for res in res_list for a in res.alerts]
+    ranks = [(r.method, r.features, r.n_seen) for res in res_list for r in res.rankings]
+    return preds, alerts, ranks
+
+
+@pytest.mark.parametrize("predictor", ["hoeffding_tree", "forgetful_tree", "naive_bayes"])
+def test_a_label_that_follows_its_instance_at_once_gives_the_labelled_streams_outputs(predictor):
+    X, y = _stream()
+    # rankings after every block of the rankers only: the one every ranking_every instances
+    # comes after the instance that completes the interval, so before its label
+    cfg = PipelineConfig(predictor=(predictor,), ranking_every=10**9)
+    plain = Pipeline("s", cfg, 4)
+    want = _outputs([plain.process(X, y)])
+    late = Pipeline("s", cfg, 4)
+    Xd, ys, ids, ts, labels = _delayed(X, y, 0)
+    got = _outputs([late.process(Xd, ys, ids=ids, ts=ts, labels=labels)])
+    assert got == want
+    assert (late.n_instances, late.n_labelled) == (plain.n_instances, plain.n_labelled)
+    assert late.accuracy == plain.accuracy
+
+
+def test_an_instance_is_predicted_by_the_model_before_its_label_and_learned_after():
+    cfg = PipelineConfig(predictor=("naive_bayes",), rankers=(), detectors=())
+    p = Pipeline("s", cfg, 1)
+    X = np.array([[0.0], [5.0], [0.1], [5.0], [0.0]])
+    # an instance labelled "a", one unlabelled (predicted "a", held), its label "b", then one
+    # more unlabelled row: the model has now seen "b"
+    res = p.process(X, ["a", None, "b", None, "b"], ids=[0, 1, 1, 2, 9], ts=[0, 1, 2, 3, 4],
+                    labels=np.array([False, False, True, False, True]))
+    served = [v for b in res.blocks for v in b.y_pred]
+    assert served == [None, "a", "b"]  # rows 0, 1, 3: no model yet, "a" only, then "a" and "b"
+    assert p.n_instances == 3 and p.n_labelled == 2  # the label for 9 was refused
+    assert p.loss_sum == 2.0  # row 0 (nothing to predict) and row 1 (served "a", label "b")
+    [(offsets, err)] = res.rejected
+    assert err.code == UNKNOWN_ID and offsets.tolist() == [-1]
+    assert len(p.held) == 1 and 2 in p.held
+
+
+@pytest.mark.parametrize("predictor", ["adaptive_random_forest", "forgetful_tree"])
+def test_outputs_with_late_labels_do_not_depend_on_the_cuts_or_a_restore(predictor):
+    X, y = _stream(900, seed=5)
+    y = [v if i % 7 else None for i, v in enumerate(y)]  # some instances never labelled
+    Xd, ys, ids, ts, labels = _delayed(X, y, 40)
+    keep = [k for k in range(len(ys)) if not (labels[k] and ys[k] is None)]
+    Xd, labels = Xd[keep], labels[keep]
+    ys, ids, ts = ([v[k] for k in keep] for v in (ys, ids, ts))
+    cfg = PipelineConfig(predictor=(predictor,))
+    whole = Pipeline("s", cfg, 4, held_rows=30)  # some labels come after their row fell out
+    full = whole.process(Xd, ys, ids=ids, ts=ts, labels=labels)
+    want = _outputs([full])
+    rng = np.random.default_rng(1)
+    cuts = sorted({0, len(ys), *rng.integers(1, len(ys), 12).tolist()})
+    p, results = Pipeline("s", cfg, 4, held_rows=30), []
+    for a, b in zip(cuts, cuts[1:]):
+        if a == cuts[len(cuts) // 2]:  # a restore in the middle
+            p = Pipeline.from_state(decode_state(encode_state(p.to_state())))
+        results.append(p.process(Xd[a:b], ys[a:b], ids=ids[a:b], ts=ts[a:b],
+                                 labels=labels[a:b]))
+    assert _outputs(results) == want
+    assert encode_state(p.to_state()) == encode_state(whole.to_state())
+    rejected = [(o.tolist(), e.code) for res in results for o, e in res.rejected]
+    assert rejected == [(o.tolist(), e.code) for o, e in full.rejected]
+    assert rejected and {code for _o, code in rejected} == {EXPIRED_ID}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 12), st.sampled_from(["a", "b", None])),
+                max_size=40))
+def test_any_sequence_of_instances_and_labels_is_taken_or_refused_never_crashes(events):
+    """Arbitrary interleavings (labels before, twice, for unknown ids, of unlabelled-looking
+    rows): every label is joined or refused with one of the store's codes, and the state
+    restores and continues identically."""
+    X = np.array([[float(i % 5)] for i in range(len(events))]).reshape(-1, 1)
+    ys = [(y or "a") if is_label else y for is_label, _i, y in events]  # a label has one
+    ids = [i for _l, i, _y in events]
+    labels = np.array([e[0] for e in events], dtype=bool)
+    cfg = PipelineConfig(predictor=("hoeffding_tree",), rankers=(), detectors=("adwin",))
+    p = Pipeline("s", cfg, 1, held_rows=4)
+    half = len(events) // 2
+    res = p.process(X[:half], ys[:half], ids=ids[:half], ts=list(range(half)),
+                    labels=labels[:half])
+    q = Pipeline.from_state(decode_state(encode_state(p.to_state())))
+    rest = list(range(half, len(events)))
+    args = (X[half:], ys[half:])
+    kw = dict(ids=ids[half:], ts=rest, labels=labels[half:])
+    r1, r2 = p.process(*args, **kw), q.process(*args, **kw)
+    for r in (res, r1):
+        assert {e.code for _o, e in r.rejected} <= {UNKNOWN_ID, EXPIRED_ID, DUPLICATE_LABEL}
+    assert _outputs([r1]) == _outputs([r2])
+    assert encode_state(p.to_state()) == encode_state(q.to_state())
+    assert p.n_instances == int((~labels).sum())
