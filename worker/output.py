@@ -249,9 +249,11 @@ class OutputEncoder:
         ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
         for start, stop, classes, y_pred, proba in merge_blocks(res.blocks):
             a, z = lo + start, lo + stop
-            self.predictions(task, stream, key, pl.model_name, classes,
-                             (ids[a:z], y_pred, ys[a:z], proba, offs[a:z], ts[a:z]), outbox)
-        self.metrics.outputs.labels(kind="prediction").inc(_n_predicted(res.blocks))
+            rows = _instances_of(sr, a, z, (ids[a:z], y_pred, ys[a:z], proba, offs[a:z],
+                                            ts[a:z]))
+            if len(rows[0]):
+                self.predictions(task, stream, key, pl.model_name, classes, rows, outbox)
+        self.metrics.outputs.labels(kind="prediction").inc(_n_instances(sr, lo))
 
     def _batched_predictions(self, task, stream, key, pl, res, sr, lo, outbox) -> None:
         """One PredictionBatch per InstanceBatch, one Prediction per other row, in row order."""
@@ -266,15 +268,17 @@ class OutputEncoder:
             i = z
         if i < n_live:
             self._single_rows(task, stream, key, pl, blocks, sr, lo, i, n_live, outbox)
-        self.metrics.outputs.labels(kind="prediction").inc(_n_predicted(res.blocks))
+        self.metrics.outputs.labels(kind="prediction").inc(_n_instances(sr, lo))
 
     def _single_rows(self, task, stream, key, pl, blocks, sr, lo, a, z, outbox) -> None:
         """Rows ``a:z`` (live-relative) that came as plain Instances: one Prediction each."""
         ids, ts, offs, ys = sr.ids, sr.ts, sr.offsets, sr.ys
         for s0, s1, classes, y_pred, proba in _slices(blocks, a, z):
             p, q = lo + s0, lo + s1
-            self.predictions(task, stream, key, pl.model_name, classes,
-                             (ids[p:q], y_pred, ys[p:q], proba, offs[p:q], ts[p:q]), outbox)
+            rows = _instances_of(sr, p, q, (ids[p:q], y_pred, ys[p:q], proba, offs[p:q],
+                                            ts[p:q]))
+            if len(rows[0]):
+                self.predictions(task, stream, key, pl.model_name, classes, rows, outbox)
 
     def _prediction_batch(self, task, stream, key, pl, blocks, sr, lo, a, z, outbox) -> None:
         """The PredictionBatch of the InstanceBatch at live rows ``a:z``."""
@@ -343,9 +347,21 @@ class OutputEncoder:
         self._rejected(task, stream, key, res.rejected, outbox)
 
 
-def _n_predicted(blocks) -> int:
-    """Rows the blocks predicted (a LabelEvent's row has no prediction)."""
-    return sum(b.stop - b.start for b in blocks)
+def _n_instances(sr, lo: int) -> int:
+    """Instances among the live rows ``lo:`` of ``sr`` (its LabelEvents are not)."""
+    n = len(sr) - lo
+    return n if sr.labels is None else n - int(sr.labels[lo:].sum())
+
+
+def _instances_of(sr, a: int, z: int, rows: tuple) -> tuple:
+    """``rows`` (``(ids, y_pred, y_true, proba, offsets, ts)`` of rows ``a:z`` of ``sr``)
+    without the LabelEvents' rows: a prediction block may cover them (they carry the
+    prediction served for their instance), and only instances get a Prediction."""
+    if sr.labels is None or not sr.labels[a:z].any():
+        return rows
+    keep = np.flatnonzero(~sr.labels[a:z])
+    return tuple(None if v is None else v[keep] if isinstance(v, np.ndarray)
+                 else [v[k] for k in keep.tolist()] for v in rows)
 
 
 def _live_blocks(blocks):

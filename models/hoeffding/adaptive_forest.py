@@ -220,6 +220,9 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     """
 
     kind = "adaptive_random_forest"
+    #: :meth:`predict_proba_learn_many` takes rows labelled ``None`` (only predicted): a
+    #: stream whose labels come later is served in one call per run of rows
+    predicts_unlabelled_rows = True
     state_arrays = {
         **{name: (np.dtype(dt).str, 1) for name, (dt, _) in _NODE_ARRAYS.items()},
         **{name: (np.dtype(dt).str, 1) for name, (dt, _) in _LEAF_ARRAYS.items()},

@@ -101,8 +101,9 @@ def _reference(settings, streams: dict) -> dict:
         p = Pipeline(s, profiles.for_stream(s), X.shape[1], held_rows=settings.learners.held_rows)
         res = p.process(np.array(rows), ys, ids=ids, ts=ts, labels=np.array(labels))
         assert not res.rejected
+        is_label = np.array(labels)  # a block may cover LabelEvents' rows: not published
         preds = [(r, b.y_pred[r - b.start], b.proba[r - b.start].tolist() if b.classes else [])
-                 for b in res.blocks for r in range(b.start, b.stop)]
+                 for b in res.blocks for r in range(b.start, b.stop) if not is_label[r]]
         assert len(preds) == n
         ref[s] = preds
         ref["drift:" + s] = [(a.level, a.position) for a in res.alerts]

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.generators.hyperplane import RotatingHyperplane
+from models.hoeffding.adaptive_forest import AdaptiveRandomForest
 from schemas.codec import decode_state, encode_state
 from worker.pipeline import PipelineConfig, PipelineError
 from worker.pipeline.engine import Pipeline
@@ -196,3 +197,36 @@ def test_any_sequence_of_instances_and_labels_is_taken_or_refused_never_crashes(
     assert _outputs([r1]) == _outputs([r2])
     assert encode_state(p.to_state()) == encode_state(q.to_state())
     assert p.n_instances == int((~labels).sum())
+
+
+def _instance_predictions(res_list, labels_list):
+    return [b.y_pred[r - b.start] for res, labels in zip(res_list, labels_list)
+            for b in res.blocks for r in range(b.start, b.stop) if not labels[r]]
+
+
+def test_the_forests_one_call_per_segment_serves_what_one_call_per_run_serves(monkeypatch):
+    """The adaptive random forest takes unlabelled rows in its test-then-train kernel: a
+    segment of alternating instances and labels is one call; the predictions, the scores,
+    the detectors' alerts and the rankings are those of one call per run of rows."""
+    X, y = _stream(1500, seed=8)
+    y = [v if i % 3 else None for i, v in enumerate(y)]  # some labels with their instance
+    Xd, ys, ids, ts, labels = _delayed(X, [None if v is None else v for v in y], 30)
+    keep = [k for k in range(len(ys)) if not (labels[k] and ys[k] is None)]
+    Xd, labels = Xd[keep], labels[keep]
+    ys, ids, ts = ([v[k] for k in keep] for v in (ys, ids, ts))
+    ys = [ys[k] if labels[k] else (y[ids[k]] if ids[k] % 3 == 1 else None)
+          for k in range(len(ys))]  # every third instance carries its own label instead
+    results = {}
+    for fused in (True, False):
+        p = Pipeline("s", PipelineConfig(), 4)
+        if not fused:
+            monkeypatch.setattr(AdaptiveRandomForest, "predicts_unlabelled_rows", False)
+        res = p.process(Xd, ys, ids=ids, ts=ts, labels=labels)
+        monkeypatch.undo()
+        alerts = [(a.source, a.level, a.position) for a in res.alerts
+                  if a.source != "adaptive_random_forest"]  # its events count per call
+        results[fused] = (_instance_predictions([res], [labels]), p.n_labelled, p.loss_sum,
+                          alerts, [(r.features, r.n_seen) for r in res.rankings],
+                          [len(x[2]) for x in res.scored])
+    assert results[True][:5] == results[False][:5]
+    assert sum(results[True][5]) == sum(results[False][5])

@@ -385,8 +385,11 @@ class Pipeline:
         the rows: for a joined label event the prediction served and the held row; a refused
         one is no longer labelled."""
         Xs = X[i:j]
-        if rows.labels is None:
+        if rows.labels is None or not rows.labels[i:j].any():  # no label event: runs as ever
             return self._predict(Xs, y, labelled, rows, i, j, emit, out), Xs, labelled[i:j]
+        if self.task is not None and self.prequential and getattr(
+                self.predictor.learner, "predicts_unlabelled_rows", False):
+            return self._serve_fused(Xs, y, labelled, rows, i, j, emit, out)
         kind = rows.labels[i:j]
         Xs = Xs.copy()  # label events' rows become their instances'
         lab = labelled[i:j].copy()
@@ -398,6 +401,70 @@ class Pipeline:
             else:
                 y_pred += self._predict(Xs[a:b], y, labelled, rows, i + a, i + b, emit, out)
         return y_pred, Xs, lab
+
+    def _serve_fused(self, Xs, y, labelled, rows, i, j, emit, out: StreamResult):
+        """:meth:`_serve` in one call of a predictor's test-then-train kernel that takes
+        unlabelled rows (predicted only): instances in their order, each label event as its
+        held row and label (learned; the prediction made for it is not used). The same
+        outputs as one call per run of rows (the kernel's rows are its calls' rows), without
+        a Python call per instance and label when they alternate. One prediction block covers
+        the segment; a label event's row in it holds the prediction its instance was served
+        (the encoder publishes instances' rows only)."""
+        held, kind = self.held, rows.labels[i:j].tolist()
+        lab = labelled[i:j].tolist()  # per-row Python: lists, not numpy scalars
+        ids, ts = rows.ids[i:j], rows.ts[i:j]
+        Xs = Xs.copy()  # label events' rows become their instances'
+        served: dict[int, object] = {}  # label event -> the prediction its instance was served
+        pending: list = []  # (id, kernel row) of rows held before their prediction is known
+        rows_in: list[int] = []  # the segment's rows the kernel takes, in order
+        for r in range(j - i):
+            if kind[r]:
+                try:
+                    row, pred = held.take(ids[r], ts[r])
+                except PipelineError as exc:
+                    lab[r] = False
+                    out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
+                    continue
+                Xs[r] = row
+                served[r] = pred
+            elif not lab[r] and rows.holding:
+                pending.append((ids[r], len(rows_in)))
+                held.put(ids[r], Xs[r], _Pending(len(rows_in)), ts[r])
+            rows_in.append(r)
+        ys = [y[i + r] if lab[r] else None for r in rows_in]
+        y_pred, proba, classes = self._fused_call(Xs[rows_in], ys)
+        for key, k in pending:  # the predictions now known of the rows still held
+            held.settle(key, k, y_pred[k])
+        # every row's prediction: an instance's own, a label event's instance's (served)
+        preds: list = [None] * (j - i)
+        full = np.zeros((j - i, proba.shape[1])) if emit else None
+        for k, r in enumerate(rows_in):
+            pred = served[r] if kind[r] else y_pred[k]
+            preds[r] = y_pred[pred.row] if isinstance(pred, _Pending) else pred
+            if emit and not kind[r]:
+                full[r] = proba[k]
+        out.blocks.append(PredictionBlock(i, j, classes, preds, full))
+        learned = [r for r in rows_in if lab[r]]
+        if learned:
+            at = np.asarray(learned, dtype=np.int64)
+            self._learned(rows.pos[i + at], i + learned[-1], out)
+        return preds, Xs, np.array(lab, dtype=bool)
+
+    def _fused_call(self, X, ys: list):
+        """``(y_pred, proba, classes)`` of the predictor's test-then-train call on ``X`` and
+        labels ``ys`` (``None``: predicted only); rows predicted before anything was learned
+        predict nothing."""
+        learner, task = self.predictor.learner, self.task
+        fresh = learner.n_seen == 0
+        proba = np.asarray(learner.predict_proba_learn_many(X, ys))
+        classes = task.classes(learner)
+        y_pred = [classes[k] for k in np.argmax(proba, axis=1).tolist()] if classes else \
+            [None] * len(ys)
+        if fresh:  # rows up to the first one learned: predicted by an empty model
+            first = next((k for k, v in enumerate(ys) if v is not None), len(ys))
+            y_pred[:first + 1] = [None] * min(first + 1, len(y_pred))
+            proba[:first + 1] = 0.0
+        return y_pred, proba, classes
 
     def _join(self, Xs, y, lab, rows, i, a, b, out: StreamResult) -> list:
         """Label events at rows ``i + a:i + b``: each takes its instance's row (into
@@ -752,3 +819,13 @@ class _Rows:
         if self.holding:
             for r in which.tolist():
                 held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
+
+
+class _Pending:
+    """The prediction of a row held within the kernel call that predicts it (known after the
+    call: :meth:`Pipeline._serve_fused`)."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row: int):
+        self.row = row

@@ -104,6 +104,14 @@ class HeldInstances:
         while len(self.rows) > self.max_rows:
             self._fall_out(self.rows.popitem(last=False)[0])
 
+    def settle(self, ident, placeholder_row: int, served) -> None:
+        """Instance ``ident``'s prediction, known only after the call that held its row (its
+        placeholder names the call's row ``placeholder_row``), if the row is still held."""
+        key = _key(ident)
+        entry = self.rows.get(key)
+        if entry is not None and getattr(entry[1], "row", None) == placeholder_row:
+            self.rows[key] = (entry[0], served, entry[2])
+
     def take(self, ident, ts: int) -> tuple[np.ndarray, object]:
         """``(row, served prediction)`` of instance ``ident``, no longer held; a
         :class:`PipelineError` with :data:`UNKNOWN_ID`, :data:`EXPIRED_ID` or

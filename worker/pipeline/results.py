@@ -13,7 +13,10 @@ class PredictionBlock:
 
     ``classes`` and ``proba`` (``(stop - start, len(classes))``, ``None`` when not asked for)
     belong to classifiers; a regression block has ``classes = None`` and lists of floats (or
-    ``None`` before anything was learned) in ``y_pred``.
+    ``None`` before anything was learned) in ``y_pred``. A block may cover rows that are
+    LabelEvents (``labels`` of :meth:`worker.pipeline.Pipeline.process`): theirs is the
+    prediction served for the instance they label (zeros in ``proba``), not a prediction to
+    publish.
     """
 
     start: int

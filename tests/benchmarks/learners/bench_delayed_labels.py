@@ -1,0 +1,157 @@
+"""Labels that arrive later: delayed prequential accuracy of the default predictor against
+river's ``progressive_val_score(delay=...)``, and the throughput cost of late labels.
+
+Ours is the worker's default pipeline (the adaptive random forest, the block-forest ranker,
+ADWIN) fed as the worker feeds it: every instance unlabelled, its label a LabelEvent ``delay``
+instances later (the last ones after the last instance, as river answers every question at
+the end), ``Pipeline.process`` on consume batches of 2,000 records. An instance is predicted
+when it arrives; its label is scored against that prediction and learned when it comes.
+Beside it, on the same rows: the same pipeline with river's forest rules
+(``flavour="river", max_features="sqrt"``), and river's ``forest.ARFClassifier(n_models=10)``
+through ``evaluate.progressive_val_score(..., delay=delay)``.
+
+Throughput: instances per CPU-second of the default pipeline with every label carried by its
+instance, and with half the labels (every other instance) coming 1,000 instances late as
+LabelEvents; numba compiled beforehand.
+
+Run::
+
+    python tests/benchmarks/learners/bench_delayed_labels.py --seeds 3 --river-seeds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+
+from tests.benchmarks.common import write_results  # noqa: E402
+from tests.benchmarks.learners.bench_arf import CONSUME, RIVER_RULES, get_stream  # noqa: E402
+from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
+
+DELAYS = (0, 10, 100, 1000)
+
+
+def late_rows(X, y, delay: int, every: int = 1):
+    """The records of a stream whose labels come ``delay`` instances late, as the pipeline
+    takes them: ``(rows, labels, ids, times, which rows are LabelEvents)``. Only every
+    ``every``-th instance's label is late; the others travel with their instance."""
+    n, d = X.shape
+    rows, ys, ids, ts, lab = [], [], [], [], []
+    due: dict[int, list] = {}
+
+    def label(j, k):
+        rows.append(np.zeros(d)), ys.append(y[j]), ids.append(j), ts.append(k), lab.append(True)
+
+    for k in range(n):
+        late = k % every == 0
+        rows.append(X[k]), ys.append(None if late else y[k]), ids.append(k), ts.append(k)
+        lab.append(False)
+        if late:
+            due.setdefault(k + delay, []).append(k)
+        for j in due.pop(k, []):
+            label(j, k)
+    for k in sorted(due):
+        for j in due[k]:
+            label(j, n - 1)
+    return np.array(rows), ys, ids, ts, np.array(lab)
+
+
+def run_ours(X, y, delay: int, seed: int, every: int = 1, **params) -> tuple[float, float]:
+    """``(delayed prequential accuracy, instances per CPU-second)`` of the default pipeline
+    (``params``: the predictor's, over the defaults)."""
+    cfg = PipelineConfig(seed=seed)
+    if params:
+        name = cfg.predictor_for("classification")
+        cfg = PipelineConfig(seed=seed, params={name: {**cfg.params_of(name), **params}})
+    rows, ys, ids, ts, lab = late_rows(X, y, delay, every)
+    p = Pipeline("bench", cfg, X.shape[1], held_rows=max(1000, 2 * delay))
+    hits = scored = 0
+    t0 = time.process_time()
+    for a in range(0, len(ys), CONSUME):
+        b = a + CONSUME
+        res = p.process(rows[a:b], ys[a:b], ids=ids[a:b], ts=ts[a:b], labels=lab[a:b])
+        for _pos, served, truth in res.scored:
+            hits += sum(s == t for s, t in zip(served, truth))
+            scored += len(truth)
+    cpu = time.process_time() - t0
+    assert scored == len(y), (scored, len(y))
+    return hits / scored, len(y) / cpu
+
+
+def run_plain(X, y, seed: int) -> float:
+    """Instances per CPU-second of the default pipeline, every label carried by its instance."""
+    p = Pipeline("bench", PipelineConfig(seed=seed), X.shape[1])
+    t0 = time.process_time()
+    for a in range(0, len(y), CONSUME):
+        p.process(X[a:a + CONSUME], y[a:a + CONSUME])
+    return len(y) / (time.process_time() - t0)
+
+
+def run_river(X, y, delay: int, seed: int) -> float:
+    from river import evaluate, forest, metrics
+    from river import stream as rstream
+
+    metric = metrics.Accuracy()
+    evaluate.progressive_val_score(
+        dataset=rstream.iter_array(X, np.asarray(y, dtype=object)),
+        model=forest.ARFClassifier(n_models=10, seed=seed), metric=metric, delay=delay)
+    return metric.get()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stream", default="electricity")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--river-seeds", type=int, default=1)
+    ap.add_argument("--rows", type=int, default=None)
+    args = ap.parse_args()
+    X, y = get_stream(args.stream, args.rows)
+    run_ours(X[:3000], y[:3000], 10, 1)  # compile
+    seeds = range(1, args.seeds + 1)
+    table = []
+    for delay in DELAYS:
+        ours = [run_ours(X, y, delay, s)[0] for s in seeds]
+        rules = [run_ours(X, y, delay, s, **RIVER_RULES)[0] for s in seeds]
+        river = [run_river(X, y, delay, s) for s in range(1, args.river_seeds + 1)]
+        table.append((delay, ours, rules, river))
+        print(delay, np.mean(ours), np.mean(rules), np.mean(river) if river else None,
+              flush=True)
+    plain, half = [], []
+    for s in seeds:  # paired, alternating
+        plain.append(run_plain(X, y, s))
+        half.append(run_ours(X, y, 1000, s, every=2)[1])
+    lines = [
+        f"# Labels that arrive later on {args.stream} ({len(y):,} rows): the default pipeline "
+        "against river's `progressive_val_score(delay=...)`", "",
+        "Delayed prequential accuracy (each label scored against the prediction served for its "
+        f"instance), mean ± sd over seeds 1-{args.seeds} (river: 1-{args.river_seeds}); ours fed "
+        "as the worker feeds it (LabelEvents, consume batches of 2,000 records).", "",
+        "| delay (instances) | default pipeline | with river's forest rules | river ARF-10 "
+        "| default - river (points) | river's rules - river (points) |",
+        "|---|---|---|---|---|---|"]
+    for delay, ours, rules, river in table:
+        r = np.mean(river) if river else float("nan")
+        lines.append(f"| {delay:,} | {np.mean(ours):.4f} ± {np.std(ours):.4f} | "
+                     f"{np.mean(rules):.4f} ± {np.std(rules):.4f} | {r:.4f} | "
+                     f"{100 * (np.mean(ours) - r):+.2f} | {100 * (np.mean(rules) - r):+.2f} |")
+    ratio = np.mean(half) / np.mean(plain)
+    lines += ["", "Throughput of the default pipeline, instances per CPU-second (means over the "
+              "seeds, runs alternating):", "",
+              "| every label with its instance | half the labels 1,000 instances late | ratio |",
+              "|---|---|---|",
+              f"| {np.mean(plain):,.0f} | {np.mean(half):,.0f} | {ratio:.2f} |"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_results(Path(__file__).parent / "results" / "delayed_labels.md", text,
+                  " ".join(["python", *sys.argv]))
+
+
+if __name__ == "__main__":
+    main()
