@@ -29,7 +29,7 @@ from ..core.base import (
     check_X,
     upgrade_state,
 )
-from . import _block_cart, _block_windows, _cart
+from . import _block_cart, _block_windows
 
 _SALT = 0xB10C
 _FIRST_ROWS = 16  # measurements held at first; the ring doubles up to max_blocks' worth
@@ -224,9 +224,7 @@ class BlockRanker(Learner):
             self._columns = (order, values, tuple(np.empty(B + 1, t) for t in
                                                   (np.int64, np.int64, float, np.int64, float)))
         else:
-            changed = np.zeros(B, np.bool_)
-            changed[(int(ring[0]) - fresh + np.arange(fresh)) % B] = True
-            _block_cart.update_columns(X, changed, *self._columns)
+            _block_cart.update_ring_columns(X, int(ring[0]), fresh, *self._columns)
         self._columns_at = self.n_blocks + 1
         return self._columns[0], self._columns[1]
 
@@ -559,15 +557,13 @@ class BlockForestRanker(BlockRanker, Classifier):
         """MDI of a forest grown on one block (every tree on its own bootstrap and
         subspace)."""
         p, a = self.params, self._arrays
-        n_classes = max(len(self._classes), int(codes.max()) + 1)
         T, d = p["n_trees"], X.shape[1]
-        class_rows, class_start = _cart.class_layout(codes, n_classes)
         # the kernel also gives each tree's importances; the forest's are their mean
-        forest, per_tree = np.zeros(d), np.zeros((T, d))
-        _block_cart.forest_importances(X, self._sorted_columns(), codes, n_classes,
-                                       class_rows, class_start, T, p["mtry"],
-                                       _block_cart.split_features(d), p["max_depth"],
-                                       a["rng"], forest, per_tree)
+        forest, per_tree = np.empty(d), np.empty((T, d))
+        # the kernel counts the classes up to the largest code held, if more
+        _block_cart.forest_importances(X, self._sorted_columns(), codes, len(self._classes), T,
+                                       p["mtry"], _block_cart.split_features(d),
+                                       p["max_depth"], a["rng"], forest, per_tree)
         return forest
 
     def _extra_state(self) -> dict:

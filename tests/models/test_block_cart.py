@@ -47,8 +47,8 @@ def test_searching_every_feature_gives_the_cart_forests_importances_bit_for_bit(
                       n_nodes)
     feature, _, left, right, count = nodes
     forest, per_tree = np.zeros(d), np.zeros((T, d))
-    _block_cart.forest_importances(X, _columns(X), codes, 3, class_rows, class_start, T, mtry,
-                                   d, depth, seed_states(seed, 1, 5), forest, per_tree)
+    _block_cart.forest_importances(X, _columns(X), codes, 3, T, mtry, d, depth,
+                                   seed_states(seed, 1, 5), forest, per_tree)
     assert forest.tobytes() == _cart.mdi(feature, left, right, count, n_nodes, np.ones(T),
                                          d).tobytes()
     assert per_tree.tobytes() == _cart.mdi_per_tree(feature, left, right, count, n_nodes,
@@ -66,10 +66,9 @@ def test_a_split_searching_a_few_features_still_finds_a_feature_that_splits():
     X = np.zeros((100, 40))
     X[:, 27] = rng.random(100)
     codes = (X[:, 27] > 0.5).astype(np.int64)
-    class_rows, class_start = _cart.class_layout(codes, 2)
     forest, per_tree = np.zeros(40), np.zeros((5, 40))
-    _block_cart.forest_importances(X, _columns(X), codes, 2, class_rows, class_start, 5, 1.0,
-                                   3, 4, seed_states(2, 1, 1), forest, per_tree)
+    _block_cart.forest_importances(X, _columns(X), codes, 2, 5, 1.0, 3, 4,
+                                   seed_states(2, 1, 1), forest, per_tree)
     assert forest[27] == 1.0 and (per_tree[:, 27] == 1.0).all()
 
 
