@@ -48,6 +48,7 @@ from .messages import (
     DriftAlert,
     FeatureArrival,
     Instance,
+    LabelEvent,
     Prediction,
     Ranking,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "DriftAlert",
     "FeatureArrival",
     "Instance",
+    "LabelEvent",
     "InstanceBatch",
     "Prediction",
     "PredictionBatch",

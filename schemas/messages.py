@@ -4,6 +4,7 @@
 contract             topic (default)         written by
 ===================  ======================  =====================================================
 :class:`Instance`    ``sf.instances``        producers: one feature row of a stream, maybe labelled
+:class:`LabelEvent`  ``sf.instances``        producers: the label of an instance sent earlier
 :class:`FeatureArrival` ``sf.features``      producers: a new feature's values for known instances
 :class:`Prediction`  ``sf.predictions``      the worker: one per instance, in input order
 :class:`DriftAlert`  ``sf.drift``            the worker: a detector fired (warning or drift)
@@ -455,6 +456,7 @@ class Ranking(Contract):
 
 MESSAGE_TYPES: tuple[type[Contract], ...] = (
     Instance,
+    LabelEvent,
     FeatureArrival,
     Prediction,
     DriftAlert,

@@ -19,6 +19,11 @@ header and in the reason, and no row of it reaches the pipeline. Every row of a 
 the record's offset; a checkpoint is always taken between records, so a restore replays a
 batch whole, and the replay reproduces the uninterrupted run.
 
+A LabelEvent record (header ``sf-kind: label``) is the label of an instance the stream sent
+earlier without one: it joins the stream's rows as a row of its own, in partition order, and
+the pipeline finds the instance it names among those it holds (:mod:`worker.pipeline.held`).
+A record whose ``sf-kind`` names no kind is dead-lettered.
+
 What a stream's pipeline takes is asked of the pipeline
 (:class:`worker.pipeline.StreamPipeline`), whichever its kind. The records out are
 :mod:`worker.output`'s; neither knows about transactions.

@@ -88,6 +88,9 @@ class WorkerMetrics:
         # every learner event or detector signal is either a drift alert or counted here: the
         # registry's alert rules keep housekeeping (a tree of a forest forgetting its rows, a
         # DDM warning zone, a selector's new subset) off the drift topic
+        self.held_dropped = Counter(
+            "streamforest_held_dropped", "Unlabelled instances that fell out of their stream's "
+            "held store (its row or age bound) before their label came", registry=r)
         self.learner_events = Counter(
             "streamforest_learner_events",
             "Learner events and detector signals not published as drift alerts",

@@ -215,6 +215,8 @@ class OutputEncoder:
         self._alerts(task, stream, key, res, sr, lo, outbox)
         self._rankings(task, stream, key, res, sr, lo, outbox)
         self._rejected(task, stream, key, res.rejected, outbox)
+        if res.held_dropped:
+            self.metrics.held_dropped.inc(res.held_dropped)
 
     def _rejected(self, task, stream: str, key: bytes, rejected: list, outbox: Outbox) -> None:
         """Rows a pipeline refused (``[(offsets, PipelineError)]``) as dead letters."""

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..core._jit import njit
 from ..core._rng import next_u64, pick_next, shuffle
+from ..core._stats import normalise
 from ._cart import draw_mask, impure, stratified_bootstrap
 
 #: nodes of at most this many rows sort their own rows for each feature; larger ones walk the
@@ -483,18 +484,6 @@ def class_layout(codes, class_rows, class_start):
     class_start[0] = 0
 
 
-@njit(_nrt=False)
-def _normalise(values):
-    """``values / values.sum()`` in place (the sum in order), unless the sum is not
-    positive."""
-    total = 0.0
-    for j in range(values.shape[0]):
-        total += values[j]
-    if total > 0.0:
-        for j in range(values.shape[0]):
-            values[j] /= total
-
-
 @njit
 def forest_importances(X, columns, codes, n_classes, n_trees, p_all, n_split, max_depth, rng,
                        forest, per_tree):
@@ -532,9 +521,9 @@ def forest_importances(X, columns, codes, n_classes, n_trees, p_all, n_split, ma
         stratified_bootstrap(tree_rng, 0, class_rows, class_start, ones, weight)
         tree_importances(X, columns, codes, weight, features[:n_feat], pool[:n_feat], n_split,
                          max_depth, tree_rng, scratch, forest, per_tree[t])
-    _normalise(forest)
+    normalise(forest)
     for t in range(n_trees):
-        _normalise(per_tree[t])
+        normalise(per_tree[t])
 
 
 # ------------------------------------------------------------------ the block's sorted columns

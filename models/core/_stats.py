@@ -44,6 +44,18 @@ def argmax(values):
 
 
 @njit(inline="always")
+def normalise(values):
+    """``values / values.sum()`` in place, the sum taken in order, unless it is not positive
+    (votes and importances that are all zero stay zero)."""
+    total = 0.0
+    for j in range(values.shape[0]):
+        total += values[j]
+    if total > 0.0:
+        for j in range(values.shape[0]):
+            values[j] /= total
+
+
+@njit(inline="always")
 def _lentz_step(aa, c, d, tiny):
     """One step of the modified Lentz method with the coefficient ``aa``.
 

@@ -47,7 +47,7 @@ import numpy as np
 from ..core import _fmath as fm
 from ..core import _rng
 from ..core._jit import njit
-from ..core._stats import argmax
+from ..core._stats import argmax, normalise
 from ..drift.adwin import _update_pairs, reset_detector
 from . import _hoeffding as hs
 from ._ht_kernels import LEAF_NB, LEAF_NBA, NO_DECISION, RESTART, SPLIT, split_decision
@@ -496,16 +496,6 @@ def _vote(t, node, total, use_nb, weighted, node_counts, tree_correct, tree_seen
             out_row[c] += counts[c] / total * wt
 
 
-@njit(inline="always")
-def _normalise(row):
-    tot = 0.0
-    for c in range(row.shape[0]):
-        tot += row[c]
-    if tot > 0.0:
-        for c in range(row.shape[0]):
-            row[c] /= tot
-
-
 @njit(_nrt=False)
 def _detect(learned, errors, n, moa, flags, befores, settings, b_total, b_var, b_count, rows,
             total, variance, width, tick, drift, n_detections, n_seen):
@@ -525,8 +515,8 @@ def _detect(learned, errors, n, moa, flags, befores, settings, b_total, b_var, b
 
 
 @njit
-def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i, w_settings,
-               d_settings,
+def learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, settings_i,
+               w_settings, d_settings,
                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
                n_drifts, n_seen,
                slot_root, slot_nodes, used, node_feature, node_threshold, node_left, node_right,
@@ -545,7 +535,9 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     by the forest as it stands (``out[i]``: the probabilities :func:`predict_rows` gives,
     ``weighted`` by the trees' accuracy), then learned: each tree votes before it learns the
     row, and no tree's vote depends on another's learning. A row whose label is -1 is only
-    predicted (an unlabelled instance).
+    predicted (an unlabelled instance); a row with ``quiet[i]`` set (``quiet`` empty: none)
+    is only learned, its ``out`` row left 0 (the label of an instance predicted earlier: the
+    prediction would not be used, and a tree's vote changes nothing it learns).
 
     This allocates the scratch and hands everything to :func:`_learn_rows`, compiled without
     numba's runtime: there a view (a row, a leaf's class weights) and a helper's call cost no
@@ -567,7 +559,7 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
     errors = np.zeros(T)
     flags = np.zeros(T, np.bool_)
     befores = np.zeros(T)
-    return _learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
+    return _learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, settings_i,
                        w_settings, d_settings, left, right, best_left, best_right,
                        scores, proba, perm, index, ones, x_sub, factors, observed, learned,
                        errors, flags, befores,
@@ -584,8 +576,8 @@ def learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i,
 
 
 @njit(_nrt=False)
-def _learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i, w_settings,
-                d_settings, left, right, best_left, best_right, scores, proba, perm, index,
+def _learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, settings_i,
+                w_settings, d_settings, left, right, best_left, best_right, scores, proba, perm, index,
                 ones, x_sub, factors, observed, learned, errors, flags, befores,
                 rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
                 n_drifts, n_seen,
@@ -606,7 +598,8 @@ def _learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i
     degenerate = settings_i[2]
     moa = settings_i[4] == FLAVOUR_MOA
     grace, max_depth = settings_f[0], settings_i[3]
-    predict = out.shape[0] > 0
+    predicting = out.shape[0] > 0
+    predict = predicting
     limit = fm.exp(-lam)  # of the Poisson weights, as _rng.poisson computes it
     k_now = k_known  # classes known when row i is predicted (indices follow first appearance)
     for r in range(start):
@@ -622,6 +615,7 @@ def _learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i
                 return i
         x = X[i]
         k = y[i]
+        predict = predicting and (quiet.shape[0] == 0 or quiet[i] == 0)
         if predict:
             for c in range(K):
                 out[i, c] = 0.0
@@ -742,7 +736,7 @@ def _learn_rows(X, y, start, out, k_known, weighted, lam, settings_f, settings_i
                 tree_seen[t] = 0.0
                 n_drifts[t] += 1
         if predict:
-            _normalise(out[i])
+            normalise(out[i])
         if k >= 0:
             n_seen[0] += 1
             k_now = max(k_now, k + 1)
@@ -788,4 +782,4 @@ def predict_rows(X, weighted, settings_i, fg_slot, tree_correct, tree_seen, slot
                                          degenerate, scores)
             _vote(t, node, total, use_nb, weighted, node_counts, tree_correct,
                   tree_seen, scores, proba, out[i])
-        _normalise(out[i])
+        normalise(out[i])

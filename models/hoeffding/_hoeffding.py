@@ -330,6 +330,19 @@ def best_numeric_split(g_w, g_mean, g_m2, g_min, g_max, leaf, f, pre, n_splits,
 # ------------------------------------------------------------------------------ naive Bayes
 
 
+@njit(inline="always")
+def _seen_total(counts, out):
+    """The leaf's total class weight; when it saw nothing, ``out`` is zeroed (no class to
+    score)."""
+    total = 0.0
+    for k in range(out.shape[0]):
+        total += counts[k]
+    if total <= 0.0:
+        for k in range(out.shape[0]):
+            out[k] = 0.0
+    return total
+
+
 @njit(_nrt=False)
 def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, out):
     """Log of ``P(c) prod_f p(x_f | c)`` per class into ``out``; returns whether any class
@@ -341,12 +354,8 @@ def naive_bayes_log_joint(x, mask, counts, g_w, g_mean, g_m2, leaf, degenerate, 
     in MOA's mode it makes the product 0.
     """
     K = out.shape[0]
-    total = 0.0
-    for k in range(K):
-        total += counts[k]
+    total = _seen_total(counts, out)
     if total <= 0.0:
-        for k in range(K):
-            out[k] = 0.0
         return False
     if degenerate == DEGENERATE_POINT:
         _moa_votes(x, mask, counts, total, g_w, g_mean, g_m2, leaf, out)
@@ -489,12 +498,8 @@ def moa_cached_products(x, counts, g_w, g_mean, g_m2, leaf, factors, out):
     (K, m) (see :func:`moa_nb_reset`) and the unknown ones computed and kept there;
     returns whether any class was seen (if not, ``out`` is 0)."""
     K = out.shape[0]
-    total = 0.0
-    for k in range(K):
-        total += counts[k]
+    total = _seen_total(counts, out)
     if total <= 0.0:
-        for k in range(K):
-            out[k] = 0.0
         return False
     for k in range(K):
         v = counts[k] / total

@@ -86,6 +86,10 @@ def _round_log2(n: int) -> int:
     return b + int(n * n >= 1 << (2 * b + 1))
 
 
+#: ``quiet`` of :func:`models.hoeffding._arf_kernels.learn_rows` when every row is predicted
+_NONE_QUIET = np.zeros(0, np.uint8)
+
+
 class AdaptiveRandomForest(ProbabilityClassifier):
     """Adaptive random forest (ARF) of Hoeffding trees with per-tree drift recovery.
 
@@ -419,7 +423,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         """
         self._learn(X, y, predict=False)
 
-    def predict_proba_learn_many(self, X, y) -> np.ndarray:
+    def predict_proba_learn_many(self, X, y, learn_only=None) -> np.ndarray:
         """Test-then-train in one kernel call: each row's class probabilities from the forest
         as it stood just before that row was learned (Gama et al. 2013's prequential
         evaluation, row by row), then the row learned; a row labelled ``None`` is only
@@ -429,6 +433,8 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         for every labelled row in turn, without a Python call per row. Columns follow
         :attr:`classes` after the call: a row predicted before a class appeared has
         probability 0 for it; a row predicted before anything was learned has all zeros.
+        Rows where ``learn_only`` (booleans, optional) is set are learned without a
+        prediction (their row is 0): the label of an instance predicted in an earlier call.
 
         Examples
         --------
@@ -440,9 +446,9 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         >>> P.shape, float(P[0].sum()), round(float(P[-1].sum()), 6)
         ((400, 2), 0.0, 1.0)
         """
-        return self._learn(X, y, predict=True)
+        return self._learn(X, y, predict=True, learn_only=learn_only)
 
-    def _learn(self, X, y, predict: bool) -> np.ndarray | None:
+    def _learn(self, X, y, predict: bool, learn_only=None) -> np.ndarray | None:
         X = check_X(X, self.n_features)
         if y is None:
             raise ValueError("AdaptiveRandomForest needs labels: y must not be None")
@@ -460,10 +466,12 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         out = np.zeros((X.shape[0] if predict else 0, a["node_counts"].shape[1]))
         drifts, warnings = a["n_drifts"].copy(), a["n_warnings"].copy()
         done = 0
+        quiet = (_NONE_QUIET if learn_only is None else
+                 np.ascontiguousarray(learn_only, dtype=np.uint8).reshape(X.shape[0]))
         while True:
             a = self._arrays
             done = ak.learn_rows(
-                X, codes, done, out, known, self._vote, self.params["lambda_value"],
+                X, codes, quiet, done, out, known, self._vote, self.params["lambda_value"],
                 self._settings_f, self._settings_i, self._w_settings, self._d_settings,
                 a["rng"], a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"],
                 a["tree_seen"], a["n_warnings"], a["n_drifts"], a["n_seen"],

@@ -14,6 +14,7 @@ from worker_support import (
     assert_exact,
     assert_same_alerts_and_rankings,
     count_committed,
+    crash_run,
     read_topic,
     scenario,
     unpack,
@@ -51,13 +52,6 @@ def _produce_batches(bootstrap: str, topic: str, streams: dict, size: int,
     return n
 
 
-def _crash_run(env, tmp_path, fault, name):
-    w = WorkerProc(env, tmp_path, name, fault=fault)
-    rc = w.wait(180)
-    assert rc == -9, f"{fault}: expected a SIGKILL, got {rc}\n{w.log()[-3000:]}"
-    return w
-
-
 def test_batched_rows_get_the_predictions_of_single_rows_exactly_once_through_crashes(
         kafka_bootstrap, tmp_path):
     # a transaction every few records: crashes land between batches of one stream
@@ -70,10 +64,10 @@ def test_batched_rows_get_the_predictions_of_single_rows_exactly_once_through_cr
     ref = sc.reference()  # the rows one by one, uninterrupted
     topic = settings.topics.predictions
 
-    runs = [_crash_run(env, tmp_path, "crash_before_commit=4", "before-commit")]
+    runs = [crash_run(env, tmp_path, "crash_before_commit=4", "before-commit")]
     c1 = count_committed(kafka_bootstrap, topic)
     assert 0 < c1 < n and c1 % 100 == 0  # a batch is committed whole or not at all
-    runs.append(_crash_run(env, tmp_path, "crash_after_commit=3", "after-commit"))
+    runs.append(crash_run(env, tmp_path, "crash_after_commit=3", "after-commit"))
     c2 = count_committed(kafka_bootstrap, topic)
     assert c1 < c2 < n
     w = WorkerProc(env, tmp_path, "final")

@@ -12,6 +12,7 @@ from worker_support import (
     assert_exact,
     assert_same_alerts_and_rankings,
     count_committed,
+    crash_run,
     read_topic,
     scenario,
 )
@@ -111,13 +112,6 @@ def _reference(settings, streams: dict) -> dict:
     return ref
 
 
-def _crash_run(env, tmp_path, fault, name):
-    w = WorkerProc(env, tmp_path, name, fault=fault)
-    rc = w.wait(180)
-    assert rc == -9, f"{fault}: expected a SIGKILL, got {rc}\n{w.log()[-3000:]}"
-    return w
-
-
 def test_late_labels_are_learned_exactly_once_through_crashes_and_bad_ones_dead_lettered(
         kafka_bootstrap, tmp_path):
     sc = scenario(kafka_bootstrap, "labels", streams=(3, 1500, 4), KAFKA__EXTRA=FAST_GROUP,
@@ -132,10 +126,10 @@ def test_late_labels_are_learned_exactly_once_through_crashes_and_bad_ones_dead_
     ref = _reference(settings, streams)
     topic = settings.topics.predictions
 
-    runs = [_crash_run(env, tmp_path, "crash_before_commit=12", "before-commit")]
+    runs = [crash_run(env, tmp_path, "crash_before_commit=12", "before-commit")]
     c1 = count_committed(kafka_bootstrap, topic)
     assert 0 < c1 < n
-    runs.append(_crash_run(env, tmp_path, "crash_after_commit=10", "after-commit"))
+    runs.append(crash_run(env, tmp_path, "crash_after_commit=10", "after-commit"))
     assert c1 < count_committed(kafka_bootstrap, topic) < n
     w = WorkerProc(env, tmp_path, "final")
     runs.append(w)

@@ -106,6 +106,14 @@ def scenario(bootstrap: str, tag: str, member: str = "w1", *, streams: tuple = (
     return Scenario(bootstrap, prefix, env, settings, make_streams(*streams) if streams else {}, over)
 
 
+def crash_run(env: dict[str, str], log_dir, fault: str, name: str) -> WorkerProc:
+    """A worker run with ``fault`` (``--test-fault``), which must end it by SIGKILL."""
+    w = WorkerProc(env, log_dir, name, fault=fault)
+    rc = w.wait(180)
+    assert rc == -9, f"{fault}: expected a SIGKILL, got {rc}\n{w.log()[-3000:]}"
+    return w
+
+
 class WorkerProc:
     """``python -m worker run`` as a subprocess with its own log file."""
 

@@ -230,3 +230,14 @@ def test_the_forests_one_call_per_segment_serves_what_one_call_per_run_serves(mo
                           [len(x[2]) for x in res.scored])
     assert results[True][:5] == results[False][:5]
     assert sum(results[True][5]) == sum(results[False][5])
+
+
+def test_rows_held_from_the_bulk_decoders_arrays_checkpoint_and_restore():
+    """The bulk decoder hands ids and times as arrays: the held ids are Python integers."""
+    X, y = _stream(50)
+    p = Pipeline("s", PipelineConfig(predictor=("naive_bayes",)), 4)
+    p.process(X, [v if i % 2 else None for i, v in enumerate(y)],
+              ids=np.arange(50, dtype=np.int64), ts=np.arange(50, dtype=np.int64))
+    assert len(p.held) == 25 and all(type(i) is int for i in p.held.rows)
+    back = Pipeline.from_state(decode_state(encode_state(p.to_state())))
+    assert encode_state(back.to_state()) == encode_state(p.to_state())

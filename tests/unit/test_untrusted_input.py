@@ -68,9 +68,22 @@ def instances(draw):
 
 
 @st.composite
+def label_events(draw):
+    """A near-valid LabelEvent map (``sf-kind: label``) with hostile parts."""
+    d = {"v": 1, "stream": draw(st.one_of(st.sampled_from(["s1", "s2"]), texts)),
+         "id": draw(st.one_of(st.integers(0, 50), texts)), "ts": draw(st.integers(0, 10)),
+         "y": draw(labels)}
+    if draw(st.integers(0, 9)) == 0:
+        d.pop(draw(st.sampled_from(["y", "id", "ts"])))
+    return d
+
+
+@st.composite
 def records(draw):
-    """``(key, value, headers)`` of one record: JSON or msgpack, keyed by its stream or not."""
-    d = draw(instances())
+    """``(key, value, headers)`` of one record: JSON or msgpack, keyed by its stream or not;
+    an Instance, or now and then a LabelEvent."""
+    label = draw(st.integers(0, 3)) == 0
+    d = draw(label_events() if label else instances())
     as_json = draw(st.booleans())
     try:
         value = json.dumps(d).encode() if as_json else msgpack.packb(d)
@@ -82,6 +95,8 @@ def records(draw):
     key = None if key_kind == "none" else (
         "s2" if key_kind == "other" else stream).encode("utf-8", "surrogatepass")
     headers = [("content-type", b"application/json")] if as_json and draw(st.booleans()) else None
+    if label:
+        headers = [*(headers or []), ("sf-kind", b"label")]
     return key, value, headers
 
 
@@ -96,6 +111,8 @@ def _full(value, headers):
 @given(records())
 def test_the_hot_path_never_accepts_what_full_validation_refuses(record):
     key, value, headers = record
+    if headers and ("sf-kind", b"label") in headers:
+        return  # a LabelEvent never takes the hot path (it has a header)
     full = _full(value, headers)
     if headers is None:
         fast = decode_fast(value, MAX)
@@ -122,7 +139,8 @@ def _worker_pass(batch, output_format):
     for s, sr in decoder.decode(task, msgs, offsets, outbox, MAX).items():
         pl = task.pipelines[s]
         sr.finish(pl.n_features) if not pl.arrivals else None
-        encoder.encode(task, s, pl, pl.process(sr.X, sr.ys, sr.offsets), sr, 0, outbox)
+        res = pl.process(sr.X, sr.ys, sr.offsets, ids=sr.ids, ts=sr.ts, labels=sr.labels)
+        encoder.encode(task, s, pl, res, sr, 0, outbox)
     return outbox.records, outbox.dead, task
 
 
@@ -142,8 +160,13 @@ def test_every_accepted_record_encodes_and_checkpoints(output_format, batch):
             if topic == "sf.predictions":
                 n_predictions += 1
                 assert got.stream == key.decode()
-    # every record is accounted for: a prediction or a dead letter (never both, never neither)
-    assert n_predictions + len(dead) == len(batch)
+    # every record is accounted for: an instance by a prediction or a dead letter (never
+    # both, never neither), a LabelEvent by its join or a dead letter
+    refused = {int(dict(h)["sf-source-offset"]) for _k, _v, h, _c in dead}
+    assert len(refused) == len(dead)
+    instances = [i for i, (_k, _v, h) in enumerate(batch) if not h or ("sf-kind", b"label")
+                 not in h]
+    assert n_predictions + len(refused & set(instances)) == len(instances)
     for _key, _value, dl_headers, code in dead:
         assert code and dict(dl_headers)["sf-reason"]
     for stream, pl in task.pipelines.items():

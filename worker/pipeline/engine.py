@@ -289,6 +289,7 @@ class Pipeline:
         if self.task is None and labelled.any():
             self.check_label(y[int(np.argmax(labelled))])
         rows = _Rows.of(n, self.n_instances, ids, ts, labels, offsets)
+        dropped = self.held.dropped
         lab_idx = np.flatnonzero(labelled)
         mini_batch = 0 if self.prequential else self.cfg.batch_size  # rows a mini-batch learner waits for
         block = self.rank_rows
@@ -321,6 +322,7 @@ class Pipeline:
         for k in range(self._owned, len(pX)):
             pX[k], pO[k] = _own(pX[k]), _own(pO[k])
         self._owned = len(pX)
+        out.held_dropped = self.held.dropped - dropped
         return out
 
     @property
@@ -417,32 +419,38 @@ class Pipeline:
         served: dict[int, object] = {}  # label event -> the prediction its instance was served
         pending: list = []  # (id, kernel row) of rows held before their prediction is known
         rows_in: list[int] = []  # the segment's rows the kernel takes, in order
+        take, put, keep, hold = held.take, held.put, rows_in.append, rows.holding
         for r in range(j - i):
             if kind[r]:
                 try:
-                    row, pred = held.take(ids[r], ts[r])
+                    row, pred = take(ids[r], ts[r])
                 except PipelineError as exc:
                     lab[r] = False
                     out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
                     continue
                 Xs[r] = row
                 served[r] = pred
-            elif not lab[r] and rows.holding:
-                pending.append((ids[r], len(rows_in)))
-                held.put(ids[r], Xs[r], _Pending(len(rows_in)), ts[r])
-            rows_in.append(r)
+            elif hold and not lab[r]:
+                k = len(rows_in)
+                pending.append((ids[r], k))
+                put(ids[r], Xs[r], _Pending(k), ts[r])
+            keep(r)
         ys = [y[i + r] if lab[r] else None for r in rows_in]
-        y_pred, proba, classes = self._fused_call(Xs[rows_in], ys)
-        for key, k in pending:  # the predictions now known of the rows still held
-            held.settle(key, k, y_pred[k])
+        sel = np.array(rows_in, dtype=np.int64)
+        quiet = np.array(kind, dtype=bool)[sel]
+        y_pred, proba, classes = self._fused_call(Xs[sel], ys, quiet)
+        for ident, k in pending:  # the predictions now known of the rows still held
+            held.settle(ident, k, y_pred[k])
         # every row's prediction: an instance's own, a label event's instance's (served)
         preds: list = [None] * (j - i)
-        full = np.zeros((j - i, proba.shape[1])) if emit else None
         for k, r in enumerate(rows_in):
-            pred = served[r] if kind[r] else y_pred[k]
+            preds[r] = y_pred[k]
+        for r, pred in served.items():
             preds[r] = y_pred[pred.row] if isinstance(pred, _Pending) else pred
-            if emit and not kind[r]:
-                full[r] = proba[k]
+        full = None
+        if emit:
+            full = np.zeros((j - i, proba.shape[1]))
+            full[sel[~quiet]] = proba[~quiet]
         out.blocks.append(PredictionBlock(i, j, classes, preds, full))
         learned = [r for r in rows_in if lab[r]]
         if learned:
@@ -450,13 +458,13 @@ class Pipeline:
             self._learned(rows.pos[i + at], i + learned[-1], out)
         return preds, Xs, np.array(lab, dtype=bool)
 
-    def _fused_call(self, X, ys: list):
+    def _fused_call(self, X, ys: list, quiet: np.ndarray):
         """``(y_pred, proba, classes)`` of the predictor's test-then-train call on ``X`` and
-        labels ``ys`` (``None``: predicted only); rows predicted before anything was learned
-        predict nothing."""
+        labels ``ys`` (``None``: predicted only; ``quiet``: learned only, a label event's);
+        rows predicted before anything was learned predict nothing."""
         learner, task = self.predictor.learner, self.task
         fresh = learner.n_seen == 0
-        proba = np.asarray(learner.predict_proba_learn_many(X, ys))
+        proba = np.asarray(learner.predict_proba_learn_many(X, ys, learn_only=quiet))
         classes = task.classes(learner)
         y_pred = [classes[k] for k in np.argmax(proba, axis=1).tolist()] if classes else \
             [None] * len(ys)
@@ -785,7 +793,10 @@ class _Rows:
     @classmethod
     def of(cls, n: int, start: int, ids, ts, labels, offsets) -> _Rows:
         r = cls()
-        r.ids, r.ts, r.offsets = ids, ts, offsets
+        # ids as Python values: held rows are keyed by them and checkpointed (the bulk decoder
+        # gives arrays)
+        r.ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
+        r.ts, r.offsets = ts, offsets
         r.labels = labels if labels is not None and labels.any() else None
         r.holding = ids is not None and ts is not None
         if r.labels is None:

@@ -18,7 +18,6 @@ Everything here is part of the stream's checkpointed state.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 
@@ -67,16 +66,18 @@ class HeldInstances:
         self.n_features = int(n_features)
         self.max_rows = int(max_rows)
         self.max_age_ms = int(max_age_ms)
-        self.rows: OrderedDict = OrderedDict()  # id -> (row, served prediction, ts)
-        self.expired: OrderedDict = OrderedDict()  # ids that fell out, newest last
-        self.labelled: OrderedDict = OrderedDict()  # ids labelled, newest last
+        # dicts keep their insertion order: the oldest entry is the first. Ids are integers
+        # or strings (the contracts refuse anything else), so ``7`` and ``"7"`` are two keys
+        self.rows: dict = {}  # id -> (row, served prediction, ts)
+        self.expired: dict = {}  # ids that fell out, newest last
+        self.labelled: dict = {}  # ids labelled, newest last
         self.dropped = 0  # rows that fell out, ever
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __contains__(self, ident) -> bool:
-        return _key(ident) in self.rows
+        return ident in self.rows
 
     @property
     def empty(self) -> bool:
@@ -95,39 +96,41 @@ class HeldInstances:
         already held under the same id is replaced (it counts as fallen out)."""
         if self.max_rows <= 0:
             return
-        key = _key(ident)
-        if self.rows.pop(key, None) is not None:
-            self._fall_out(key)
-        self.labelled.pop(key, None)  # a new instance under an id labelled before
-        self.rows[key] = (np.array(row, dtype=np.float64), served, int(ts))  # the caller's may be reused
-        self._age_out(int(ts))
-        while len(self.rows) > self.max_rows:
-            self._fall_out(self.rows.popitem(last=False)[0])
+        rows = self.rows
+        if rows.pop(ident, None) is not None:
+            self._fall_out(ident)
+        self.labelled.pop(ident, None)  # a new instance under an id labelled before
+        rows[ident] = (row.copy(), served, int(ts))  # the caller's row may be reused
+        if self.max_age_ms > 0:
+            self._age_out(int(ts))
+        if len(rows) > self.max_rows:
+            oldest = next(iter(rows))
+            del rows[oldest]
+            self._fall_out(oldest)
 
     def settle(self, ident, placeholder_row: int, served) -> None:
         """Instance ``ident``'s prediction, known only after the call that held its row (its
         placeholder names the call's row ``placeholder_row``), if the row is still held."""
-        key = _key(ident)
-        entry = self.rows.get(key)
+        entry = self.rows.get(ident)
         if entry is not None and getattr(entry[1], "row", None) == placeholder_row:
-            self.rows[key] = (entry[0], served, entry[2])
+            self.rows[ident] = (entry[0], served, entry[2])
 
     def take(self, ident, ts: int) -> tuple[np.ndarray, object]:
         """``(row, served prediction)`` of instance ``ident``, no longer held; a
         :class:`PipelineError` with :data:`UNKNOWN_ID`, :data:`EXPIRED_ID` or
         :data:`DUPLICATE_LABEL` when it is not held."""
-        self._age_out(int(ts))
-        key = _key(ident)
-        entry = self.rows.pop(key, None)
+        if self.max_age_ms > 0:
+            self._age_out(int(ts))
+        entry = self.rows.pop(ident, None)
         if entry is None:
-            raise self._refusal(key, ident)
-        _remember(self.labelled, key, self.max_rows)
+            raise self._refusal(ident)
+        _remember(self.labelled, ident, self.max_rows)
         return entry[0], entry[1]
 
-    def _refusal(self, key, ident) -> PipelineError:
-        if key in self.labelled:
+    def _refusal(self, ident) -> PipelineError:
+        if ident in self.labelled:
             return PipelineError(DUPLICATE_LABEL, f"instance {ident!r} was labelled already")
-        if key in self.expired:
+        if ident in self.expired:
             return PipelineError(EXPIRED_ID, f"instance {ident!r} is no longer held: it fell "
                                  f"out of the {self.max_rows} rows held per stream"
                                  + (f" or passed their {self.max_age_ms} ms age bound"
@@ -139,18 +142,17 @@ class HeldInstances:
     def _age_out(self, now: int) -> None:
         """Drop the rows older than ``max_age_ms`` before event time ``now`` (in arrival
         order: event times that go back leave later rows to a later call)."""
-        if self.max_age_ms <= 0:
-            return
-        while self.rows:
-            key, (_row, _served, ts) = next(iter(self.rows.items()))
-            if now - ts <= self.max_age_ms:
+        rows = self.rows
+        while rows:
+            oldest = next(iter(rows))
+            if now - rows[oldest][2] <= self.max_age_ms:
                 return
-            del self.rows[key]
-            self._fall_out(key)
+            del rows[oldest]
+            self._fall_out(oldest)
 
-    def _fall_out(self, key) -> None:
+    def _fall_out(self, ident) -> None:
         self.dropped += 1
-        _remember(self.expired, key, self.max_rows)
+        _remember(self.expired, ident, self.max_rows)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -158,11 +160,11 @@ class HeldInstances:
         """The store as plain values and one matrix (restores exactly)."""
         rows = list(self.rows.items())
         X = (np.stack([r[0] for _k, r in rows]) if rows else np.zeros((0, self.n_features)))
-        return {"ids": [_ident(k) for k, _r in rows], "X": X,
+        return {"ids": [k for k, _r in rows], "X": X,
                 "served": [r[1] for _k, r in rows],
                 "ts": np.array([r[2] for _k, r in rows], dtype=np.int64),
-                "expired": [_ident(k) for k in self.expired],
-                "labelled": [_ident(k) for k in self.labelled], "dropped": self.dropped}
+                "expired": list(self.expired),
+                "labelled": list(self.labelled), "dropped": self.dropped}
 
     @classmethod
     def from_state(cls, state: dict, n_features: int, max_rows: int,
@@ -181,24 +183,14 @@ class HeldInstances:
             raise ValueError("held instances: more rows than the bound, or a value that is not "
                              "finite within +-1e100")
         for k, ident in enumerate(ids):
-            held.rows[_key(_checked_id(ident))] = (np.array(X[k]), _checked_served(served[k]),
-                                                   int(ts[k]))
+            held.rows[_checked_id(ident)] = (np.array(X[k]), _checked_served(served[k]),
+                                              int(ts[k]))
         for ident in state["expired"]:
-            held.expired[_key(_checked_id(ident))] = None
+            held.expired[_checked_id(ident)] = None
         for ident in state["labelled"]:
-            held.labelled[_key(_checked_id(ident))] = None
+            held.labelled[_checked_id(ident)] = None
         held.dropped = int(state["dropped"])
         return held
-
-
-def _key(ident):
-    """The dict key of an id: ``7`` and ``"7"`` are different instances (and ``True`` is no
-    id: the contract refuses booleans)."""
-    return (type(ident) is str, ident)
-
-
-def _ident(key):
-    return key[1]
 
 
 def _checked_id(ident):
@@ -217,8 +209,9 @@ def _checked_served(pred):
     raise ValueError(f"held instances: {pred!r} is not a prediction the pipeline serves")
 
 
-def _remember(ids: OrderedDict, key, limit: int) -> None:
-    ids.pop(key, None)
-    ids[key] = None
-    while len(ids) > max(limit, 0):
-        ids.popitem(last=False)
+def _remember(ids: dict, ident, limit: int) -> None:
+    """``ident`` as the newest of ``ids``, which keep the newest ``limit``."""
+    ids.pop(ident, None)
+    ids[ident] = None
+    if len(ids) > limit:
+        del ids[next(iter(ids))]

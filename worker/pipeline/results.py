@@ -60,6 +60,8 @@ class StreamResult:
     #: the labelled rows learned, per segment: ``(stream positions, predictions served,
     #: labels)``; a late label is scored here against the prediction its instance was served
     scored: list = field(default_factory=list)
+    #: unlabelled instances that fell out of the held store during the call
+    held_dropped: int = 0
     #: learner events and detector signals not published as alerts (their specs' alert rules
     #: hold them back): ``(source, kind) -> count``, for the worker's metrics
     events: dict = field(default_factory=dict)

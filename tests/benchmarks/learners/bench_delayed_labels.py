@@ -149,8 +149,7 @@ def main() -> None:
               f"| {np.mean(plain):,.0f} | {np.mean(half):,.0f} | {ratio:.2f} |"]
     text = "\n".join(lines) + "\n"
     print(text)
-    write_results(Path(__file__).parent / "results" / "delayed_labels.md", text,
-                  " ".join(["python", *sys.argv]))
+    write_results(Path(__file__).parent / "results" / "delayed_labels.md", text)
 
 
 if __name__ == "__main__":
