@@ -583,9 +583,9 @@ def read_instance_batch(
     feature_names: Sequence[str] | None | object = NEW_STREAM,
     max_bytes: int = DEFAULT_MAX_BYTES,
     limits: InstanceLimits | None = None,
-) -> BatchRows | None:
-    """The rows of an InstanceBatch record, checked and in the stream's column order; ``None``
-    for a record whose headers do not say it is one. The worker's one entry for the kind.
+) -> BatchRows:
+    """The rows of an InstanceBatch record (its headers say so: :func:`schemas.kinds.record_kind`),
+    checked and in the stream's column order. The worker's one entry for the kind.
 
     Parameters
     ----------
@@ -607,11 +607,7 @@ def read_instance_batch(
     ...                                       features=["a", "b"]))
     >>> read_instance_batch(value, headers, feature_names=["b", "a"]).X.tolist()
     [[2.0, 1.0]]
-    >>> read_instance_batch(value, None) is None
-    True
     """
-    if not is_instance_batch(headers):
-        return None
     batch = decode_instance_batch(value, headers, max_bytes=max_bytes, limits=limits)
     if feature_names is NEW_STREAM:
         names = list(batch.features) if batch.features is not None else None

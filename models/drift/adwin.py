@@ -438,16 +438,8 @@ class ADWINBank(DetectorBank, _ADWINArrays):
     ----------
     n_detectors : int
         Number of detectors.
-    delta : float, default 0.002
-        Significance of the cut test; smaller values mean fewer, later detections.
-    clock : int, default 32
-        Cuts are tested every ``clock`` updates of a detector.
-    max_buckets : int, default 5
-        Buckets of each size kept before the two oldest are merged (ADWIN2's ``M``).
-    min_window_length : int, default 5
-        Both sub-windows of a cut must hold at least this many values.
-    grace_period : int, default 10
-        No test until the window holds more than this many values.
+    delta, clock, max_buckets, min_window_length, grace_period
+        As in :class:`ADWIN` (the same defaults), for every detector of the bank.
 
     Examples
     --------

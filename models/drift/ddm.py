@@ -164,12 +164,8 @@ class DDMBank(DetectorBank, _DDMArrays):
     ----------
     n_detectors : int
         Number of detectors.
-    warm_start : int, default 30
-        No warning or drift before a detector has seen more than this many values.
-    warning_threshold : float, default 2.0
-        Warning zone: ``p + s > p_min + warning_threshold * s_min``.
-    drift_threshold : float, default 3.0
-        Drift: ``p + s > p_min + drift_threshold * s_min``.
+    warm_start, warning_threshold, drift_threshold
+        As in :class:`DDM` (the same defaults), for every detector of the bank.
 
     Examples
     --------
@@ -215,15 +211,8 @@ class DDMBank(DetectorBank, _DDMArrays):
         return (drift, warning) if return_warnings else drift
 
     def update_many(self, i: int, xs, return_warnings: bool = False):
-        """Feed the errors ``xs``, in order, to detector ``i``.
-
-        Returns
-        -------
-        numpy.ndarray or tuple of numpy.ndarray
-            int64 positions within ``xs`` where a drift was detected; with
-            ``return_warnings``, ``(drift_positions, warning_positions)``, the latter being
-            every position at which the detector was in the warning zone.
-        """
+        """Feed the errors ``xs``, in order, to detector ``i``; returns what
+        :meth:`DDM.update_many` returns for them."""
         drift, warning = self._run_one(i, xs)
         if return_warnings:
             return np.flatnonzero(drift), np.flatnonzero(warning)

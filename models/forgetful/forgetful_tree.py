@@ -199,10 +199,9 @@ class ForgetfulLearner(Classifier):
 
         Parameters
         ----------
-        X : array-like of shape (b, n_features)
-            Feature rows (finite numbers).
-        y : sequence of labels (ints or strings)
-            One label per row; new labels may appear at any time.
+        X, y
+            A mini-batch of feature rows (finite numbers) and one label per row, as every
+            learner takes them (:mod:`models.core.base`); new labels may appear at any time.
         """
         prepared = self._prepare(X, y)
         if prepared is not None:

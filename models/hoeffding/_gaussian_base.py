@@ -87,10 +87,9 @@ class GaussianLearner(ProbabilityClassifier):
 
         Parameters
         ----------
-        X : array-like of shape (n, n_features)
-            Feature rows (finite numbers).
-        y : sequence of labels (ints or strings)
-            One label per row; new labels may appear at any time.
+        X, y
+            Feature rows (finite numbers) and one label per row, as every learner takes them
+            (:mod:`models.core.base`); new labels may appear at any time.
         sample_weight : array-like of shape (n,), optional
             Instance weights (``>= 0``; a row of weight 0 is counted but not learned).
         """

@@ -412,15 +412,8 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     # ------------------------------------------------------------------ learning
 
     def learn_many(self, X, y) -> None:
-        """Learn a batch of rows, in order (each tree first scores each row, then learns it).
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features)
-            Feature rows (finite numbers).
-        y : sequence of labels (ints or strings)
-            One label per row; new labels may appear at any time.
-        """
+        """Learn the rows ``X`` with their labels ``y`` in order, each tree scoring each row
+        before it learns it (new labels may appear at any time)."""
         self._learn(X, y, predict=False)
 
     def predict_proba_learn_many(self, X, y, learn_only=None) -> np.ndarray:

@@ -293,15 +293,8 @@ class OnlineRandomForest(ProbabilityClassifier):
     # ------------------------------------------------------------------ learning
 
     def learn_many(self, X, y) -> None:
-        """Learn a batch of rows in stream order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n, n_features)
-            Feature rows (finite numbers).
-        y : sequence of labels (ints or strings)
-            One label per row; new labels may appear at any time.
-        """
+        """Learn the rows ``X`` (finite numbers) with their labels ``y`` in stream order (new
+        labels may appear at any time)."""
         self._learn(X, y, predict=False)
 
     def predict_proba_learn_many(self, X, y) -> np.ndarray:
