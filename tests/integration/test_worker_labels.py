@@ -15,6 +15,7 @@ from worker_support import (
     crash_run,
     read_topic,
     scenario,
+    wait_for,
 )
 
 from schemas.deadletter import parse_deadletter_headers
@@ -60,13 +61,16 @@ def _bad_labels(streams: dict) -> list:
             (s1, label_value(s1, 7, [1.0, 2.0], 2_000_000), "invalid_target")]
 
 
-def _produce(bootstrap: str, topic: str, records: dict, bad: list) -> int:
+def _produce(bootstrap: str, topic: str, records: dict, bad: list, start: int = 0,
+             stop: int | None = None) -> int:
+    """Records ``start:stop`` of every stream (streams interleaved by chunks of 40), then
+    ``bad``."""
     p = make_producer(bootstrap)
     n = 0
-    longest = max(len(r) for r in records.values())
-    for a in range(0, longest, 40):  # streams interleaved by chunks
+    longest = max(len(r) for r in records.values()) if stop is None else stop
+    for a in range(start, longest, 40):
         for s, recs in records.items():
-            chunk = recs[a:a + 40]
+            chunk = recs[a:min(a + 40, longest)]
             if chunk:
                 n += produce_values(p, topic, s, [r[0] for r in chunk],
                                     headers={k: r[1] for k, r in enumerate(chunk) if r[1]})
@@ -146,3 +150,60 @@ def test_late_labels_are_learned_exactly_once_through_crashes_and_bad_ones_dead_
     assert any(e.get("checkpoint_offset") is not None for e in restores), restores
     codes = sorted(parse_deadletter_headers(m.headers())["code"] for m in dead)
     assert codes == sorted(code for *_, code in bad)
+
+
+def test_late_labels_join_instances_held_by_passivated_streams(kafka_bootstrap, tmp_path):
+    """A state budget smaller than one stream: after every checkpoint the streams, their held
+    instances with them, leave memory and come back from the checkpoints topic when their next
+    record comes (a label, often), through a crash. Outputs equal an uninterrupted run's."""
+    sc = scenario(kafka_bootstrap, "labels-passivate", streams=(3, 900, 6), KAFKA__EXTRA=FAST_GROUP,
+                  WORKER__STATE_BUDGET_MB="0.05", TOPICS__PARTITIONS="2",
+                  WORKER__CONSUME_BATCH="40", CHECKPOINT__EVERY_INSTANCES="200",
+                  WORKER__LOG_LEVEL="DEBUG")
+    env, settings, streams = sc.env, sc.settings, sc.streams
+    _produce(kafka_bootstrap, settings.topics.instances, _records(streams), [])
+    n = sum(len(y) for _, y in streams.values())
+    ref = _reference(settings, streams)
+    crashed = crash_run(env, tmp_path, "crash_after_commit=12", "passivate-crash")
+    assert crashed.events("streams passivated"), crashed.log()[-3000:]
+    w = WorkerProc(env, tmp_path, "passivate-final")
+    try:
+        preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n,
+                           timeout_s=240)
+    finally:
+        rc = w.terminate()
+    assert rc == 0, w.log()[-3000:]
+    assert sum(e["streams"] for e in w.events("streams restored")) > 0
+    assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
+    assert not read_topic(kafka_bootstrap, settings.topics.deadletter, idle_s=1)
+
+
+def test_late_labels_stay_exact_when_workers_join_and_leave(kafka_bootstrap, tmp_path):
+    """A second worker joins while instances and their late labels flow, then the first
+    leaves: held instances move with their partitions' checkpoints, outputs stay exact."""
+    sc = scenario(kafka_bootstrap, "labels-rebal", streams=(6, 900, 7), KAFKA__EXTRA=FAST_GROUP,
+                  TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="100",
+                  CHECKPOINT__EVERY_INSTANCES="300")
+    settings, streams = sc.settings, sc.streams
+    records = _records(streams)
+    n = sum(len(y) for _, y in streams.values())
+    ref = _reference(settings, streams)
+    topic, pred = settings.topics.instances, settings.topics.predictions
+    half = max(len(r) for r in records.values()) // 2
+    _produce(kafka_bootstrap, topic, records, [], 0, half)
+    workers = {"w1": WorkerProc(sc.member_env("w1"), tmp_path, "w1")}
+    try:
+        wait_for(lambda: count_committed(kafka_bootstrap, pred) >= n // 4, 180, "phase 1")
+        workers["w2"] = WorkerProc(sc.member_env("w2"), tmp_path, "w2")  # joins
+        _produce(kafka_bootstrap, topic, records, [], half)
+        wait_for(lambda: any(e.get("partitions") for e in workers["w2"].events(
+            "partitions assigned")), 120, "w2 assigned")
+        assert workers["w1"].terminate() == 0, workers["w1"].log()[-3000:]  # leaves
+        preds = read_topic(kafka_bootstrap, pred, expected=n, timeout_s=240)
+    finally:
+        for w in workers.values():
+            w.terminate()
+    assert_exact(ref, preds, streams)
+    assert_same_alerts_and_rankings(ref, kafka_bootstrap, settings, streams)
+    assert workers["w1"].events("partitions revoked")
