@@ -419,16 +419,12 @@ class Pipeline:
         served: dict[int, object] = {}  # label event -> the prediction its instance was served
         pending: list = []  # (id, kernel row) of rows held before their prediction is known
         rows_in: list[int] = []  # the segment's rows the kernel takes, in order
-        take, put, keep, hold = held.take, held.put, rows_in.append, rows.holding
+        put, keep, hold = held.put, rows_in.append, rows.holding
         for r in range(j - i):
             if kind[r]:
-                try:
-                    row, pred = take(ids[r], ts[r])
-                except PipelineError as exc:
-                    lab[r] = False
-                    out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
+                pred = self._take(rows, i, r, Xs, lab, out)
+                if pred is _REFUSED:
                     continue
-                Xs[r] = row
                 served[r] = pred
             elif hold and not lab[r]:
                 k = len(rows_in)
@@ -474,6 +470,19 @@ class Pipeline:
             proba[:first + 1] = 0.0
         return y_pred, proba, classes
 
+    def _take(self, rows, i: int, r: int, Xs, lab, out: StreamResult):
+        """The label event at row ``i + r`` takes its instance from the held store: its row
+        into ``Xs[r]``, its served prediction returned; a refused one is reported in
+        ``out.rejected``, unlabelled in ``lab`` (rows ``i:``) and answers :data:`_REFUSED`."""
+        try:
+            row, pred = self.held.take(rows.ids[i + r], rows.ts[i + r])
+        except PipelineError as exc:
+            lab[r] = False
+            out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
+            return _REFUSED
+        Xs[r] = row
+        return pred
+
     def _join(self, Xs, y, lab, rows, i, a, b, out: StreamResult) -> list:
         """Label events at rows ``i + a:i + b``: each takes its instance's row (into
         ``Xs``) and served prediction from the held store; a prequential predictor learns
@@ -481,16 +490,10 @@ class Pipeline:
         labelled (in ``lab``, the rows ``i:`` of the segment)."""
         served, joined = [], []
         for r in range(a, b):
-            try:
-                row, pred = self.held.take(rows.ids[i + r], rows.ts[i + r])
-            except PipelineError as exc:
-                lab[r] = False
-                out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
-                served.append(None)
-                continue
-            Xs[r] = row
-            served.append(pred)
-            joined.append(r)
+            pred = self._take(rows, i, r, Xs, lab, out)
+            served.append(None if pred is _REFUSED else pred)
+            if pred is not _REFUSED:
+                joined.append(r)
         if joined and self.prequential:
             sel = np.asarray(joined)
             self.predictor.learner.learn_many(
@@ -830,6 +833,11 @@ class _Rows:
         if self.holding:
             for r in which.tolist():
                 held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
+
+
+#: what :meth:`Pipeline._take` answers for a refused label event (a served prediction may be
+#: ``None``)
+_REFUSED = object()
 
 
 class _Pending:
