@@ -29,7 +29,7 @@ from ..core.base import (
     check_X,
     upgrade_state,
 )
-from . import _block_cart, _block_windows
+from . import _block_cart, _block_steps, _block_windows
 
 _SALT = 0xB10C
 _FIRST_ROWS = 16  # measurements held at first; the ring doubles up to max_blocks' worth
@@ -280,15 +280,19 @@ class BlockRanker(Learner):
         ``(1 - pool) P_k + pool mean_f P_k`` (the features whose measurements ever moved: a
         constant one has no evidence)."""
         p, L = self.params, self._arrays["losses"]
+        out = np.empty_like(L)
+        _block_windows.window_weights(L, self._paired_scores(), self._logs(), p["eta"],
+                                      p["paired_eta"], p["pool"], p["long_prior"], out)
+        return out
+
+    def _logs(self) -> np.ndarray:
+        """Each window's log length over the longest's (the long prior's term)."""
         if self._window_logs is None:  # fixed by the parameters, asked after every block
             windows = self._windows()
             # the core's log (models.core._fmath): numpy's differs with AVX-512
             top = fm.log(float(windows[-1])) if windows[-1] > 1 else 1.0
             self._window_logs = fm.log_array(windows) / top
-        out = np.empty_like(L)
-        _block_windows.window_weights(L, self._paired_scores(), self._window_logs, p["eta"],
-                                      p["paired_eta"], p["pool"], p["long_prior"], out)
-        return out
+        return self._window_logs
 
     def _fade_mass(self) -> tuple[float, float]:
         """The faded means' gathered weight and the sum of its squared parts after the
@@ -565,6 +569,64 @@ class BlockForestRanker(BlockRanker, Classifier):
                                        p["mtry"], _block_cart.split_features(d),
                                        p["max_depth"], a["rng"], forest, per_tree)
         return forest
+
+    #: :meth:`learn_many_ranked` gives the importances after every measurement of one call
+    ranks_while_learning = True
+
+    def learn_many_ranked(self, X, y) -> tuple[np.ndarray, dict]:
+        """:meth:`learn_many`, and what :meth:`importances` answered after each measurement
+        it made: ``rows[m]``, the rows of ``X`` taken when measurement ``m`` completed, and
+        ``{"mdi": mdi}`` with ``mdi[m]`` the importances then. One kernel call
+        (:func:`models.cart._block_steps.learn_rows`) instead of a call and an ask per
+        block: the state and the importances are those of :meth:`learn_many` and an ask
+        after every block, bit for bit.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((400, 3))
+        >>> y = (X[:, 1] > 0.5).astype(int).tolist()
+        >>> rows, imps = BlockForestRanker(seed=1).learn_many_ranked(X, y)
+        >>> rows[:3].tolist(), imps["mdi"].shape, int(np.argmax(imps["mdi"][-1]))
+        ([100, 110, 120], (31, 3), 1)
+        """
+        X = check_X(X, self.n_features)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} needs labels: y must not be None")
+        codes = self._encode_y(X, y)
+        if X.shape[0] and not self._arrays:
+            self._allocate(X.shape[1], codes)
+        if X.shape[0] == 0:
+            return np.zeros(0, np.int64), {"mdi": np.zeros((0, X.shape[1]))}
+        a, p = self._arrays, self.params
+        B, d = a["block_x"].shape
+        if self._columns is None:  # the sorted columns' arrays (:meth:`_sorted_columns`)
+            self._columns = (np.empty((d, B), np.int64), np.empty((d, B)), tuple(
+                np.empty(B + 1, t) for t in (np.int64, np.int64, float, np.int64, float)))
+        order, values, scratch = self._columns
+        sorted_ok = np.array([self._columns_at == self.n_blocks], np.uint8)
+        cap = X.shape[0] // p["stride"] + 2  # measurements this call can make
+        rows, mdi = np.zeros(cap, np.int64), np.zeros((cap, d))
+        n_trace, status, start, first = np.zeros(1, np.int64), np.zeros(1, np.int64), 0, False
+        while True:
+            start = _block_steps.learn_rows(
+                X, codes, len(self._classes), start, first, a["block_x"], a["block_y"],
+                a["ring"], a["history"], a["n_blocks"], a["losses"], a["loss_cross"], a["rng"],
+                order, values, scratch, sorted_ok, p["stride"], self._history_rows(),
+                p["n_trees"], p["mtry"], _block_cart.split_features(d), p["max_depth"],
+                self._windows(), self._gap(), p["rate"], self._logs(), p["eta"],
+                p["paired_eta"], p["pool"], p["long_prior"], rows, mdi, n_trace, status)
+            if status[0] == _block_steps.DONE:
+                break
+            # the ring of measurements doubles as at a measurement of learn_many (_measure)
+            a["history"] = grow_axis(a["history"], min(2 * a["history"].shape[0],
+                                                       self._history_rows()))
+            first = True
+        if n_trace[0]:
+            self._columns_at = self.n_blocks
+        a["n_seen"][0] += X.shape[0]
+        return rows[:n_trace[0]], {"mdi": mdi[:n_trace[0]]}
 
     def _extra_state(self) -> dict:
         return {**super()._extra_state(), "classes": list(self._classes.classes)}

@@ -515,7 +515,8 @@ def _detect(learned, errors, n, moa, flags, befores, settings, b_total, b_var, b
 
 
 @njit
-def learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, settings_i,
+def learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, lam, settings_f,
+               settings_i,
                w_settings, d_settings,
                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
                n_drifts, n_seen,
@@ -539,6 +540,11 @@ def learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, sett
     is only learned, its ``out`` row left 0 (the label of an instance predicted earlier: the
     prediction would not be used, and a tree's vote changes nothing it learns).
 
+    ``cuts`` (ascending ends of the call's segments, the last ``X.shape[0]``; empty: one
+    segment) and ``seg_counts`` (segments x 2 x T, zeros) count each tree's replacements
+    (``[:, 0]``) and background trees started (``[:, 1]``) per segment: what one call per
+    segment would report, learned in one call.
+
     This allocates the scratch and hands everything to :func:`_learn_rows`, compiled without
     numba's runtime: there a view (a row, a leaf's class weights) and a helper's call cost no
     reference counts, which were most of a row's time on streams of few features."""
@@ -559,7 +565,8 @@ def learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, sett
     errors = np.zeros(T)
     flags = np.zeros(T, np.bool_)
     befores = np.zeros(T)
-    return _learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, settings_i,
+    return _learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, lam,
+                       settings_f, settings_i,
                        w_settings, d_settings, left, right, best_left, best_right,
                        scores, proba, perm, index, ones, x_sub, factors, observed, learned,
                        errors, flags, befores,
@@ -576,7 +583,8 @@ def learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, sett
 
 
 @njit(_nrt=False)
-def _learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, settings_i,
+def _learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, lam, settings_f,
+                settings_i,
                 w_settings, d_settings, left, right, best_left, best_right, scores, proba, perm, index,
                 ones, x_sub, factors, observed, learned, errors, flags, befores,
                 rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
@@ -605,7 +613,10 @@ def _learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, set
     for r in range(start):
         k_now = max(k_now, y[r] + 1)
     i = start
+    seg = 0
     while i < X.shape[0]:
+        while seg + 1 < cuts.shape[0] and i >= cuts[seg]:
+            seg += 1
         if used[0] + NODES_PER_ROW * T > node_feature.shape[0] \
                 or used[1] + LEAVES_PER_ROW * T > leaf_node.shape[0]:
             return i
@@ -704,6 +715,8 @@ def _learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, set
                     reset_detector(t, wb_total, wb_var, wb_count, w_rows, w_total, w_variance,
                                    w_width, w_tick, w_drift)
                     n_warnings[t] += 1
+                    if cuts.shape[0] > 0:
+                        seg_counts[seg, 1, t] += 1
             _detect(learned, errors, n_learned, moa, flags, befores, d_settings, db_total,
                     db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick, d_drift,
                     d_det, d_seen)
@@ -735,6 +748,8 @@ def _learn_rows(X, y, quiet, start, out, k_known, weighted, lam, settings_f, set
                 tree_correct[t] = 0.0
                 tree_seen[t] = 0.0
                 n_drifts[t] += 1
+                if cuts.shape[0] > 0:
+                    seg_counts[seg, 0, t] += 1
         if predict:
             normalise(out[i])
         if k >= 0:

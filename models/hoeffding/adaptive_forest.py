@@ -88,6 +88,8 @@ def _round_log2(n: int) -> int:
 
 #: ``quiet`` of :func:`models.hoeffding._arf_kernels.learn_rows` when every row is predicted
 _NONE_QUIET = np.zeros(0, np.uint8)
+#: ``cuts`` and ``seg_counts`` of the kernel when a call is one segment
+_ONE_SEGMENT = (np.zeros(0, np.int64), np.zeros((0, 2, 0), np.int64))
 
 
 class AdaptiveRandomForest(ProbabilityClassifier):
@@ -227,6 +229,9 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     #: :meth:`predict_proba_learn_many` takes rows labelled ``None`` (only predicted): a
     #: stream whose labels come later is served in one call per run of rows
     predicts_unlabelled_rows = True
+    #: :meth:`predict_proba_learn_many` takes ``segments``: a poll of rows is learned in one
+    #: call, its events judged per segment (:meth:`select_segment`)
+    learns_in_segments = True
     state_arrays = {
         **{name: (np.dtype(dt).str, 1) for name, (dt, _) in _NODE_ARRAYS.items()},
         **{name: (np.dtype(dt).str, 1) for name, (dt, _) in _LEAF_ARRAYS.items()},
@@ -294,6 +299,10 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         self._d_settings = tree_bank_settings(drift_delta)
         self._classes = ClassIndex()
         self._arrays: dict[str, np.ndarray] = {}
+        # the last call's detector counts per segment (:meth:`select_segment`), and the view
+        # ``(last drifts, last warnings, drifts so far, warnings so far)`` events() reads
+        self._segments: tuple | None = None
+        self._view: tuple | None = None
 
     # ------------------------------------------------------------------ arrays
 
@@ -416,7 +425,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         before it learns it (new labels may appear at any time)."""
         self._learn(X, y, predict=False)
 
-    def predict_proba_learn_many(self, X, y, learn_only=None) -> np.ndarray:
+    def predict_proba_learn_many(self, X, y, learn_only=None, segments=None) -> np.ndarray:
         """Test-then-train in one kernel call: each row's class probabilities from the forest
         as it stood just before that row was learned (Gama et al. 2013's prequential
         evaluation, row by row), then the row learned; a row labelled ``None`` is only
@@ -429,6 +438,11 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         Rows where ``learn_only`` (booleans, optional) is set are learned without a
         prediction (their row is 0): the label of an instance predicted in an earlier call.
 
+        ``segments`` (optional: the ascending ends of consecutive runs of the rows, the last
+        ``len(X)``) makes the call count its trees' replacements per run, as one call per
+        run would: :meth:`select_segment` then shows each run's events. The predictions,
+        the state and the last run's events are those of one call per run.
+
         Examples
         --------
         >>> import numpy as np
@@ -439,14 +453,15 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         >>> P.shape, float(P[0].sum()), round(float(P[-1].sum()), 6)
         ((400, 2), 0.0, 1.0)
         """
-        return self._learn(X, y, predict=True, learn_only=learn_only)
+        return self._learn(X, y, predict=True, learn_only=learn_only, segments=segments)
 
-    def _learn(self, X, y, predict: bool, learn_only=None) -> np.ndarray | None:
+    def _learn(self, X, y, predict: bool, learn_only=None, segments=None) -> np.ndarray | None:
         X = check_X(X, self.n_features)
         if y is None:
             raise ValueError("AdaptiveRandomForest needs labels: y must not be None")
         known = len(self._classes)  # a row is predicted over the classes known by then
         codes = self._classes.encode(y, n_rows=X.shape[0], missing=predict)
+        self._segments = self._view = None
         if X.shape[0] == 0 or (codes < 0).all() and not self._arrays:
             if self._arrays:  # nothing learned: nothing to report
                 self._arrays["last_drifts"][:] = 0
@@ -461,10 +476,11 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         done = 0
         quiet = (_NONE_QUIET if learn_only is None else
                  np.ascontiguousarray(learn_only, dtype=np.uint8).reshape(X.shape[0]))
+        cuts, counts = _ONE_SEGMENT if segments is None else self._segment_arrays(segments, X)
         while True:
             a = self._arrays
             done = ak.learn_rows(
-                X, codes, quiet, done, out, known, self._vote, self.params["lambda_value"],
+                X, codes, quiet, cuts, counts, done, out, known, self._vote, self.params["lambda_value"],
                 self._settings_f, self._settings_i, self._w_settings, self._d_settings,
                 a["rng"], a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"],
                 a["tree_seen"], a["n_warnings"], a["n_drifts"], a["n_seen"],
@@ -472,9 +488,48 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             if done >= X.shape[0]:
                 break
             self._grow()
-        a["last_drifts"][:] = a["n_drifts"] - drifts
-        a["last_warnings"][:] = a["n_warnings"] - warnings
+        if segments is None:
+            a["last_drifts"][:] = a["n_drifts"] - drifts
+            a["last_warnings"][:] = a["n_warnings"] - warnings
+        else:  # the state one call per segment leaves: the last segment's counts
+            a["last_drifts"][:] = counts[-1, 0]
+            a["last_warnings"][:] = counts[-1, 1]
+            # per segment, as plain ints: (trees replaced, trees warned, replacements, drifts
+            # and warnings so far); a poll has a segment per 10 rows and most report nothing
+            so_far = counts.sum(axis=2).cumsum(axis=0) + [drifts.sum(), warnings.sum()]
+            self._segments = list(zip((counts[:, 0] > 0).sum(axis=1).tolist(),
+                                      (counts[:, 1] > 0).sum(axis=1).tolist(),
+                                      counts[:, 0].sum(axis=1).tolist(),
+                                      *so_far.T.tolist()))
         return out[:, :len(self._classes)] if predict else None
+
+    def _segment_arrays(self, segments, X) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's ``cuts`` and zeroed ``seg_counts`` for ``segments``."""
+        cuts = np.asarray(segments, dtype=np.int64).reshape(-1)
+        if cuts.shape[0] == 0 or cuts[-1] != X.shape[0] or (np.diff(cuts) <= 0).any() \
+                or cuts[0] <= 0:
+            raise ValueError("segments must be ascending ends of non-empty runs, the last "
+                             f"the number of rows ({X.shape[0]})")
+        return cuts, np.zeros((cuts.shape[0], 2, self.n_models), np.int64)
+
+    def select_segment(self, k: int) -> None:
+        """Make :meth:`events` (and :attr:`n_drifted`, :attr:`n_warned`, the counts so far)
+        describe segment ``k`` of the last call given ``segments``, as if it had been a call
+        of its own: the alert rules then judge each segment as they judge a call."""
+        if self._segments is None:
+            raise ValueError("the last call was not given segments")
+        self._view = self._segments[k]
+
+    def _last(self) -> tuple:
+        """``(trees replaced, trees that started a background tree, replacements, drifts so
+        far, warnings so far)``: of the last call, or of the segment :meth:`select_segment`
+        chose."""
+        if self._view is not None:
+            return self._view
+        a = self._arrays
+        return (int((a["last_drifts"] > 0).sum()), int((a["last_warnings"] > 0).sum()),
+                int(a["last_drifts"].sum()), int(a["n_drifts"].sum()),
+                int(a["n_warnings"].sum()))
 
     # ------------------------------------------------------------------ prediction
 
@@ -497,12 +552,12 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     @property
     def n_drifts(self) -> int:
         """Drifts detected (foreground trees replaced) so far, over all trees."""
-        return int(self._arrays["n_drifts"].sum()) if self._arrays else 0
+        return self._last()[3] if self._arrays else 0
 
     @property
     def n_warnings(self) -> int:
         """Warnings detected (background trees started) so far, over all trees."""
-        return int(self._arrays["n_warnings"].sum()) if self._arrays else 0
+        return self._last()[4] if self._arrays else 0
 
     @property
     def n_models(self) -> int:
@@ -512,13 +567,13 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     @property
     def n_drifted(self) -> int:
         """Trees replaced (their drift detector fired) in the last ``learn_many``."""
-        return int((self._arrays["last_drifts"] > 0).sum()) if self._arrays else 0
+        return self._last()[0] if self._arrays else 0
 
     @property
     def n_warned(self) -> int:
         """Trees that started a background tree (their warning detector fired) in the last
         ``learn_many``."""
-        return int((self._arrays["last_warnings"] > 0).sum()) if self._arrays else 0
+        return self._last()[1] if self._arrays else 0
 
     def events(self) -> list[LearnerEvent]:
         """What the per-tree detectors did in the last ``learn_many``.
@@ -531,12 +586,12 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         """
         if not self._arrays:
             return []
-        a, T, out = self._arrays, self.n_models, []
+        T, out = self.n_models, []
         if self.n_drifted:
             out.append(LearnerEvent(
                 "tree_drift", "drift", -1, -1,
                 f"{self.n_drifted} of {T} trees replaced after their drift detector fired "
-                f"({int(a['last_drifts'].sum())} replacement(s); {self.n_drifts} so far)"))
+                f"({self._last()[2]} replacement(s); {self.n_drifts} so far)"))
         if self.n_warned:
             out.append(LearnerEvent(
                 "tree_warning", "warning", -1, -1,

@@ -249,3 +249,32 @@ def test_a_state_from_before_the_flavour_goes_on_by_rivers_rules():
     _same_arrays(m, r)
     with pytest.raises(ValueError, match="flavour"):
         AdaptiveRandomForest(flavour="java")
+
+
+def test_one_call_with_segments_reports_each_segment_as_its_own_call():
+    # the worker learns a poll in one call and judges the trees replaced per segment: the
+    # probabilities, the state and every segment's events (with its counts so far) are
+    # those of one call per segment
+    X, y = _stream(3000, 4, seed=5, flip_at=1500)
+    ys = y.tolist()
+    cuts = [7, 300, 1490, 1510, 1600, 2200, 3000]
+    one, per = AdaptiveRandomForest(n_models=6, seed=3), AdaptiveRandomForest(n_models=6, seed=3)
+    proba = one.predict_proba_learn_many(X, ys, segments=cuts)
+    expected, parts = [], []
+    for a, b in zip([0, *cuts], cuts):
+        p = per.predict_proba_learn_many(X[a:b], ys[a:b])
+        parts.append(np.pad(p, ((0, 0), (0, proba.shape[1] - p.shape[1]))))
+        expected.append((per.events(), per.n_drifted, per.n_warned, per.n_drifts))
+    np.testing.assert_array_equal(proba, np.vstack(parts))
+    _same_arrays(one, per)
+    got = []
+    for k in range(len(cuts)):
+        one.select_segment(k)
+        got.append((one.events(), one.n_drifted, one.n_warned, one.n_drifts))
+    assert got == expected
+    assert sum(n for _, n, _, _ in got) >= 3  # trees were replaced, in several segments
+    with pytest.raises(ValueError, match="segments"):
+        one.predict_proba_learn_many(X[:10], ys[:10], segments=[5, 9])
+    one.predict_proba_learn_many(X[:10], ys[:10])
+    with pytest.raises(ValueError, match="not given segments"):
+        one.select_segment(0)

@@ -12,7 +12,7 @@ import pytest
 
 from models.cart.block_forest import STATE_VERSION, BlockForestRanker
 from models.cart.block_forest_regression import BlockForestRegressionRanker
-from schemas.codec import decode_state
+from schemas.codec import decode_state, encode_state
 
 REFERENCE = Path(__file__).parent / "reference"
 
@@ -332,3 +332,39 @@ def test_the_version_1_checkpoint_of_the_former_weights_is_refused():
     assert state["params"]["weights"] == "relative" and state["params"]["corr_eta"] == 0.3
     with pytest.raises(ValueError, match="weights relative to the best loss"):
         BlockForestRanker.from_state(state)
+
+
+@pytest.mark.parametrize("stride,block_size,max_blocks", [(10, 100, 64), (1, 10, 64),
+                                                          (25, 100, 2), (5, 50, 8)])
+def test_learning_a_poll_at_once_gives_the_importances_of_an_ask_after_every_block(
+        stride, block_size, max_blocks):
+    # learn_many_ranked answers, for every measurement of one call, what importances()
+    # answered after it with learn_many a block at a time; the state is the same, across
+    # calls of any length, a restore, the ring of measurements growing and a class that
+    # appears late
+    rng = np.random.default_rng(stride)
+    n, d = 2400, 3
+    X = rng.random((n, d))
+    X[:, 0] = np.round(X[:, 0], 1)  # ties in a column
+    y = [str(int(v)) for v in X[:, 1] + 0.3 * rng.random(n) > 0.6]
+    y[n // 2] = "late"
+    kw = dict(seed=4, stride=stride, block_size=block_size, max_blocks=max_blocks)
+    ref, ahead = BlockForestRanker(**kw), BlockForestRanker(**kw)
+    expected = []
+    for a in range(0, n, stride):
+        before = ref.n_blocks
+        ref.learn_many(X[a:a + stride], y[a:a + stride])
+        if ref.n_blocks > before:
+            expected.append((min(a + stride, n), ref.importances()["mdi"].tolist()))
+    got, a = [], 0
+    for b in (1, 150, 151, 900, 1333, n):
+        if a == 900:
+            ahead = BlockForestRanker.from_state(decode_state(encode_state(ahead.to_state())))
+        rows, imps = ahead.learn_many_ranked(X[a:b], y[a:b])
+        got += [(a + int(r), m.tolist()) for r, m in zip(rows, imps["mdi"])]
+        a = b
+    assert got == expected and len(got) > 20
+    state, ref_state = ahead.to_state(), ref.to_state()
+    assert state["params"] == ref_state["params"] and state["extra"] == ref_state["extra"]
+    for k, v in ref_state["arrays"].items():
+        np.testing.assert_array_equal(state["arrays"][k], v, err_msg=k)

@@ -778,3 +778,53 @@ def test_a_state_written_before_the_rankers_learned_per_block_continues_without_
     # the 35 pending rows and the first new one at once, then a block every 10 rows
     assert [(k.row, k.n_seen) for k in res.rankings] == [
         (r, 166 + r) for r in range(0, 700 - 135, 10)]
+
+
+def _flipping_stream(n=3000, seed=3):
+    """Four features, the concept flips every 700 rows (the class of ``x0 + x1 > 1`` is
+    inverted): the forest replaces many trees at once, the ranker's ranking moves."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 4))
+    y = (X[:, 0] + X[:, 1] > 1.0).astype(int)
+    flip = (np.arange(n) // 700) % 2 == 1
+    return X, [int(v) for v in np.where(flip, 1 - y, y)]
+
+
+def _poll_outputs(X, y, cuts, **cfg):
+    p = Pipeline("s1", PipelineConfig(**cfg), n_features=X.shape[1])
+    preds, probas, alerts, ranks = [], [], [], []
+    for a, b in zip([0, *cuts], [*cuts, len(y)]):
+        res = p.process(X[a:b], y[a:b])
+        for blk in res.blocks:
+            preds += blk.y_pred
+            probas += [row.tolist() for row in blk.proba]
+        alerts += [(a + al.row, al.source, al.level, al.position, al.detail) for al in res.alerts]
+        ranks += [(a + r.row, r.method, r.features, r.scores, r.n_seen) for r in res.rankings]
+    return preds, probas, alerts, ranks, encode_state(p.to_state())
+
+
+@pytest.mark.parametrize("publish", ["block", "top_k", "interval"])
+def test_a_poll_learned_ahead_answers_as_one_call_per_segment(monkeypatch, publish):
+    # a poll of labelled instances is learned in one call of the forest (its replacements
+    # counted per segment) and one of the block ranker (its importances per measurement):
+    # every output and the state are those of one call of each per segment
+    X, y = _flipping_stream()
+    cfg = dict(publish_rankings=publish, ranking_every=333, seed=2)
+    cuts = [1, 40, 1000, 1007, 2500]
+    planned = []
+    plan = Pipeline._plan_poll
+
+    def spy(self, *args):
+        out = plan(self, *args)
+        planned.append(out is not None)
+        return out
+
+    monkeypatch.setattr(Pipeline, "_plan_poll", spy)
+    ahead = _poll_outputs(X, y, cuts, **cfg)
+    assert all(planned) and len(planned) == len(cuts) + 1
+    monkeypatch.setattr(Pipeline, "_plan_poll", lambda self, *args: None)
+    per_segment = _poll_outputs(X, y, cuts, **cfg)
+    assert ahead == per_segment
+    sources = {a[1] for a in ahead[2]}
+    assert "adaptive_random_forest" in sources  # trees replaced together: a tree_drift alert
+    assert len({tuple(r[2]) for r in ahead[3]}) > 1  # the ranking moved

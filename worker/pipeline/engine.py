@@ -57,6 +57,7 @@ from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
 from .stages import Stage, alert_level, detect
 from .tasks import Task, make_task, task_of_label
+from .whole_poll import WholePoll
 
 STATE_VERSION = 2
 #: unlabelled rows a stream holds for their labels, by default (``labels.held_rows``)
@@ -107,6 +108,8 @@ class Pipeline:
     #: a stream of instances: it takes no FeatureArrivals
     #: (:class:`~worker.pipeline.feature_stream.FeatureStreamPipeline` does)
     arrivals = False
+    #: the answers of the poll being processed, learned ahead (:meth:`_plan_poll`)
+    _poll: WholePoll | None = None
 
     def __init__(self, stream: str, cfg: PipelineConfig, n_features: int,
                  feature_names: list[str] | None = None, max_classes: int | None = None,
@@ -282,35 +285,26 @@ class Pipeline:
         if offsets is None:
             offsets = np.full(n, -1, dtype=np.int64)
         out = StreamResult()
-        if None in y:
-            labelled = np.fromiter((v is not None for v in y), dtype=bool, count=n)
-        else:  # all labelled (the common case): no per-row test
-            labelled = np.ones(n, dtype=bool)
+        every_row = None not in y  # all labelled (the common case): no per-row test
+        labelled = np.ones(n, dtype=bool) if every_row else \
+            np.fromiter((v is not None for v in y), dtype=bool, count=n)
         if self.task is None and labelled.any():
             self.check_label(y[int(np.argmax(labelled))])
         rows = _Rows.of(n, self.n_instances, ids, ts, labels, offsets)
         dropped = self.held.dropped
-        lab_idx = np.flatnonzero(labelled)
-        mini_batch = 0 if self.prequential else self.cfg.batch_size  # rows a mini-batch learner waits for
-        block = self.rank_rows
-        every = self.cfg.ranking_every if self.cfg.rankers else 0
+        lab_idx = None if every_row else np.flatnonzero(labelled)
         losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
         loss_rows: list[np.ndarray] = []  # and their rows
-        i = 0
-        while i < n:
-            j = n
-            # at least one row: a state written before the rankers learned per block holds
-            # up to a mini-batch of rows they have not learned; they learn at the first row
-            need = max(1, block - (self.n_pending - self.n_ranked))
-            if mini_batch:
-                need = max(1, min(need, mini_batch - self.n_pending))
-            k = int(np.searchsorted(lab_idx, i))
-            if k + need - 1 < lab_idx.shape[0]:
-                j = int(lab_idx[k + need - 1]) + 1
-            if every:
-                j = min(j, rows.after_instances(i, max(1, self.next_ranking - self.n_instances)))
-            self._segment(X, y, labelled, rows, i, j, emit, out, losses, loss_rows)
-            i = j
+        self._poll = self._plan_poll(X, y, labelled, rows, emit)
+        try:
+            i = 0
+            while i < n:
+                j = self._segment_end(i, lab_idx, rows, self.n_pending - self.n_ranked,
+                                      self.n_pending, self.n_instances, self.next_ranking)
+                self._segment(X, y, labelled, rows, i, j, emit, out, losses, loss_rows)
+                i = j
+        finally:
+            self._poll = None
         if self.detectors and losses:
             # detectors only read the loss sequence, never feed the learners: one call over
             # the whole run gives the alerts the per-segment calls would
@@ -325,6 +319,79 @@ class Pipeline:
         out.held_dropped = self.held.dropped - dropped
         return out
 
+    def _segment_end(self, i: int, lab_idx: np.ndarray | None, rows: _Rows, owed: int,
+                     pending: int, seen: int, next_ranking: int) -> int:
+        """The end of the segment of rows that starts at row ``i``: after the labelled row
+        (of ``lab_idx``; ``None``: every row) that completes the rankers' block (``owed`` of
+        its rows learned by the predictor,
+        not yet by them) or the mini-batch of a predictor defined on mini-batches
+        (``pending`` rows waiting), or at the instance at which a ranking is due (``seen``
+        instances so far, the next ranking at ``next_ranking``); the poll's end at the
+        latest."""
+        # at least one row: a state written before the rankers learned per block holds
+        # up to a mini-batch of rows they have not learned; they learn at the first row
+        need = max(1, self.rank_rows - owed)
+        if not self.prequential:  # rows a mini-batch learner waits for
+            need = max(1, min(need, self.cfg.batch_size - pending))
+        if lab_idx is None:  # every row labelled
+            j = min(rows.n, i + need)
+        else:
+            j = rows.n
+            k = int(np.searchsorted(lab_idx, i))
+            if k + need - 1 < lab_idx.shape[0]:
+                j = int(lab_idx[k + need - 1]) + 1
+        if self.cfg.ranking_every and self.cfg.rankers:
+            j = min(j, rows.after_instances(i, max(1, next_ranking - seen)))
+        return j
+
+    def _plan_poll(self, X, y, labelled, rows: _Rows, emit: bool) -> WholePoll | None:
+        """The poll learned ahead (:mod:`worker.pipeline.whole_poll`) when every row is a
+        labelled instance, the predictor counts its events per segment and every ranker
+        beside it reports its importances per measurement and declares no events; ``None``
+        otherwise (the segments then call the learners themselves).
+
+        The segments are those :meth:`process` cuts, from the same counters advanced as the
+        segments will advance them (the rankers' block restarts once complete; a ranking is
+        due every ``ranking_every`` instances). The rankers learn the rows they have not
+        learned yet, up to the poll's last complete block.
+        """
+        learner = self.predictor.learner if self.predictor is not None else None
+        rankers = [s for s in self.rankers if s is not self.predictor]
+        if (self.task is None or self.selector is not None or not self.prequential
+                or not getattr(learner, "learns_in_segments", False) or not labelled.all()
+                or (rows.labels is not None and rows.labels.any())
+                or any(s.spec.events or not getattr(s.learner, "ranks_while_learning", False)
+                       for s in rankers)):
+            return None
+        n, block, every = X.shape[0], self.rank_rows, self.cfg.ranking_every
+        owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
+            self.next_ranking
+        cuts, ranked, i = [], 0, 0  # ranked: the rows the rankers learn in this poll
+        while i < n:
+            j = self._segment_end(i, None, rows, owed, 0, seen, next_ranking)
+            cuts.append(j)
+            owed += j - i
+            if owed >= block:
+                owed, ranked = 0, j
+            seen += j - i
+            if every and seen >= next_ranking:
+                next_ranking = (seen // every + 1) * every
+            i = j
+        segments = self.task.predict_learn_segments(learner, X, y, cuts, emit)
+        traces = {}
+        if rankers and ranked:
+            Xr, yr = X[:ranked], y[:ranked]
+            if self.n_pending > self.n_ranked:  # rows of earlier polls they wait for
+                Xr = np.concatenate([*self._pending_X, Xr])[self.n_ranked:]
+                yr = self._pending_y[self.n_ranked:] + list(yr)
+            targets = self.task.learn_targets(yr)
+            for stage in rankers:
+                seen_before, before = int(stage.learner.n_seen), stage.learner.importances()
+                rows_at, imps = stage.learner.learn_many_ranked(Xr, targets)
+                traces[id(stage)] = (rows_at, imps, seen_before, before)
+        return WholePoll([(k, a, b, *seg) for k, (a, b, seg) in
+                          enumerate(zip([0, *cuts], cuts, segments))], traces)
+
     @property
     def prequential(self) -> bool:
         """Whether the predictor learns row by row in its own test-then-train kernel: each
@@ -336,6 +403,12 @@ class Pipeline:
     def _predict_learn(self, Xs, y, labelled, rows, i, j, emit, out: StreamResult) -> list:
         """Rows ``i:j`` test-then-train, labelled runs in the predictor's fused kernel and
         unlabelled runs predicted only; one prediction block per run. Returns ``y_pred``."""
+        if self._poll is not None:  # the segment's answers from the poll's one call
+            k, classes, yp, proba = self._poll.next_segment(i, j)
+            self.predictor.learner.select_segment(k)
+            self._learned(rows.pos[i:j], j - 1, out)
+            out.blocks.append(PredictionBlock(i, j, classes, yp, proba))
+            return yp
         task, learner = self.task, self.predictor.learner
         lab = labelled[i:j]
         cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 1
@@ -596,15 +669,19 @@ class Pipeline:
         learning = [(self.predictor, 0)] if full else []
         if ranks:
             learning += [(s, k) for s in self.rankers if s is not self.predictor]
+        poll = self._poll
         try:
             for stage, first in learning:
-                stage.learner.learn_many(Xp[first:], self.task.learn_targets(yp[first:]))
+                if poll is None or not poll.learned(stage):
+                    stage.learner.learn_many(Xp[first:], self.task.learn_targets(yp[first:]))
         except ValueError as exc:
             self._clear_pending()
             out.rejected.append((np.concatenate(pO).astype(np.int64, copy=False),
                                  PipelineError("learner_rejected", str(exc))))
             return
         ranked = self.n_pending if ranks else k
+        if poll is not None and ranks:  # the rows the rankers have now learned
+            poll.fed += ranked - k
         if full or self.prequential:  # only the rankers wait for the rows after ``ranked``
             self._keep_pending(Xp, positions, ranked)
         else:
@@ -664,8 +741,9 @@ class Pipeline:
         """Rankings of every method (all of them, or those whose top-k changed)."""
         names = self.names
         for stage in self.rankers:
-            n_seen = int(stage.learner.n_seen)
-            for method, scores in stage.rankings():
+            ahead = None if self._poll is None else self._poll.rankings(stage)
+            n_seen, rankings = ahead or (int(stage.learner.n_seen), stage.rankings())
+            for method, scores in rankings:
                 # stable order: ties broken by column index, so rankings are reproducible
                 order = np.lexsort((np.arange(scores.shape[0]), -scores))
                 top = [int(c) for c in order[: self.cfg.top_k]]
@@ -791,11 +869,12 @@ class _Rows:
     offsets, instance ids and times (for held rows), which rows are label events, and
     each row's stream position (a label event stands at its latest instance's)."""
 
-    __slots__ = ("ids", "ts", "offsets", "labels", "holding", "prefix", "pos")
+    __slots__ = ("n", "ids", "ts", "offsets", "labels", "holding", "prefix", "pos")
 
     @classmethod
     def of(cls, n: int, start: int, ids, ts, labels, offsets) -> _Rows:
         r = cls()
+        r.n = n
         # ids as Python values: held rows are keyed by them and checkpointed (the bulk decoder
         # gives arrays)
         r.ids = ids.tolist() if isinstance(ids, np.ndarray) else ids

@@ -60,9 +60,10 @@ class Stage:
         """Events of the last ``learn_many`` (none unless the spec declares some)."""
         return self.learner.events() if self.spec.events else []
 
-    def rankings(self) -> list[tuple[str, np.ndarray]]:
-        """``(method, scores)`` of every ranking the spec declares that has scores now."""
-        imps = self.learner.importances()
+    def rankings(self, imps: dict | None = None) -> list[tuple[str, np.ndarray]]:
+        """``(method, scores)`` of every ranking the spec declares that has scores now (or
+        in ``imps``, importances the learner gave earlier)."""
+        imps = self.learner.importances() if imps is None else imps
         return [(method, np.asarray(imps[key], dtype=np.float64))
                 for key, method in self.spec.rankings if key in imps]
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from models.core.base import ClassIndex
 from models.registry import CLASSIFICATION, REGRESSION
 
 from .errors import PipelineError
@@ -145,11 +146,12 @@ class ClassificationTask(Task):
     def prequential(self, predictor) -> bool:
         return hasattr(predictor, "predict_proba_learn_many")
 
-    def predict_learn(self, predictor, X: np.ndarray, ys: list, emit: bool):
+    def predict_learn(self, predictor, X: np.ndarray, ys: list, emit: bool, **options):
         fresh = predictor.n_seen == 0  # the first row is predicted by an empty model
-        proba = np.asarray(predictor.predict_proba_learn_many(X, ys))
+        proba = np.asarray(predictor.predict_proba_learn_many(X, ys, **options))
         classes = self.classes(predictor)
-        # the most probable class, lowest index on ties, as predict_many gives it
+        # the most probable class, lowest index on ties, as predict_many gives it (a class
+        # that appeared after a row has probability 0 there: the same as over those before)
         y_pred = [classes[k] for k in np.argmax(proba, axis=1).tolist()] if classes \
             else [None] * X.shape[0]
         if fresh and y_pred:
@@ -157,6 +159,25 @@ class ClassificationTask(Task):
             if emit:
                 proba[0] = 0.0
         return classes, y_pred, (proba if emit else None)
+
+
+    def predict_learn_segments(self, predictor, X: np.ndarray, ys: list, cuts: list,
+                               emit: bool) -> list:
+        """:meth:`predict_learn` of consecutive segments ending at ``cuts`` in one call of a
+        predictor that counts its events per segment (``segments``): one ``(classes,
+        y_pred, proba)`` per segment, each as the segment's own call gives it (its classes
+        those known after it, its probabilities over them)."""
+        known = len(self.classes(predictor))
+        _, y_pred, all_proba = self.predict_learn(predictor, X, ys, emit, segments=cuts)
+        classes = self.classes(predictor)
+        codes = ClassIndex(classes).encode(ys, grow=False)
+        out, a = [], 0
+        for b in cuts:
+            known = max(known, int(codes[a:b].max()) + 1)
+            out.append((classes[:known], y_pred[a:b],
+                        None if all_proba is None else all_proba[a:b, :known]))
+            a = b
+        return out
 
 
 class RegressionTask(Task):
