@@ -524,12 +524,12 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         """``(trees replaced, trees that started a background tree, replacements, drifts so
         far, warnings so far)``: of the last call, or of the segment :meth:`select_segment`
         chose."""
-        if self._view is not None:
-            return self._view
-        a = self._arrays
-        return (int((a["last_drifts"] > 0).sum()), int((a["last_warnings"] > 0).sum()),
-                int(a["last_drifts"].sum()), int(a["n_drifts"].sum()),
-                int(a["n_warnings"].sum()))
+        if self._view is None:  # once per call: the state changes only in _learn
+            a = self._arrays
+            self._view = (int((a["last_drifts"] > 0).sum()),
+                          int((a["last_warnings"] > 0).sum()), int(a["last_drifts"].sum()),
+                          int(a["n_drifts"].sum()), int(a["n_warnings"].sum()))
+        return self._view
 
     # ------------------------------------------------------------------ prediction
 

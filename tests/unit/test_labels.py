@@ -241,3 +241,34 @@ def test_rows_held_from_the_bulk_decoders_arrays_checkpoint_and_restore():
     assert len(p.held) == 25 and all(type(i) is int for i in p.held.rows)
     back = Pipeline.from_state(decode_state(encode_state(p.to_state())))
     assert encode_state(back.to_state()) == encode_state(p.to_state())
+
+
+@pytest.mark.parametrize("publish", ["block", "top_k"])
+def test_rankings_made_once_the_poll_is_through_are_those_made_per_block(monkeypatch, publish):
+    """With late labels the block ranker still learns a poll's rows in one call, the
+    rankings made afterwards from its importances at each ask: the outputs and the state are
+    those of a learn and an ask per block, whatever the cuts (some labels refused too)."""
+    X, y = _stream(1500, seed=4)
+    Xd, ys, ids, ts, labels = _delayed(X, y, 40)
+    ids = [i + 7 if k % 97 == 5 else i for k, i in enumerate(ids)]  # unknown ids: refused
+    cuts = [3, 500, 1100, 2200, len(ys)]
+
+    def run():
+        p = Pipeline("s", PipelineConfig(publish_rankings=publish, ranking_every=250), 4)
+        outs, a = [], 0
+        for b in cuts:
+            res = p.process(Xd[a:b], ys[a:b], ids=ids[a:b], ts=ts[a:b],
+                            labels=np.asarray(labels[a:b]))
+            outs.append(([(blk.start, blk.y_pred, None if blk.proba is None else
+                           blk.proba.tolist()) for blk in res.blocks],
+                         [(r.row, r.source, r.level, r.position, r.detail) for r in res.alerts],
+                         [(r.row, r.method, r.features, r.scores, r.n_seen)
+                          for r in res.rankings], [(e.code, o.tolist()) for o, e in res.rejected]))
+            a = b
+        return outs, encode_state(p.to_state())
+
+    deferred = run()
+    monkeypatch.setattr(Pipeline, "_defer_rankings", lambda self: None)
+    per_block = run()
+    assert deferred == per_block
+    assert sum(len(o[2]) for o in deferred[0]) > 10 and any(o[3] for o in deferred[0])

@@ -804,27 +804,31 @@ def _poll_outputs(X, y, cuts, **cfg):
 
 
 @pytest.mark.parametrize("publish", ["block", "top_k", "interval"])
-def test_a_poll_learned_ahead_answers_as_one_call_per_segment(monkeypatch, publish):
+def test_a_poll_learned_in_one_call_per_learner_answers_as_one_call_per_segment(
+        monkeypatch, publish):
     # a poll of labelled instances is learned in one call of the forest (its replacements
-    # counted per segment) and one of the block ranker (its importances per measurement):
-    # every output and the state are those of one call of each per segment
+    # counted per segment) and one of the block ranker (its importances per measurement,
+    # the rankings made once the poll is through): every output and the state are those of
+    # one call of each per segment
     X, y = _flipping_stream()
     cfg = dict(publish_rankings=publish, ranking_every=333, seed=2)
     cuts = [1, 40, 1000, 1007, 2500]
-    planned = []
-    plan = Pipeline._plan_poll
+    used = []
+    for name in ("_plan_poll", "_defer_rankings"):
+        original = getattr(Pipeline, name)
 
-    def spy(self, *args):
-        out = plan(self, *args)
-        planned.append(out is not None)
-        return out
+        def spy(self, *args, _original=original, _name=name):
+            out = _original(self, *args)
+            used.append((_name, out is not None))
+            return out
 
-    monkeypatch.setattr(Pipeline, "_plan_poll", spy)
-    ahead = _poll_outputs(X, y, cuts, **cfg)
-    assert all(planned) and len(planned) == len(cuts) + 1
-    monkeypatch.setattr(Pipeline, "_plan_poll", lambda self, *args: None)
+        monkeypatch.setattr(Pipeline, name, spy)
+    whole = _poll_outputs(X, y, cuts, **cfg)
+    assert used and all(ok for _, ok in used) and len(used) == 2 * (len(cuts) + 1)
+    for name in ("_plan_poll", "_defer_rankings"):
+        monkeypatch.setattr(Pipeline, name, lambda self, *args: None)
     per_segment = _poll_outputs(X, y, cuts, **cfg)
-    assert ahead == per_segment
-    sources = {a[1] for a in ahead[2]}
+    assert whole == per_segment
+    sources = {a[1] for a in whole[2]}
     assert "adaptive_random_forest" in sources  # trees replaced together: a tree_drift alert
-    assert len({tuple(r[2]) for r in ahead[3]}) > 1  # the ranking moved
+    assert len({tuple(r[2]) for r in whole[3]}) > 1  # the ranking moved

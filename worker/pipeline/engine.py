@@ -57,7 +57,7 @@ from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
 from .stages import Stage, alert_level, detect
 from .tasks import Task, make_task, task_of_label
-from .whole_poll import WholePoll
+from .whole_poll import DeferredRankings, PlannedSegments
 
 STATE_VERSION = 2
 #: unlabelled rows a stream holds for their labels, by default (``labels.held_rows``)
@@ -108,8 +108,10 @@ class Pipeline:
     #: a stream of instances: it takes no FeatureArrivals
     #: (:class:`~worker.pipeline.feature_stream.FeatureStreamPipeline` does)
     arrivals = False
-    #: the answers of the poll being processed, learned ahead (:meth:`_plan_poll`)
-    _poll: WholePoll | None = None
+    #: the predictor's answers of the poll being processed (:meth:`_plan_poll`), and the
+    #: rankers' rows and asks, made once it is through (:meth:`_defer_rankings`)
+    _planned: PlannedSegments | None = None
+    _deferred: DeferredRankings | None = None
 
     def __init__(self, stream: str, cfg: PipelineConfig, n_features: int,
                  feature_names: list[str] | None = None, max_classes: int | None = None,
@@ -295,7 +297,8 @@ class Pipeline:
         lab_idx = None if every_row else np.flatnonzero(labelled)
         losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
         loss_rows: list[np.ndarray] = []  # and their rows
-        self._poll = self._plan_poll(X, y, labelled, rows, emit)
+        self._planned = self._plan_poll(X, y, labelled, rows, emit)
+        self._deferred = self._defer_rankings()
         try:
             i = 0
             while i < n:
@@ -303,8 +306,10 @@ class Pipeline:
                                       self.n_pending, self.n_instances, self.next_ranking)
                 self._segment(X, y, labelled, rows, i, j, emit, out, losses, loss_rows)
                 i = j
+            if self._deferred is not None:
+                self._deferred.flush(lambda *ranking: self._publish_ranking(out, *ranking))
         finally:
-            self._poll = None
+            self._planned = self._deferred = None
         if self.detectors and losses:
             # detectors only read the loss sequence, never feed the learners: one call over
             # the whole run gives the alerts the per-segment calls would
@@ -344,53 +349,47 @@ class Pipeline:
             j = min(j, rows.after_instances(i, max(1, next_ranking - seen)))
         return j
 
-    def _plan_poll(self, X, y, labelled, rows: _Rows, emit: bool) -> WholePoll | None:
-        """The poll learned ahead (:mod:`worker.pipeline.whole_poll`) when every row is a
-        labelled instance, the predictor counts its events per segment and every ranker
-        beside it reports its importances per measurement and declares no events; ``None``
-        otherwise (the segments then call the learners themselves).
+    def _plan_poll(self, X, y, labelled, rows: _Rows, emit: bool) -> PlannedSegments | None:
+        """The predictor's answers for every segment from one call over the poll
+        (:mod:`worker.pipeline.whole_poll`) when every row is a labelled instance and the
+        predictor counts its events per segment; ``None`` otherwise (the segments then call
+        it themselves).
 
         The segments are those :meth:`process` cuts, from the same counters advanced as the
         segments will advance them (the rankers' block restarts once complete; a ranking is
-        due every ``ranking_every`` instances). The rankers learn the rows they have not
-        learned yet, up to the poll's last complete block.
+        due every ``ranking_every`` instances).
         """
         learner = self.predictor.learner if self.predictor is not None else None
-        rankers = [s for s in self.rankers if s is not self.predictor]
         if (self.task is None or self.selector is not None or not self.prequential
                 or not getattr(learner, "learns_in_segments", False) or not labelled.all()
-                or (rows.labels is not None and rows.labels.any())
-                or any(s.spec.events or not getattr(s.learner, "ranks_while_learning", False)
-                       for s in rankers)):
+                or (rows.labels is not None and rows.labels.any())):
             return None
         n, block, every = X.shape[0], self.rank_rows, self.cfg.ranking_every
         owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
             self.next_ranking
-        cuts, ranked, i = [], 0, 0  # ranked: the rows the rankers learn in this poll
+        cuts, i = [], 0
         while i < n:
             j = self._segment_end(i, None, rows, owed, 0, seen, next_ranking)
             cuts.append(j)
-            owed += j - i
-            if owed >= block:
-                owed, ranked = 0, j
+            owed = 0 if owed + j - i >= block else owed + j - i
             seen += j - i
             if every and seen >= next_ranking:
                 next_ranking = (seen // every + 1) * every
             i = j
         segments = self.task.predict_learn_segments(learner, X, y, cuts, emit)
-        traces = {}
-        if rankers and ranked:
-            Xr, yr = X[:ranked], y[:ranked]
-            if self.n_pending > self.n_ranked:  # rows of earlier polls they wait for
-                Xr = np.concatenate([*self._pending_X, Xr])[self.n_ranked:]
-                yr = self._pending_y[self.n_ranked:] + list(yr)
-            targets = self.task.learn_targets(yr)
-            for stage in rankers:
-                seen_before, before = int(stage.learner.n_seen), stage.learner.importances()
-                rows_at, imps = stage.learner.learn_many_ranked(Xr, targets)
-                traces[id(stage)] = (rows_at, imps, seen_before, before)
-        return WholePoll([(k, a, b, *seg) for k, (a, b, seg) in
-                          enumerate(zip([0, *cuts], cuts, segments))], traces)
+        return PlannedSegments([(k, a, b, *seg) for k, (a, b, seg) in
+                                enumerate(zip([0, *cuts], cuts, segments))])
+
+    def _defer_rankings(self) -> DeferredRankings | None:
+        """Rankers that learn the poll's rows in one call once it is through, when every
+        one gives its importances per measurement, declares no events and is not the
+        predictor, and no selector publishes rankings between theirs
+        (:class:`~worker.pipeline.whole_poll.DeferredRankings`); ``None`` otherwise."""
+        if not self.rankers or self.selector is not None or any(
+                s is self.predictor or s.spec.events
+                or not getattr(s.learner, "ranks_while_learning", False) for s in self.rankers):
+            return None
+        return DeferredRankings(self.rankers)
 
     @property
     def prequential(self) -> bool:
@@ -403,8 +402,8 @@ class Pipeline:
     def _predict_learn(self, Xs, y, labelled, rows, i, j, emit, out: StreamResult) -> list:
         """Rows ``i:j`` test-then-train, labelled runs in the predictor's fused kernel and
         unlabelled runs predicted only; one prediction block per run. Returns ``y_pred``."""
-        if self._poll is not None:  # the segment's answers from the poll's one call
-            k, classes, yp, proba = self._poll.next_segment(i, j)
+        if self._planned is not None:  # the segment's answers from the poll's one call
+            k, classes, yp, proba = self._planned.next_segment(i, j)
             self.predictor.learner.select_segment(k)
             self._learned(rows.pos[i:j], j - 1, out)
             out.blocks.append(PredictionBlock(i, j, classes, yp, proba))
@@ -669,19 +668,19 @@ class Pipeline:
         learning = [(self.predictor, 0)] if full else []
         if ranks:
             learning += [(s, k) for s in self.rankers if s is not self.predictor]
-        poll = self._poll
+        deferred = self._deferred
         try:
             for stage, first in learning:
-                if poll is None or not poll.learned(stage):
-                    stage.learner.learn_many(Xp[first:], self.task.learn_targets(yp[first:]))
+                if deferred is not None and stage is not self.predictor:
+                    deferred.feed(Xp[first:], self.task.learn_targets(yp[first:]))
+                    break  # one feed for all the rankers
+                stage.learner.learn_many(Xp[first:], self.task.learn_targets(yp[first:]))
         except ValueError as exc:
             self._clear_pending()
             out.rejected.append((np.concatenate(pO).astype(np.int64, copy=False),
                                  PipelineError("learner_rejected", str(exc))))
             return
         ranked = self.n_pending if ranks else k
-        if poll is not None and ranks:  # the rows the rankers have now learned
-            poll.fed += ranked - k
         if full or self.prequential:  # only the rankers wait for the rows after ``ranked``
             self._keep_pending(Xp, positions, ranked)
         else:
@@ -738,23 +737,32 @@ class Pipeline:
                                            int(self.selector.learner.n_seen)))
 
     def _rank(self, row: int, out: StreamResult, only_changed: bool) -> None:
-        """Rankings of every method (all of them, or those whose top-k changed)."""
-        names = self.names
+        """Rankings of every method (all of them, or those whose top-k changed); made once
+        the poll is through when the rankers learn it then (:meth:`_defer_rankings`)."""
+        if self._deferred is not None:
+            self._deferred.ask(row, only_changed)
+            return
         for stage in self.rankers:
-            ahead = None if self._poll is None else self._poll.rankings(stage)
-            n_seen, rankings = ahead or (int(stage.learner.n_seen), stage.rankings())
-            for method, scores in rankings:
-                # stable order: ties broken by column index, so rankings are reproducible
-                order = np.lexsort((np.arange(scores.shape[0]), -scores))
-                top = [int(c) for c in order[: self.cfg.top_k]]
-                if only_changed and self.last_topk.get(method) == top:
-                    continue
-                self.last_topk[method] = top
-                # one list per ranking of every feature: built from Python ints and floats
-                # (a ranking follows every block, and wide streams have hundreds of features)
-                out.rankings.append(RankingOut(
-                    row, method, [names[c] for c in order.tolist()], scores[order].tolist(),
-                    n_seen))
+            self._publish_ranking(out, row, only_changed, stage, int(stage.learner.n_seen),
+                                  stage.rankings())
+
+    def _publish_ranking(self, out: StreamResult, row: int, only_changed: bool, stage: Stage,
+                         n_seen: int, rankings: list) -> None:
+        """The stage's ``rankings`` at input row ``row`` (``n_seen`` rows learned), each
+        unless ``only_changed`` and its top-k is the last one published."""
+        names = self.names
+        for method, scores in rankings:
+            # stable order: ties broken by column index, so rankings are reproducible
+            order = np.lexsort((np.arange(scores.shape[0]), -scores))
+            top = [int(c) for c in order[: self.cfg.top_k]]
+            if only_changed and self.last_topk.get(method) == top:
+                continue
+            self.last_topk[method] = top
+            # one list per ranking of every feature: built from Python ints and floats
+            # (a ranking follows every block, and wide streams have hundreds of features)
+            out.rankings.append(RankingOut(
+                row, method, [names[c] for c in order.tolist()], scores[order].tolist(),
+                n_seen))
 
     # -- state ---------------------------------------------------------------------------------
 
