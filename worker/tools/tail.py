@@ -7,10 +7,9 @@ can read any topic.
 
 Topics are named as configured (``sf.predictions``) or by their logical name
 (``instances``, ``features``, ``predictions``, ``drift``, ``rankings``, ``deadletter``,
-``checkpoints``: the ``STREAMFOREST_TOPICS__*`` setting of that name). A topic whose name
-ends in ``.`` and a logical name is read as that kind: the ``PREFIX.predictions``,
-``PREFIX.drift`` and ``PREFIX.rankings`` that ``streamforest evaluate --publish PREFIX``
-writes.
+``checkpoints``: the ``STREAMFOREST_TOPICS__*`` setting of that name), or as
+``streamforest evaluate --publish PREFIX`` names the topics it writes:
+``PREFIX.predictions``, ``PREFIX.drift`` and ``PREFIX.rankings`` are read as their kind.
 
 Output layout
 -------------
@@ -92,6 +91,8 @@ from ..settings import TOPIC_KINDS
 KINDS = TOPIC_KINDS
 CONTRACTS = {"instances": Instance, "features": FeatureArrival, "predictions": Prediction,
              "drift": DriftAlert, "rankings": Ranking}
+#: kinds of the topics ``streamforest evaluate --publish PREFIX`` writes, ``PREFIX.<kind>``
+PUBLISHED_KINDS = ("predictions", "drift", "rankings")
 #: contracts of records whose ``sf-kind`` header names a batch (instances, predictions topics)
 BATCH_CONTRACTS = {b"instance-batch": InstanceBatch, b"prediction-batch": PredictionBatch}
 _FORMATS = {MSGPACK: "msgpack", JSON: "json"}
@@ -125,12 +126,12 @@ def resolve_topic(topics, name: str) -> tuple[str, str]:
         if getattr(topics, kind) == name:
             return kind, name
     prefix, _, last = name.rpartition(".")
-    if prefix and last in KINDS:  # PREFIX.predictions, as evaluate --publish names them
+    if prefix and last in PUBLISHED_KINDS:
         return last, name
     configured = ", ".join(getattr(topics, kind) for kind in KINDS)
     raise UnknownTopic(f"unknown topic {name!r}: give a logical name ({', '.join(KINDS)}), "
                        f"a configured topic name ({configured}; STREAMFOREST_TOPICS__*) or "
-                       "PREFIX.<logical name> (evaluate --publish PREFIX)")
+                       "PREFIX.predictions, .drift or .rankings (evaluate --publish PREFIX)")
 
 
 # =========================================================================== one record
@@ -470,7 +471,8 @@ def add_parser(subparsers) -> None:
         "commits nothing. Exit code 2 for an unknown topic.")
     p.add_argument("topic", metavar="TOPIC",
                    help="logical name (" + ", ".join(KINDS) + "), configured topic name, or "
-                   "PREFIX.<logical name> (what evaluate --publish PREFIX writes)")
+                   "PREFIX.predictions, .drift or .rankings (what evaluate --publish PREFIX "
+                   "writes)")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", dest="from_end", action="store_false",
                        help="start at the beginning of every partition (the default)")
