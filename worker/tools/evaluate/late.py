@@ -16,9 +16,10 @@ first instance of the range on, and joins each label as the worker joined it:
 * it is scored in label order, against the prediction served, at the stream position of the
   latest instance before it: as a replay with ``--label-delay`` scores it.
 
-Labels of instances before the range are not read. The held store starts empty at the start
-of the range, where the worker's may already hold rows: past ``held_rows`` waiting instances,
-a label the worker refused as expired may be scored here.
+Labels before the first instance of the range are not read; a later label of an instance
+served before the range finds no prediction and counts as ``label_unknown_id``. The held
+store starts empty at the start of the range, where the worker's may already hold rows: past
+``held_rows`` waiting instances, a label the worker refused as expired may be scored here.
 
 Two passes over the predictions: :func:`survey` finds each stream's instances (where its
 labels start) and whether any prediction lacks its label (if none, nothing else is read); the
