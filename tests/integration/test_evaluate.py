@@ -1,7 +1,10 @@
 """``streamforest evaluate`` on a real broker: a replay publishes exactly the worker's outputs,
 its metrics equal an in-process computation, the served mode equals the replay mode for a
 topic the worker processed, several configurations in one pass, declared true importances,
-refused records counted, and every bad option a clear error with exit code 2."""
+refused records counted, and every bad option a clear error with exit code 2. The served mode
+scores the labels that came later (LabelEvents) as an in-process pipeline does; a range of
+transaction markers only, or of no matching stream, exits 2; ``tail`` reads a published replay
+and starts at an offset or a time."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import msgpack
 import numpy as np
@@ -26,10 +30,12 @@ from worker_support import (
     worker_env,
 )
 
+from schemas.deadletter import parse_deadletter_headers
 from worker.pipeline import Pipeline
 from worker.settings import stream_profiles
 from worker.tools.evaluate.report import json_safe
 from worker.tools.evaluate.scores import StreamMetrics
+from worker.tools.evaluate.summary import rows as summary_rows
 from worker.tools.topics import create_topics
 
 pytestmark = pytest.mark.kafka
@@ -266,3 +272,194 @@ def test_labels_replayed_later_are_scored_against_the_prediction_served(served):
     assert late["labelled"] == pl.n_labelled == plain["labelled"] - sum(
         v is not None for v in ys[-100:])
     assert late["cumulative"]["accuracy"] < at_once["cumulative"]["accuracy"]
+
+
+# -- labels that came later, read off the topics ------------------------------------------------
+
+LATE_ROWS, LATE_DELAY, LATE_HELD, LATE_INLINE = 600, 30, 40, 200
+
+
+def _late_records(streams: dict) -> dict:
+    """Per stream its records in order, ``(value, headers)``: stream-0's labels all
+    ``LATE_DELAY`` instances late, stream-1's first ``LATE_INLINE`` instances labelled and the
+    other labels late; rows without a label (every 11th) are never labelled. Then labels the
+    worker refuses: an id of the wrong type ("250" for 250), a second label, the label of an
+    instance that fell out of the held store (a row never labelled), targets for a class."""
+    from worker.tools.dev.produce import delayed_label_values, instance_values, label_value
+
+    out = {}
+    for s, (X, y) in streams.items():
+        a = LATE_INLINE if s == "stream-1" else 0
+        recs = [(v, None) for v in instance_values(s, X[:a], y[:a], ts0=1_000_000)]
+        values, headers = delayed_label_values(s, X[a:], y[a:], LATE_DELAY, start_id=a,
+                                               ts0=1_000_000 + a)
+        recs += [(v, headers.get(k)) for k, v in enumerate(values)]
+        out[s] = recs
+    label = [("sf-kind", b"label")]
+    out["stream-1"] += [(label_value("stream-1", "250", 1, 2_000_000), label),
+                        (label_value("stream-1", 300, [1.0, 2.0], 2_000_000), label)]
+    out["stream-0"] += [(label_value("stream-0", LATE_ROWS - 1, 1, 2_000_000), label),
+                        (label_value("stream-0", 212, 1, 2_000_000), label)]
+    return out
+
+
+def _in_process_late(settings, records: dict, streams: dict) -> dict:
+    """Per stream, what an uninterrupted pipeline scores of the same records: its metrics,
+    labelled rows and refused labels by code (the targets for a class are refused before the
+    pipeline, by the worker's intake)."""
+    profiles = stream_profiles(settings)
+    out = {}
+    for s, recs in records.items():
+        d = streams[s][0].shape[1]
+        rows, ys, ids, ts, labels = [], [], [], [], []
+        for value, headers in recs:
+            m = msgpack.unpackb(value)
+            if headers and isinstance(m["y"], list):
+                continue
+            rows.append(np.zeros(d) if headers else np.asarray(m["x"]))
+            ys.append(m.get("y")), ids.append(m["id"]), ts.append(m["ts"])
+            labels.append(bool(headers))
+        pl = Pipeline(s, profiles.for_stream(s), d, held_rows=LATE_HELD)
+        res = pl.process(np.array(rows), ys, ids=ids, ts=ts, labels=np.array(labels))
+        m = StreamMetrics(pl.task.name, 1000, 500, None)
+        m.update([v for _p, _yp, yt in res.scored for v in yt],
+                 [v for _p, yp, _yt in res.scored for v in yp],
+                 np.concatenate([p for p, _yp, _yt in res.scored]).tolist())
+        codes = [exc.code for _offs, exc in res.rejected]
+        out[s] = {"metrics": m, "labelled": pl.n_labelled, "instances": pl.n_instances,
+                  "refused": codes}
+    return out
+
+
+@pytest.fixture(scope="module")
+def late(kafka_bootstrap, tmp_path_factory):
+    """A worker ran two streams whose labels came later (a small held store), and labels it
+    refused."""
+    from worker.tools.dev.produce import make_producer
+
+    tmp = tmp_path_factory.mktemp("late")
+    prefix = new_prefix("late")
+    env = worker_env(kafka_bootstrap, prefix, "w1", LEARNERS__HELD_ROWS=str(LATE_HELD))
+    settings = settings_from(env)
+    create_topics(settings)
+    streams = make_streams(2, LATE_ROWS, seed=7)
+    records = _late_records(streams)
+    p = make_producer(kafka_bootstrap)
+    # streams interleaved; one partition each, whatever their keys' hashes (their predictions
+    # go by key: the predictions of both may share a partition)
+    for a in range(0, max(map(len, records.values())), 40):
+        for k, (s, recs) in enumerate(sorted(records.items())):
+            for value, headers in recs[a:a + 40]:
+                p.produce(settings.topics.instances, value, s.encode(), partition=k,
+                          headers=headers)
+    assert p.flush(60) == 0
+    n = 2 * LATE_ROWS
+    w = WorkerProc(env, tmp, "w1")
+    try:
+        preds = read_topic(kafka_bootstrap, settings.topics.predictions, expected=n,
+                           timeout_s=240)
+        dead = read_topic(kafka_bootstrap, settings.topics.deadletter, expected=4,
+                          timeout_s=60, idle_s=1)
+    finally:
+        assert w.terminate() == 0, w.log()[-3000:]
+    assert len(preds) == n
+    return {"env": env, "settings": settings, "tmp": tmp, "prefix": prefix, "preds": preds,
+            "refused": sorted(parse_deadletter_headers(m.headers())["code"] for m in dead),
+            "inline": sum(v is not None for v in streams["stream-1"][1][:LATE_INLINE]),
+            "reference": _in_process_late(settings, records, streams)}
+
+
+def test_served_scores_labels_that_came_later_as_in_process(late):
+    env, tmp = late["env"], late["tmp"]
+    r = _evaluate(env, "--served", "--out", str(tmp / "served"))
+    assert r.returncode == 0, r.stderr
+    report = _report(tmp / "served")
+    (cfg,) = report["configurations"]
+    refused: dict = {}
+    for s, ref in late["reference"].items():
+        st = cfg["streams"][s]
+        # every label joined as the worker joined it, scored against the prediction served
+        assert _same(st["cumulative"], json_safe(ref["metrics"].cumulative())), s
+        assert st["cumulative"]["accuracy"] == ref["metrics"].cumulative()["accuracy"]
+        assert _same(st["window"], json_safe(ref["metrics"].windowed())), s
+        assert _same(st["history"], json_safe(ref["metrics"].history())), s
+        assert st["instances"] == ref["instances"] == LATE_ROWS
+        assert st["labelled"] == ref["labelled"]
+        inline = late["inline"] if s == "stream-1" else 0
+        assert st["labelled_later"] == ref["labelled"] - inline > 0
+        assert st["unlabelled"] == LATE_ROWS - ref["labelled"] > 0
+        assert st["alerts"] is None  # the drift topic is not read
+        for code in ref["refused"]:
+            refused[code] = refused.get(code, 0) + 1
+    refused["invalid_target"] = 1
+    labels = report["late_labels"]
+    # the labels the worker dead-lettered, refused for the same reasons
+    assert labels["refused"] == refused == dict(Counter(late["refused"]))
+    assert set(refused) == {"label_unknown_id", "label_duplicate", "label_expired",
+                            "invalid_target"}
+    assert labels["joined"] == sum(cfg["streams"][s]["labelled_later"] for s in cfg["streams"])
+    assert labels["held_rows"] == LATE_HELD
+    never = sum(st["unlabelled"] for st in cfg["streams"].values())
+    assert f"never labelled: {never:,} predictions not scored" in r.stdout
+    assert {row[6] for row in summary_rows(report)} == {"-"}  # alerts: not read
+
+
+def test_an_empty_range_or_no_matching_stream_exits_2(late):
+    env, tmp = late["env"], late["tmp"]
+    last = max(m.offset() for m in late["preds"])
+    # past the last prediction only the marker of its transaction's commit (in the partition
+    # that holds it; the other partitions end before): no record
+    r = _evaluate(env, "--served", "--start", str(last + 1), "--out", str(tmp / "empty"))
+    assert r.returncode == 2 and "transaction markers" in r.stderr, (r.returncode, r.stderr)
+    assert not (tmp / "empty" / "report.json").exists()
+    for mode in (("--served",), ()):
+        r = _evaluate(env, *mode, "--streams", "zzz*", "--out", str(tmp / "none"))
+        assert r.returncode == 2 and "matching --streams 'zzz*'" in r.stderr, r.stderr
+
+
+def _tail(env: dict, *args: str) -> list[dict]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
+    full.update(env)
+    r = subprocess.run([sys.executable, "-m", "worker", "tail", *args], cwd=str(REPO),
+                       env=full, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def test_tail_reads_a_published_replay_and_starts_at_an_offset_or_a_time(late):
+    env, tmp, preds = late["env"], late["tmp"], late["preds"]
+    pub = late["prefix"] + ".bf"
+    r = _evaluate(env, "--publish", pub, "--out", str(tmp / "bf"))
+    assert r.returncode == 0, r.stderr
+    # the replay scores the labels that came later as the served mode does
+    served = _evaluate(env, "--served", "--out", str(tmp / "served-again"))
+    assert served.returncode == 0, served.stderr
+    srv = _report(tmp / "served-again")["configurations"][0]["streams"]
+    for s, st in _report(tmp / "bf")["configurations"][0]["streams"].items():
+        assert _same(st["cumulative"], srv[s]["cumulative"]), s
+    got = _tail(env, pub + ".predictions")
+    assert len(got) == len(preds) and {g["key"] for g in got} == {"stream-0", "stream-1"}
+    assert all("error" not in g and g["value"]["stream"] == g["key"] for g in got)
+    # from an offset, and from a time: the first record at or after it
+    # from an offset (in every partition), and from a time: each partition's first record
+    # at or after it
+    mid = sorted(m.offset() for m in preds)[len(preds) // 2]
+    from_offset = _tail(env, "predictions", "--start", str(mid))
+    assert sorted((g["partition"], g["offset"]) for g in from_offset) == sorted(
+        (m.partition(), m.offset()) for m in preds if m.offset() >= mid)
+    stamps = sorted(m.timestamp()[1] for m in preds)
+    t = stamps[len(stamps) // 2]
+    from_time = _tail(env, "predictions", "--start", f"@{t}")
+    assert from_time and all(g["timestamp"] >= t for g in from_time)
+    assert len(from_time) == sum(ts >= t for ts in stamps)
+    recent = _tail(env, "predictions", "--start", "now-1h")
+    assert len(recent) == len(preds)
+
+
+def test_tail_refuses_a_start_it_cannot_read(late):
+    full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
+    full.update(late["env"])
+    r = subprocess.run([sys.executable, "-m", "worker", "tail", "predictions", "--start",
+                        "yesterday"], cwd=str(REPO), env=full, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "is not a bound" in r.stderr and r.stdout == "", r.stderr

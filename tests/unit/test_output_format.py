@@ -380,7 +380,9 @@ def test_topics_by_logical_or_configured_name():
     assert resolve_topic(topics, "deadletter") == ("deadletter", "dlq")
     assert resolve_topic(topics, "dlq") == ("deadletter", "dlq")
     assert resolve_topic(topics, "sf.checkpoints") == ("checkpoints", "sf.checkpoints")
-    for name in ("sf.deadletter", "dead", "other.topic"):
+    # what evaluate --publish backfill writes
+    assert resolve_topic(topics, "backfill.rankings") == ("rankings", "backfill.rankings")
+    for name in ("sf.deadletter", "dead", "other.topic", "backfill.deadletter"):
         with pytest.raises(UnknownTopic, match="unknown topic"):
             resolve_topic(topics, name)
 

@@ -7,7 +7,9 @@ can read any topic.
 
 Topics are named as configured (``sf.predictions``) or by their logical name
 (``instances``, ``features``, ``predictions``, ``drift``, ``rankings``, ``deadletter``,
-``checkpoints``: the ``STREAMFOREST_TOPICS__*`` setting of that name).
+``checkpoints``: the ``STREAMFOREST_TOPICS__*`` setting of that name), or as
+``streamforest evaluate --publish PREFIX`` names the topics it writes:
+``PREFIX.predictions``, ``PREFIX.drift`` and ``PREFIX.rankings`` are read as their kind.
 
 Output layout
 -------------
@@ -45,13 +47,17 @@ Reading
 -------
 With its own consumer: ``read_committed`` (records of aborted or open transactions are never
 shown), partitions assigned by hand, no consumer group joined, no offsets committed. From
-the beginning of every partition by default (as ``kcat -C``), or from the end with
-``--from-end``; it stops at the end offsets read at start, or with ``--follow`` keeps
-waiting for new records. Records of one partition come in offset order; partitions are
-interleaved as they arrive. ``--stream GLOB`` keeps the records of matching streams (the
-message key; for checkpoints, the chunk's stream, and the matching part of each manifest);
-``--max N`` stops after N records. Ctrl-C and a closed pipe (``| head``) end it quietly with
-exit code 0; an unknown topic or bad settings, with exit code 2; unreachable brokers, 1.
+the beginning of every partition by default (as ``kcat -C``), from the end with
+``--from-end``, or from ``--start``: an offset (the same in every partition) or a time (an
+ISO date-time, ``@`` and milliseconds, or a time before now such as ``now-15m``), as
+``streamforest evaluate --start`` reads it (:mod:`worker.tools.evaluate.ranges`: a time
+starts each partition at its first record from then on). It stops at the end offsets read
+at start, or with ``--follow`` keeps waiting for new records. Records of one partition come
+in offset order; partitions are interleaved as they arrive. ``--stream GLOB`` keeps the
+records of matching streams (the message key; for checkpoints, the chunk's stream, and the
+matching part of each manifest); ``--max N`` stops after N records. Ctrl-C and a closed
+pipe (``| head``) end it quietly with exit code 0; an unknown topic, a bad ``--start`` or bad
+settings, with exit code 2; unreachable brokers, 1.
 """
 
 from __future__ import annotations
@@ -85,6 +91,8 @@ from ..settings import TOPIC_KINDS
 KINDS = TOPIC_KINDS
 CONTRACTS = {"instances": Instance, "features": FeatureArrival, "predictions": Prediction,
              "drift": DriftAlert, "rankings": Ranking}
+#: kinds of the topics ``streamforest evaluate --publish PREFIX`` writes, ``PREFIX.<kind>``
+PUBLISHED_KINDS = ("predictions", "drift", "rankings")
 #: contracts of records whose ``sf-kind`` header names a batch (instances, predictions topics)
 BATCH_CONTRACTS = {b"instance-batch": InstanceBatch, b"prediction-batch": PredictionBatch}
 _FORMATS = {MSGPACK: "msgpack", JSON: "json"}
@@ -105,19 +113,25 @@ def resolve_topic(topics, name: str) -> tuple[str, str]:
     >>> topics = load_settings({"STREAMFOREST_TOPICS__PREDICTIONS": "preds"}).topics
     >>> resolve_topic(topics, "predictions"), resolve_topic(topics, "sf.drift")
     (('predictions', 'preds'), ('drift', 'sf.drift'))
-    >>> resolve_topic(topics, "sf.predictions")
+    >>> resolve_topic(topics, "backfill.predictions")  # written by evaluate --publish backfill
+    ('predictions', 'backfill.predictions')
+    >>> resolve_topic(topics, "sf.prediction")
     Traceback (most recent call last):
     ...
-    worker.tools.tail.UnknownTopic: unknown topic 'sf.predictions': give a logical name (instances, ...
+    worker.tools.tail.UnknownTopic: unknown topic 'sf.prediction': give a logical name (instances, ...
     """
     if name in KINDS:
         return name, getattr(topics, name)
     for kind in KINDS:
         if getattr(topics, kind) == name:
             return kind, name
+    prefix, _, last = name.rpartition(".")
+    if prefix and last in PUBLISHED_KINDS:
+        return last, name
     configured = ", ".join(getattr(topics, kind) for kind in KINDS)
-    raise UnknownTopic(f"unknown topic {name!r}: give a logical name ({', '.join(KINDS)}) or "
-                       f"a configured topic name ({configured}; STREAMFOREST_TOPICS__*)")
+    raise UnknownTopic(f"unknown topic {name!r}: give a logical name ({', '.join(KINDS)}), "
+                       f"a configured topic name ({configured}; STREAMFOREST_TOPICS__*) or "
+                       "PREFIX.predictions, .drift or .rankings (evaluate --publish PREFIX)")
 
 
 # =========================================================================== one record
@@ -384,13 +398,18 @@ class Ends:
 
 
 def tail(consumer, kind: str, topic: str, write: Callable[[bytes], Any], *,
-         from_end: bool = False, follow: bool = False, pattern: str | None = None,
-         limit: int | None = None, timeout_s: float = 30.0, flush=lambda: None) -> int:
+         from_end: bool = False, start: tuple[str, int | None] | None = None,
+         follow: bool = False, pattern: str | None = None, limit: int | None = None,
+         timeout_s: float = 30.0, flush=lambda: None) -> int:
     """Write the records of ``topic`` (see the module doc); the number written.
 
     ``consumer`` is an unassigned consumer with ``enable.partition.eof`` (closed by the
-    caller). Raises :class:`UnknownTopic` when the topic does not exist.
+    caller). ``start`` is a bound of :func:`worker.tools.evaluate.ranges.parse_bound`
+    (default: the beginning, or the end with ``from_end``). Raises :class:`UnknownTopic`
+    when the topic does not exist.
     """
+    from .evaluate.ranges import offset_of
+
     md = consumer.list_topics(timeout=timeout_s).topics.get(topic)
     if md is None or md.error is not None:
         raise UnknownTopic(f"topic {topic} does not exist on the brokers; create the topics "
@@ -398,12 +417,15 @@ def tail(consumer, kind: str, topic: str, write: Callable[[bytes], Any], *,
     parts = sorted(md.partitions)
     marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
              for p in parts}
-    starts = {p: high if from_end else low for p, (low, high) in marks.items()}
+    start = start or (("latest", None) if from_end else ("earliest", None))
+    starts = {p: offset_of(consumer, topic, p, start, low, high, timeout_s)
+              for p, (low, high) in marks.items()}
     ends = Ends({p: high for p, (_low, high) in marks.items()}, starts)
     if not follow and not ends.pending:
         return 0
-    consumer.assign([TopicPartition(topic, p, starts[p] if from_end else OFFSET_BEGINNING)
-                     for p in parts])
+    # from the beginning, whatever retention deleted since the watermarks were read
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING if start[0] == "earliest"
+                                    else starts[p]) for p in parts])
     written = 0
     while follow or ends.pending:
         msgs = consumer.consume(500, 0.5)
@@ -448,12 +470,18 @@ def add_parser(subparsers) -> None:
         "their reason, for checkpoints a summary). Reads read_committed, joins no group, "
         "commits nothing. Exit code 2 for an unknown topic.")
     p.add_argument("topic", metavar="TOPIC",
-                   help="logical name (" + ", ".join(KINDS) + ") or configured topic name")
+                   help="logical name (" + ", ".join(KINDS) + "), configured topic name, or "
+                   "PREFIX.predictions, .drift or .rankings (what evaluate --publish PREFIX "
+                   "writes)")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", dest="from_end", action="store_false",
                        help="start at the beginning of every partition (the default)")
     start.add_argument("--from-end", dest="from_end", action="store_true",
                        help="start at the end: only records written from now on (with --follow)")
+    start.add_argument("--start", metavar="BOUND", default=None,
+                       help="start at an offset (the same in every partition) or a time: an ISO "
+                       "date-time, @ms or a time before now (now-15m, now-2h, now-1d), as evaluate "
+                       "--start")
     p.add_argument("--follow", "-f", action="store_true",
                    help="keep waiting for new records (default: stop at the end offsets "
                    "read at start)")
@@ -466,23 +494,26 @@ def add_parser(subparsers) -> None:
 
 def _cmd_tail(args) -> int:
     from ..settings import settings_or_exit
+    from .evaluate.ranges import RangeError, parse_bound
 
     settings = settings_or_exit()
     try:
         kind, topic = resolve_topic(settings.topics, args.topic)
-    except UnknownTopic as exc:
+        start = parse_bound(args.start) if args.start is not None else None
+    except (UnknownTopic, RangeError) as exc:
         print(f"streamforest tail: {exc}", file=sys.stderr)
         return 2
-    return _run(settings, kind, topic, args)
+    return _run(settings, kind, topic, args, start)
 
 
-def _run(settings, kind: str, topic: str, args) -> int:
+def _run(settings, kind: str, topic: str, args, start) -> int:
     from confluent_kafka import Consumer
 
     out: BinaryIO = sys.stdout.buffer
     consumer = Consumer(reader_config(settings))
     try:
-        tail(consumer, kind, topic, out.write, from_end=args.from_end, follow=args.follow,
+        tail(consumer, kind, topic, out.write, from_end=args.from_end, start=start,
+             follow=args.follow,
              pattern=args.stream, limit=args.max, timeout_s=settings.worker.startup_timeout_s,
              flush=out.flush)
         out.flush()

@@ -39,7 +39,8 @@ def add_parser(subparsers) -> None:
                    help="topic to read (default: the instances topic; with --served the "
                    "predictions topic); logical names such as 'instances' work too")
     p.add_argument("--start", default="earliest",
-                   help="earliest (default), latest, an offset, an ISO date-time or @ms")
+                   help="earliest (default), latest, an offset, an ISO date-time, @ms or a "
+                   "time before now (now-15m, now-2h, now-1d)")
     p.add_argument("--end", default="latest", help="as --start (default: latest at start)")
     p.add_argument("--streams", default=None, metavar="GLOB",
                    help="only streams whose id matches (*, ?, [seq])")
@@ -140,12 +141,13 @@ def _run(args, settings, reader, topic, ranges, configs) -> SimpleNamespace:
     from .served import Served
 
     if args.served:
-        sinks = [Served(args.window, args.every, settings.worker.max_message_bytes)]
+        late = _late_labels(args, settings, reader, topic, ranges)
+        sinks = [Served(args.window, args.every, settings.worker.max_message_bytes, late)]
     else:
         sinks = [Candidate(name, profiles, settings, topic, args.window, args.every, delay)
                  for name, profiles, delay in configs]
     backfill = _Backfill(settings, args.publish, topic, len(ranges)) if args.publish else None
-    n_read = 0
+    n_read = n_kept = 0
     with _Progress(sum(len(r) for r in ranges), args.no_progress) as advance:
         try:
             for p, msgs, offs in read_range(reader, topic, ranges, on_progress=advance):
@@ -154,18 +156,55 @@ def _run(args, settings, reader, topic, ranges, configs) -> SimpleNamespace:
                     msgs, offs = _only_streams(msgs, offs, args.streams)
                     if not msgs:
                         continue
+                n_kept += len(msgs)
                 for sink in sinks:
                     if backfill:  # one configuration: its outbox holds what a worker publishes
                         backfill.send(sink.feed(p, msgs, offs, backfill.encoder).records)
                     else:
                         sink.feed(p, msgs, offs)
+            _nothing_read(args, topic, n_read, n_kept)
         except BaseException:
             if backfill:
                 backfill.abort()
             raise
+    if args.served:
+        sinks[0].finish()
     if backfill:
         backfill.commit()
     return SimpleNamespace(sinks=sinks, n_read=n_read)
+
+
+def _nothing_read(args, topic: str, n_read: int, n_kept: int) -> None:
+    """Raise :class:`RangeError` when the range held no record to evaluate: only the
+    markers of transactions (offsets, never records), or no record of ``--streams``."""
+    if not n_read:
+        raise RangeError(f"no record of {topic} lies between {args.start} and {args.end} "
+                         "(the offsets there are transaction markers or aborted records)")
+    if not n_kept:
+        raise RangeError(f"no record of {topic} between {args.start} and {args.end} is of a "
+                         f"stream matching --streams {args.streams!r}")
+
+
+def _late_labels(args, settings, reader, topic, ranges):
+    """The factory of the served evaluation's late labels (see
+    :mod:`worker.tools.evaluate.late`), or None when every prediction carries its label."""
+    from functools import partial
+
+    from ...intake import Caps
+    from ...kafka_io import make_reader
+    from .late import LateLabels, survey
+    from .reader import read_range
+
+    batches = read_range(reader, topic, ranges)
+    if args.streams:
+        batches = ((p, *_only_streams(msgs, offs, args.streams)) for p, msgs, offs in batches)
+    spans, unlabelled = survey(batches, settings.worker.max_message_bytes)
+    if not unlabelled:
+        return None
+    caps = Caps.from_settings(settings)
+    return partial(LateLabels, make_reader(settings), spans, held_rows=caps.held_rows,
+                   held_age_ms=caps.held_age_ms, max_bytes=settings.worker.max_message_bytes,
+                   limits=caps.instance, timeout_s=settings.worker.startup_timeout_s)
 
 
 def _only_streams(msgs, offs, pattern: str):
@@ -264,9 +303,11 @@ def _create(settings, names: list[str], partitions: int) -> None:
 
 def _report(args, topic, ranges, run, seconds: float) -> dict:
     sinks = run.sinks
+    labels = None
     if args.served:
         configurations = sinks[0].configurations()
         malformed = dict(sinks[0].malformed)
+        labels = sinks[0].labels()
     else:
         configurations = [s.report() for s in sinks]
         malformed = dict(sinks[0].refused) if sinks else {}
@@ -278,6 +319,7 @@ def _report(args, topic, ranges, run, seconds: float) -> dict:
         "records": {"read": run.n_read, "decoded": run.n_read - sum(malformed.values()),
                     "malformed": dict(sorted(malformed.items()))},
         "configurations": configurations,
+        "late_labels": labels,
         "published": args.publish,
         "timings": {"seconds": seconds},
     }

@@ -1,11 +1,13 @@
 """Which records of a topic an evaluation reads: start and end per partition.
 
 A bound is ``earliest``, ``latest``, an offset (the same in every partition), or a time:
-an ISO-8601 date-time (``2026-11-01T00:00:00Z``; without a zone it is UTC) or ``@`` and
-milliseconds since the epoch (``@1700000000000``). A time maps in each partition to the first
-offset whose record timestamp is at or after it (the broker's time index); past the end of a
-partition it is the end. The range is ``[start, end)`` in every partition; ``latest`` is the
-end offset when the evaluation starts (what arrives later is not read).
+an ISO-8601 date-time (``2026-11-01T00:00:00Z``; without a zone it is UTC), ``@`` and
+milliseconds since the epoch (``@1700000000000``), or a time before now (``now-30s``,
+``now-15m``, ``now-2h``, ``now-1d``). A time maps in each partition to the first offset whose
+record timestamp is at or after it (the broker's time index); past the end of a partition it
+is the end. The range is ``[start, end)`` in every partition; ``latest`` is the end offset
+when the evaluation starts (what arrives later is not read). ``streamforest tail --start``
+takes the same bounds.
 
 Examples
 --------
@@ -17,10 +19,15 @@ Examples
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from confluent_kafka import TopicPartition
+
+_AGO = re.compile(r"^now-(\d+)(ms|s|m|h|d)$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 class RangeError(ValueError):
@@ -28,7 +35,14 @@ class RangeError(ValueError):
 
 
 def parse_bound(text: str) -> tuple[str, int | None]:
-    """``(kind, value)`` of a bound: ``earliest``/``latest``, ``offset``, or ``time`` (ms)."""
+    """``(kind, value)`` of a bound: ``earliest``/``latest``, ``offset``, or ``time`` (ms).
+
+    Examples
+    --------
+    >>> kind, ms = parse_bound("now-2h")
+    >>> kind, abs(time.time() * 1000 - 7_200_000 - ms) < 60_000
+    ('time', True)
+    """
     t = text.strip()
     if t in ("earliest", "latest"):
         return t, None
@@ -36,11 +50,15 @@ def parse_bound(text: str) -> tuple[str, int | None]:
         return "time", int(t[1:])
     if t.isdigit():
         return "offset", int(t)
+    ago = _AGO.match(t)
+    if ago:
+        return "time", int(time.time() * 1000) - int(ago.group(1)) * _UNIT_MS[ago.group(2)]
     try:
         when = datetime.fromisoformat(t.replace("Z", "+00:00"))
     except ValueError:
         raise RangeError(f"{text!r} is not a bound: use earliest, latest, an offset, an ISO "
-                         "date-time (2026-11-01T00:00:00Z) or @milliseconds") from None
+                         "date-time (2026-11-01T00:00:00Z), @milliseconds or a time before "
+                         "now (now-30s, now-15m, now-2h, now-1d)") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return "time", int(when.timestamp() * 1000)
@@ -71,8 +89,8 @@ def resolve(reader, topic: str, start: str, end: str, timeout_s: float = 30.0
     out = []
     for p in sorted(md.partitions):
         low, high = reader.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
-        a = _offset(reader, topic, p, s_kind, s_val, low, high, timeout_s)
-        b = _offset(reader, topic, p, e_kind, e_val, low, high, timeout_s)
+        a = offset_of(reader, topic, p, (s_kind, s_val), low, high, timeout_s)
+        b = offset_of(reader, topic, p, (e_kind, e_val), low, high, timeout_s)
         if s_kind == e_kind and s_kind in ("offset", "time") and e_val < s_val:
             raise RangeError(f"the end ({end}) is before the start ({start})")
         out.append(PartitionRange(p, a, max(a, b)))
@@ -81,7 +99,11 @@ def resolve(reader, topic: str, start: str, end: str, timeout_s: float = 30.0
     return out
 
 
-def _offset(reader, topic, p, kind, value, low: int, high: int, timeout_s: float) -> int:
+def offset_of(reader, topic: str, p: int, bound: tuple[str, int | None], low: int, high: int,
+              timeout_s: float) -> int:
+    """The offset of a parsed ``bound`` in partition ``p`` (watermarks ``low``, ``high``),
+    within them."""
+    kind, value = bound
     if kind == "earliest":
         return low
     if kind == "latest":

@@ -34,19 +34,30 @@ The report dict
         "streams": {stream_id: {
             "task": "classification" | "regression", "model": str,
             "instances": int, "labelled": int,
+            "labelled_later": int, "unlabelled": int,                 # served mode only
             "cumulative": {...}, "window": {...}, "history": [...],  # StreamMetrics
-            "alerts": [{"position": int, "source": str, "level": str, "feature": str | None}],
+            "alerts": [{"position": int, "source": str, "level": str, "feature": str | None}]
+                      or None,                                       # None: not read
+
             "rankings": {method: [{"position": int, "features": [names, best first],
                                    "scores": [floats]}]},
             "truth": [{"position": int, "scores": {feature: weight}}],            # optional
             "truth_correlation": {method: [{"position": int, "spearman": float}]}  # optional
         }}}],
+     "late_labels": None or {"label_events": int, "joined": int, "refused": {code: count},
+                             "partitions": {"topic:p": [start, end]}, "missing_topics": [str],
+                             "held_rows": int, "held_age_ms": int},
      "timings": {"seconds": float}}
 
 ``cumulative``, ``window`` and ``history`` are :meth:`StreamMetrics.cumulative`,
 :meth:`~StreamMetrics.windowed` and :meth:`~StreamMetrics.history` of
 :mod:`worker.tools.evaluate.scores`. In served mode there is one pseudo-configuration per model
-name, whose ``throughput``, ``memory``, ``alerts`` and ``rankings`` are empty.
+name, whose ``throughput``, ``memory`` and ``rankings`` are empty and whose ``alerts`` are
+``None`` (the drift topic is not read); ``labelled`` counts the predictions scored, those
+labelled by a later LabelEvent (``labelled_later``) included, and ``unlabelled`` those never
+labelled (not scored). ``late_labels`` says what the served mode read of the LabelEvents
+(:mod:`worker.tools.evaluate.late`); None when every prediction carried its label, and in a
+replay.
 """
 
 from __future__ import annotations
@@ -437,15 +448,18 @@ def _alerts(configs: list, detected: bool) -> str:
         blocks.append(f"<p><b>Alerts of {_e(name)}</b>: {len(alerts):,} ({counts}){more}</p>"
                       "<table><thead><tr><th class=\"n\">Position</th><th>Level</th><th>Source</th>"
                       f"<th>Feature</th></tr></thead><tbody>{rows}</tbody></table>")
-    if not blocks and detected:  # served mode does not track alerts
+    if not blocks and detected:  # the served mode does not read the drift topic
         return '<p class="note">No drift alerts.</p>'
     return "\n".join(blocks)
 
 
 def _records(data: dict) -> str:
+    from .summary import unlabelled_line
+
     records = data.get("records") or {}
     malformed = records.get("malformed") or {}
-    table = ("<table><tbody>"
+    late = unlabelled_line(data)
+    table = ((f'<p class="note">{_e(late)}</p>' if late else "") + "<table><tbody>"
              f"<tr><td>read</td><td class=\"n\">{fmt_count(records.get('read'))}</td></tr>"
              f"<tr><td>decoded</td><td class=\"n\">{fmt_count(records.get('decoded'))}</td></tr>"
              f"<tr><td>malformed</td><td class=\"n\">{fmt_count(sum(malformed.values()))}</td></tr>"

@@ -28,9 +28,37 @@ def rows(report: dict) -> list[list[str]]:
             win = s.get("window", {}).get(key) if key else None
             out.append([cfg["name"], stream, s.get("task") or "-", f"{s['instances']:,}",
                         f"{key} {cum:.4f}" if cum is not None else "-",
-                        f"{win:.4f}" if win is not None else "-", str(len(s.get("alerts", []))),
+                        f"{win:.4f}" if win is not None else "-", _alerts(s.get("alerts")),
                         f"{rate:,.0f}" if rate else "-"])
     return out
+
+
+def _alerts(alerts) -> str:
+    """How many alerts; ``-`` when they were not read (the served mode)."""
+    return "-" if alerts is None else str(len(alerts))
+
+
+def unlabelled_line(report: dict) -> str | None:
+    """What the served mode scored of the predictions served without a label.
+
+    Examples
+    --------
+    >>> unlabelled_line({"late_labels": {"joined": 5, "refused": {"label_expired": 2}},
+    ...                  "configurations": [{"streams": {"s1": {"unlabelled": 3}}}]})
+    'labelled later: 5 predictions scored; never labelled: 3 predictions not scored; labels refused: label_expired 2'
+    """
+    late = report.get("late_labels")
+    if late is None:
+        return None
+    never = sum(s.get("unlabelled", 0) for c in report["configurations"]
+                for s in c["streams"].values())
+    line = (f"labelled later: {late['joined']:,} predictions scored; never labelled: "
+            f"{never:,} predictions not scored")
+    if late.get("refused"):
+        line += "; labels refused: " + ", ".join(f"{k} {v:,}" for k, v in late["refused"].items())
+    if late.get("missing_topics"):
+        line += "; not read (no such topic): " + ", ".join(late["missing_topics"])
+    return line
 
 
 def print_summary(report: dict) -> None:
@@ -46,6 +74,9 @@ def print_summary(report: dict) -> None:
         table.add_row(*r)
     console = Console(width=120) if not _tty() else Console()
     console.print(table)
+    late = unlabelled_line(report)
+    if late:
+        console.print(late)
     bad = report["records"].get("malformed") or {}
     if bad:
         console.print("refused records by reason: " + ", ".join(f"{k} {v}" for k, v in bad.items()))
