@@ -709,7 +709,8 @@ def _run(args: argparse.Namespace) -> int:
             return 0 if status["answers"] else 3
         elif args.action == "check":
             bootstrap = args.bootstrap_servers or broker.bootstrap
-            seconds = round_trip(bootstrap, args.timeout, dict(args.kafka_properties))
+            seconds = round_trip(bootstrap, args.timeout, dict(args.kafka_properties),
+                                 answer_timeout=min(args.timeout, ANSWER_TIMEOUT))
             print(f"round trip through {bootstrap}: ok ({seconds * 1000:.0f} ms)")
     except BrokerError as exc:
         print(f"streamforest broker {args.action}: {exc}", file=sys.stderr)
