@@ -152,6 +152,12 @@ def _label_problem(v: Any, bounded: bool = True) -> str | tuple[str, str] | None
         return None if is_text(v) else (E.INVALID_TEXT, _NOT_TEXT)
     if t is int:
         return None if INT64_MIN <= v <= INT64_MAX else "is out of the 64-bit integer range"
+    if t is float:  # one regression target
+        if not math.isfinite(v):
+            return "must be a finite number (a regression target)"
+        if bounded and abs(v) > MAX_MAGNITUDE:
+            return E.OUT_OF_RANGE, f"must be a number within +-1e100 (a target), got {v!r}"
+        return None
     if t is list:
         if not v:
             return "must not be an empty list of targets"
@@ -161,8 +167,8 @@ def _label_problem(v: Any, bounded: bool = True) -> str | tuple[str, str] | None
             if bounded and abs(x) > MAX_MAGNITUDE:
                 return E.OUT_OF_RANGE, f"must be a list of numbers within +-1e100 (targets), got {x!r}"
         return None
-    return ("must be a class label (integer or string), a list of numbers (regression "
-            f"targets) or null, got {t.__name__}")
+    return ("must be a class label (integer or string), a number or a list of numbers "
+            f"(regression targets) or null, got {t.__name__}")
 
 
 _NOT_TEXT = "must be text UTF-8 can encode (it holds a lone surrogate such as the JSON escape \\ud800)"
@@ -506,7 +512,7 @@ def decode_instance_batch(
     (3, 2)
     >>> value, _ = encode(InstanceBatch(stream="s", ts=0, X=np.ones((3, 2)), y=[1, 0, 1]), "json")
     >>> try:
-    ...     decode_instance_batch(value.replace(b'"y":[1,0,1]', b'"y":[1,0,1.5]'))
+    ...     decode_instance_batch(value.replace(b'"y":[1,0,1]', b'"y":[1,0,true]'))
     ... except BatchRowError as err:
     ...     print(err.row, err.code, err.where)
     2 invalid_field y[2]

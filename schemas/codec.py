@@ -664,6 +664,9 @@ def plain_instance_fields(d: dict) -> tuple | None:
         elif ty is list:
             if not y or not finite_floats(y):
                 return None
+        elif ty is float:  # one regression target, finite and within +-MAX_MAGNITUDE
+            if not finite_floats((y,)):
+                return None
         elif ty is not str or not is_text(y):
             return None
     weight = d.get("weight")

@@ -98,8 +98,14 @@ def _kind(value: Any) -> str | None:
     return None
 
 
-def _one_of(message: str, **branches: Any) -> Any:
-    """A union chosen by the value's type, so that a bad value yields one clear error.
+def _target_kind(value: Any) -> str | None:
+    """Tag of a label: a float is a single regression target (an int stays a class label)."""
+    return "float" if type(value) is float else _kind(value)
+
+
+def _one_of(message: str, kind=_kind, **branches: Any) -> Any:
+    """A union chosen by the value's type (``kind`` tells it), so that a bad value yields one
+    clear error.
 
     A plain ``int | str`` union reports one error per branch; tagging by type keeps only the
     branch the value was meant for (``x[3]`` is not a float, rather than also "x is not a
@@ -108,28 +114,38 @@ def _one_of(message: str, **branches: Any) -> Any:
     members = tuple(Annotated[tp, Tag(tag)] for tag, tp in branches.items())
     return Annotated[
         Union[members],  # noqa: UP007 (a runtime tuple of members needs Union[...])
-        Discriminator(_kind, custom_error_type="wrong_type", custom_error_message=message),
+        Discriminator(kind, custom_error_type="wrong_type", custom_error_message=message),
     ]
 
 
 Label = _one_of("must be an integer or a string", int=Int64, str=Text)
 """A class label or an instance id: an int or a string."""
 
+#: what a label that is none of the accepted kinds is told
+TARGET_KINDS = ("must be a class label (integer or string), a number (one regression target) "
+                "or a list of numbers (regression targets)")
+
 Target = _one_of(
-    "must be a class label (integer or string) or a list of numbers (regression targets)",
+    TARGET_KINDS,
+    kind=_target_kind,
     int=Int64,
     str=Text,
+    float=Finite,
     list=Annotated[list[Finite], Field(min_length=1)],
 )
-"""A label, or a list of floats for multi-target regression (as the worker predicts it)."""
+"""A class label, or the targets of a regression: a list of floats, or one float (a
+single-target stream's label as it came; the worker predicts lists)."""
 
 InputTarget = _one_of(
-    "must be a class label (integer or string) or a list of numbers (regression targets)",
+    TARGET_KINDS,
+    kind=_target_kind,
     int=Int64,
     str=Text,
+    float=Bounded,
     list=Annotated[list[Bounded], Field(min_length=1)],
 )
-"""A label, or a list of floats within +-MAX_MAGNITUDE for multi-target regression."""
+"""A class label, or the targets of a regression within +-MAX_MAGNITUDE: a list of floats,
+or one float (the one target of a single-target stream: ``3.7`` is ``[3.7]``)."""
 
 Row = _one_of(
     "must be a list of numbers or a map from feature name to number",

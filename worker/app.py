@@ -54,6 +54,7 @@ worker checks its brokers and topics (:mod:`worker.preflight`).
 
 from __future__ import annotations
 
+import argparse
 import faulthandler
 import logging
 import signal
@@ -481,9 +482,22 @@ def run(settings, faults: Faults | None = None) -> int:
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("run", help="run a worker (configured by STREAMFOREST_* env)")
-    p.add_argument("--test-fault", default=None, metavar="NAME=N[,NAME=N]",
-                   help="test-only fault injection: " + ", ".join(Faults.NAMES))
+    """Register ``streamforest run``."""
+    from .settings import add_kafka_arguments
+
+    p = subparsers.add_parser(
+        "run", help="run a worker (configured by STREAMFOREST_* env)",
+        description="Run one member of the worker group: consume the instances and features "
+        "topics, learn every stream test-then-train and publish predictions, drift alerts, "
+        "rankings and dead letters (exactly once unless worker.exactly_once is off) until "
+        "SIGTERM or Ctrl-C. Configured by STREAMFOREST_* variables (streamforest config "
+        "shows them) and -b/-X; logs are JSON lines on "
+        "stderr, librdkafka's own included. Exit code 0 after a requested stop, 1 when the "
+        "brokers cannot be reached or the worker failed (restart it: it resumes from its last "
+        "checkpoint), 2 for invalid settings or missing topics.")
+    # test-only fault injection (tests/integration): not part of the command's interface
+    p.add_argument("--test-fault", default=None, help=argparse.SUPPRESS)
+    add_kafka_arguments(p)
     p.set_defaults(func=_cmd_run)
 
 
@@ -491,7 +505,7 @@ def _cmd_run(args) -> int:
     from .logs import setup
     from .settings import settings_or_exit
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(args)
     setup(settings.worker.log_level, secrets=settings.secret_values())
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a stuck member is waiting on
     faulthandler.register(signal.SIGUSR1, all_threads=True)

@@ -19,6 +19,18 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 log = logging.getLogger("streamforest.kafka")
+#: librdkafka's own lines (refused connections, retries, warnings) of every client built here:
+#: JSON lines of the worker's log under ``run``; the operator tools drop them
+#: (:func:`quiet_client_logs`) and say in one line what failed
+CLIENT_LOG = logging.getLogger("streamforest.librdkafka")
+
+
+def quiet_client_logs() -> logging.Logger:
+    """Drop librdkafka's own lines (a command whose stderr is one line when it fails)."""
+    if not any(isinstance(h, logging.NullHandler) for h in CLIENT_LOG.handlers):
+        CLIENT_LOG.addHandler(logging.NullHandler())
+    CLIENT_LOG.propagate = False
+    return CLIENT_LOG
 
 
 class AbortableError(RuntimeError):
@@ -72,7 +84,10 @@ def producer_error_kind(err: KafkaError | None) -> str:
 
 
 def _base(settings) -> dict:
+    """The connection properties, librdkafka's log lines routed to :data:`CLIENT_LOG` (without
+    a logger librdkafka writes ``%3|...`` lines to stderr itself)."""
     conf = dict(settings.kafka.as_librdkafka_dict())
+    conf["logger"] = CLIENT_LOG
     return conf
 
 
@@ -156,7 +171,7 @@ _CONSUMER_ONLY = ("group.id", "group.instance.id", "session.timeout.ms", "heartb
 
 def admin_config(settings) -> dict:
     """Connection settings for an AdminClient (no consumer-only keys)."""
-    conf = dict(settings.kafka.as_librdkafka_dict())
+    conf = _base(settings)
     for k in list(conf):
         if k.startswith(("group.", "session.", "heartbeat.", "partition.assignment")):
             conf.pop(k)
@@ -174,11 +189,9 @@ def without_consumer_keys(conf: dict) -> dict:
     return {k: v for k, v in conf.items() if k not in _CONSUMER_ONLY}
 
 
-def make_consumer(settings, logger=None) -> Consumer:
-    conf = consumer_config(settings, group=True)
-    if logger is not None:
-        conf["logger"] = logger
-    return Consumer(conf)
+def make_consumer(settings) -> Consumer:
+    """The group consumer of :func:`consumer_config`."""
+    return Consumer(consumer_config(settings, group=True))
 
 
 def make_reader(settings) -> Consumer:

@@ -46,17 +46,29 @@ class Preflight:
     max_bytes: dict[str, int]
 
 
-def _metadata(admin: AdminClient, bootstrap: str, timeout_s: float, stopping):
+def metadata(client, settings, stopping=lambda: False):
+    """The cluster's metadata through ``client`` (an AdminClient, Producer or Consumer),
+    asked in short rounds for up to ``worker.startup_timeout_s`` so that ``stopping()`` ends
+    the wait at once.
+
+    Raises
+    ------
+    BrokersUnreachable
+        With one line that names the brokers and what to check.
+    """
+    bootstrap, timeout_s = settings.kafka.bootstrap_servers, settings.worker.startup_timeout_s
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline and not stopping():
         try:
-            return admin.list_topics(timeout=min(2.0, max(0.1, deadline - time.monotonic())))
+            return client.list_topics(timeout=min(2.0, max(0.1, deadline - time.monotonic())))
         except KafkaException as exc:
             last = exc
     why = "stopped while waiting" if stopping() else f"no answer within {timeout_s:g} s"
+    cause = last.args[0] if last and last.args else last
+    reason = cause.str() if hasattr(cause, "str") else str(cause)
     raise BrokersUnreachable(f"cannot reach the Kafka brokers at {bootstrap} ({why}"
-                             f"{'; last error: ' + str(last.args[0]) if last else ''}); check "
+                             f"{'; last error: ' + reason if last else ''}); check -b / "
                              "STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS and the network")
 
 
@@ -106,7 +118,7 @@ def preflight(settings, stopping=lambda: False, admin: AdminClient | None = None
     t = settings.topics
     w = settings.worker
     admin = admin or AdminClient(admin_config(settings))
-    md = _metadata(admin, settings.kafka.bootstrap_servers, w.startup_timeout_s, stopping)
+    md = metadata(admin, settings, stopping)
     outputs = [n for n in (t.predictions, t.drift, t.rankings, t.deadletter) if n in md.topics]
     present = outputs + ([t.checkpoints] if t.checkpoints in md.topics else [])
     configs = _topic_configs(admin, present, w.startup_timeout_s) if present else {}

@@ -845,18 +845,103 @@ def _learner_problems(settings: Settings, environ: Mapping[str, str],
 # =========================================================================== CLI
 
 
-def settings_or_exit() -> Settings:
-    """The settings of a command: on a configuration problem, say what to fix on stderr and
-    exit with code 2 (before anything connects or consumes)."""
+# secrets of the settings this process loaded: the command line's error handler masks them
+# in any message it prints (a client library's error text can quote a property's value)
+_LOADED_SECRETS: list[str] = []
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a librdkafka property can hold a secret (its value is never shown).
+
+    >>> is_secret_key("sasl.password"), is_secret_key("linger.ms")
+    (True, False)
+    """
+    return _SECRET_KEY.search(key) is not None
+
+
+def librdkafka_property(text: str) -> tuple[str, str]:
+    """One ``-X KEY=VALUE`` argument: ``(key, value)``.
+
+    The message of a malformed argument does not repeat it: it may hold a secret.
+
+    Examples
+    --------
+    >>> librdkafka_property("security.protocol=SSL")
+    ('security.protocol', 'SSL')
+    >>> librdkafka_property("linger.ms")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected KEY=VALUE, a librdkafka property such as -X security.protocol=SSL
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            "expected KEY=VALUE, a librdkafka property such as -X security.protocol=SSL")
+    return key.strip(), value
+
+
+def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
+    """kcat's ``-b`` and ``-X`` on a command that talks to Kafka (they override the
+    ``STREAMFOREST_KAFKA__*`` settings; :func:`settings_or_exit` applies them)."""
+    group = parser.add_argument_group("Kafka connection (overrides STREAMFOREST_KAFKA__*)")
+    group.add_argument("-b", "--bootstrap-servers", metavar="HOST:PORT[,...]", default=None,
+                       help="the brokers to connect to")
+    group.add_argument("-X", dest="kafka_properties", metavar="KEY=VALUE", action="append",
+                       type=librdkafka_property, default=[],
+                       help="a librdkafka property, repeatable (-X security.protocol=SASL_SSL "
+                       "-X sasl.mechanism=PLAIN ...); secrets are never printed")
+
+
+def kafka_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``kafka`` section values ``-b`` and ``-X`` give (``{}``: none).
+
+    A property with a setting of its own (``sasl.password``, ``security.protocol`` ...) sets
+    that setting, so it is checked and masked as when it comes from the environment; any
+    other goes to ``kafka.extra``. ``-b`` wins over ``-X bootstrap.servers``.
+
+    Examples
+    --------
+    >>> ns = argparse.Namespace(bootstrap_servers="b:9092",
+    ...                         kafka_properties=[("sasl.password", "s"), ("linger.ms", "5")])
+    >>> kafka_overrides(ns)
+    {'sasl_password': 's', 'extra': {'linger.ms': '5'}, 'bootstrap_servers': 'b:9092'}
+    """
+    out: dict[str, Any] = {}
+    extra: dict[str, str] = {}
+    for key, value in getattr(args, "kafka_properties", None) or ():
+        field = _TYPED_LIBRDKAFKA_KEYS.get(key)
+        if field is None:
+            extra[key] = value
+        else:
+            out[field] = value
+    if extra:
+        out["extra"] = extra
+    if getattr(args, "bootstrap_servers", None):
+        out["bootstrap_servers"] = args.bootstrap_servers
+    return out
+
+
+def settings_or_exit(args: argparse.Namespace | None = None) -> Settings:
+    """The settings of a command, ``-b`` and ``-X`` of ``args`` over the environment: on a
+    configuration problem, say what to fix on stderr and exit with code 2 (before anything
+    connects or consumes)."""
+    kafka = kafka_overrides(args) if args is not None else {}
     try:
-        return load_settings()
+        settings = load_settings(**({"kafka": kafka} if kafka else {}))
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(2) from None
+    _LOADED_SECRETS[:] = settings.secret_values()
+    return settings
+
+
+def loaded_secrets() -> list[str]:
+    """The secrets of the settings :func:`settings_or_exit` loaded (to mask in messages)."""
+    return list(_LOADED_SECRETS)
 
 
 def _config_command(args: argparse.Namespace) -> int:
-    settings = settings_or_exit()
+    settings = settings_or_exit(args)
     print(json.dumps(settings.masked_dict(), indent=2))
     return 0
 
@@ -869,4 +954,5 @@ def add_parser(subparsers) -> None:
         description="Print the effective configuration as JSON, secrets masked. "
         "Exit code 2 with the list of problems when the configuration is invalid.",
     )
+    add_kafka_arguments(p)
     p.set_defaults(func=_config_command)

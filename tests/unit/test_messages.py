@@ -59,7 +59,7 @@ def test_instance_defaults_and_forms():
         ({"ts": "5"}, ("int_type", ("ts",))),  # no parsing of numbers from strings
         ({"x": [1.0, "2"]}, ("float_type", ("x", "list", 1))),
         ({"x": [1.0, math.nan]}, ("finite_number", ("x", "list", 1))),
-        ({"y": 1.0}, ("wrong_type", ("y",))),  # a float is neither a label nor targets
+        ({"y": True}, ("wrong_type", ("y",))),  # a boolean is neither a label nor targets
         ({"y": []}, ("too_short", ("y", "list"))),
         ({"weight": -0.5}, ("greater_than_equal", ("weight",))),
         ({"stream": ""}, ("string_too_short", ("stream",))),

@@ -47,7 +47,7 @@ numbers = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
                     st.sampled_from([1e300, -1e300, 1.7976931348623157e308, 1e155, -1e154, 5e-324,
                                      1e100, -1e100, 9.99e99, -2.2250738585072014e-308]),
                     st.floats(min_value=-10, max_value=10))
-labels = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["a", "b"]), texts,
+labels = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["a", "b"]), texts, numbers,
                    st.lists(numbers, min_size=1, max_size=2))
 rows = st.one_of(st.lists(numbers, min_size=1, max_size=3),
                  st.dictionaries(st.one_of(st.sampled_from(["f0", "f1", "f2"]), texts), numbers,

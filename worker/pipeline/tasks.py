@@ -2,22 +2,26 @@
 
 A :class:`Task` owns, for one stream,
 
-* how a label ``y`` is checked (a class label, or a list of a fixed number of targets),
+* how a label ``y`` is checked (a class label, or a list of a fixed number of targets; a
+  single-target stream also takes its target as a plain number, ``3.7`` for ``[3.7]``),
 * the bounded per-row *prequential loss* in ``[0, 1]`` that drift detectors watch,
 * how the stream's predictor is asked for a prediction and what a prediction carries
   (``y_pred``, ``proba`` and ``classes`` for classifiers; a list of floats for regression).
 
-A stream's task is fixed by its first labelled instance (a class label means
-classification, a list of numbers regression) unless its profile names it
-(:func:`task_of_label`, :func:`make_task`); labels of the other kind are refused later.
+A stream's task is fixed by its first labelled instance (a class label, an integer or a
+string, means classification; a list of numbers or a float regression) unless its profile
+names it (:func:`task_of_label`, :func:`make_task`); labels of the other kind are refused
+later.
 
 Examples
 --------
 >>> t = make_task("regression", [3.0, 1.0])
 >>> t.n_targets, t.name
 (2, 'regression')
->>> task_of_label("UP"), task_of_label([1.0, 2.0])
-('classification', 'regression')
+>>> task_of_label("UP"), task_of_label([1.0, 2.0]), task_of_label(3.7)
+('classification', 'regression', 'regression')
+>>> make_task("regression", 3.7).n_targets
+1
 """
 
 from __future__ import annotations
@@ -37,8 +41,14 @@ _ne = operator.ne  # 1.0 for a wrong prediction (0/1 loss)
 
 
 def task_of_label(y: Any) -> str:
-    """The task a label implies: a list of numbers is regression, anything else a class."""
-    return REGRESSION if isinstance(y, list) else CLASSIFICATION
+    """The task a label implies: a list of numbers or a float (one target) is regression,
+    anything else (an integer, a string) a class."""
+    return REGRESSION if isinstance(y, list | float) else CLASSIFICATION
+
+
+def _is_number(y: Any) -> bool:
+    """A plain number: one regression target (``bool`` is not one)."""
+    return type(y) is float or type(y) is int
 
 
 class Task:
@@ -104,11 +114,11 @@ class ClassificationTask(Task):
         self.labels = dict.fromkeys(labels)
 
     def check_label(self, y: Any) -> None:
-        if isinstance(y, list):
+        if isinstance(y, list | float):
             raise PipelineError(
                 "invalid_target", "the stream's task is classification (fixed by its first "
-                "labelled instance or its profile): y must be a class label, not a list of "
-                "targets")
+                "labelled instance or its profile): y must be a class label (an integer or a "
+                "string), not regression targets")
         if y not in self.labels:
             if self.max_classes is not None and len(self.labels) >= self.max_classes:
                 raise PipelineError(
@@ -181,7 +191,8 @@ class ClassificationTask(Task):
 
 
 class RegressionTask(Task):
-    """``y`` is a list of ``n_targets`` floats; predictions are lists of floats.
+    """``y`` is a list of ``n_targets`` floats (with one target, a plain number too);
+    predictions are lists of floats.
 
     The loss watched by detectors is the mean over targets of the absolute error divided
     by the target's running mean absolute deviation (MAD) so far, each term clipped to
@@ -201,17 +212,28 @@ class RegressionTask(Task):
         self.mad = np.zeros(self.n_targets)
 
     def check_label(self, y: Any) -> None:
+        if _is_number(y):
+            if self.n_targets != 1:
+                raise PipelineError(
+                    "target_count", f"expected {self.n_targets} targets (fixed by the stream's "
+                    "first labelled instance), got a single number")
+            return
         if not isinstance(y, list):
             raise PipelineError(
-                "invalid_target", "the stream's task is multi-target regression (fixed by its "
-                "first labelled instance or its profile): y must be a list of numbers, not a "
-                "class label")
+                "invalid_target", "the stream's task is regression (fixed by its first "
+                "labelled instance or its profile): y must be a list of numbers (or, with one "
+                "target, a number), not a class label")
         if len(y) != self.n_targets:
             raise PipelineError(
                 "target_count", f"expected {self.n_targets} targets (fixed by the stream's "
                 f"first labelled instance), got {len(y)}")
 
     def learn_targets(self, ys: list) -> np.ndarray:
+        """Checked labels as an ``(n, n_targets)`` array (a single target may come as a
+        number or as a list of one)."""
+        if self.n_targets == 1:
+            return np.array([y[0] if type(y) is list else y for y in ys],
+                            dtype=np.float64).reshape(len(ys), 1)
         return np.asarray(ys, dtype=np.float64).reshape(len(ys), self.n_targets)
 
     def losses(self, y_pred: list, y_true: list) -> np.ndarray:
@@ -266,9 +288,11 @@ def make_task(name: str, first_label: Any = None, max_classes: int | None = None
     if name == CLASSIFICATION:
         return ClassificationTask(max_classes)
     if name == REGRESSION:
+        if _is_number(first_label):
+            first_label = [first_label]  # one target
         if not isinstance(first_label, list) or not first_label:
             raise PipelineError("invalid_target", "a regression stream's labels are non-empty "
-                                "lists of numbers")
+                                "lists of numbers (or, with one target, numbers)")
         if not all(isinstance(v, int | float) and math.isfinite(v) for v in first_label):
             raise PipelineError("invalid_target", "regression targets must be finite numbers")
         return RegressionTask(len(first_label))

@@ -1,8 +1,15 @@
-"""``streamforest learners``: the learner families this worker can run, from the registry."""
+"""``streamforest learners``: the learner families this worker can run, from the registry.
+
+A parameter's meaning is the first sentence of its entry in the numpydoc ``Parameters``
+section of the learner's class: the registry keeps no text of its own, and the class's
+docstring is where each parameter is documented once.
+"""
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 
 from models import registry
 
@@ -21,19 +28,78 @@ def default_roles(name: str) -> list[str]:
     return [role for role, names in _DEFAULTS if name in names]
 
 
+# an entry of a numpydoc Parameters section: "name : type" (or "a, b : type") at the margin
+_ENTRY = re.compile(r"^(\w+(?:\s*,\s*\w+)*)\s*(?::.*)?$")
+_SENTENCE_END = re.compile(r"\.\s")
+# reStructuredText a terminal shows as is: ``literal``, :role:`target` (keep the words)
+_MARKUP = re.compile(r"``|:\w+:`~?([^`]*)`")
+
+
+def parameter_docs(cls: type) -> dict[str, str]:
+    """The first sentence of each parameter's description in ``cls``'s numpydoc
+    ``Parameters`` section (``{}`` without one).
+
+    Examples
+    --------
+    >>> class Learner:
+    ...     \"\"\"A learner.
+    ...
+    ...     Parameters
+    ...     ----------
+    ...     n_trees : int, default 10
+    ...         Trees in the forest. More is slower.
+    ...     \"\"\"
+    >>> parameter_docs(Learner)
+    {'n_trees': 'Trees in the forest.'}
+    """
+    lines = (inspect.getdoc(cls) or "").splitlines()
+    starts = [i for i in range(len(lines) - 1)
+              if lines[i].strip() == "Parameters" and set(lines[i + 1].strip()) == {"-"}]
+    if not starts:
+        return {}
+    docs: dict[str, list[str]] = {}
+    names: list[str] = []
+    body = lines[starts[0] + 2:]
+    for i, line in enumerate(body):
+        if line and not line[0].isspace():
+            if i + 1 < len(body) and body[i + 1].strip() and set(body[i + 1].strip()) == {"-"}:
+                break  # the next section
+            match = _ENTRY.match(line)
+            names = [n.strip() for n in match.group(1).split(",")] if match else []
+            for name in names:
+                docs[name] = []
+        elif line.strip():
+            for name in names:
+                docs[name].append(line.strip())
+    return {name: _first_sentence(" ".join(words)) for name, words in docs.items() if words}
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop outside parentheses, in plain text (no RST markup)."""
+    text = _MARKUP.sub(lambda m: m.group(1) or "", text)
+    for end in _SENTENCE_END.finditer(text):
+        head = text[:end.start() + 1]
+        if head.count("(") == head.count(")"):
+            return head
+    return text
+
+
 def rows() -> list[dict]:
     """One row per registered family: name, tasks, roles, default roles, rankings, events,
-    parameters."""
+    parameters (name: default) and their descriptions (name: first sentence, when the class
+    documents it)."""
     out = []
     for name in registry.names():
         spec = registry.get(name)
         params = {k: (p.default if p.default is not p.empty else None)
                   for k, p in spec.parameters.items() if k != "seed"}
         params.update(spec.defaults)
+        docs = parameter_docs(spec.cls)
         out.append({"name": name, "summary": spec.summary, "tasks": sorted(spec.tasks),
                     "roles": sorted(spec.roles), "default": default_roles(name),
                     "rankings": [m for _, m in spec.rankings],
-                    "events": list(spec.events), "parameters": params})
+                    "events": list(spec.events), "parameters": params,
+                    "descriptions": {k: docs[k] for k in params if k in docs}})
     return out
 
 
@@ -47,13 +113,22 @@ def _cmd_learners(args) -> int:
         print(f"    tasks: {', '.join(row['tasks'])}; roles: {', '.join(row['roles'])}"
               + (f"; rankings: {', '.join(row['rankings'])}" if row["rankings"] else "")
               + (f"; events: {', '.join(row['events'])}" if row["events"] else ""))
-        print("    parameters: " + ", ".join(f"{k}={v!r}" for k, v in row["parameters"].items()))
+        print("    parameters (set them in learners.params):")
+        for k, v in row["parameters"].items():
+            meaning = row["descriptions"].get(k)
+            print(f"      {k}={v!r}" + (f": {meaning}" if meaning else ""))
     return 0
 
 
 def add_parser(subparsers) -> None:
     """Register ``streamforest learners``."""
-    p = subparsers.add_parser("learners", help="list the learner families, their roles and "
-                                               "parameters")
+    p = subparsers.add_parser(
+        "learners", help="list the learner families, their roles and parameters",
+        description="List the learner families this worker can run: what each is, the tasks "
+        "it serves, the roles it can take (predictor, ranker, selector, detector), the "
+        "rankings and events it publishes, whether a stream without a profile runs it, and "
+        "its parameters with their defaults and meaning. Choose learners with "
+        "STREAMFOREST_LEARNERS__* (or per-stream profiles) and pass parameters with "
+        "STREAMFOREST_LEARNERS__PARAMS.")
     p.add_argument("--json", action="store_true", help="as JSON")
     p.set_defaults(func=_cmd_learners)

@@ -66,9 +66,7 @@ import argparse
 import base64
 import fnmatch
 import json
-import logging
 import math
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -85,7 +83,8 @@ from schemas.messages import DriftAlert, FeatureArrival, Instance, Prediction, R
 
 from .. import consume_errors
 from ..checkpoint_store import inflate
-from ..settings import TOPIC_KINDS
+from ..kafka_io import quiet_client_logs
+from ..settings import TOPIC_KINDS, add_kafka_arguments
 
 #: logical names of the product's topics (fields of ``worker.settings.TopicSettings``)
 KINDS = TOPIC_KINDS
@@ -363,13 +362,6 @@ def reader_config(settings) -> dict:
     conf = consumer_config(settings, group=False)
     if "fetch.wait.max.ms" not in settings.kafka.extra:
         conf["fetch.wait.max.ms"] = 200
-    # stdout is the data and stderr the one line that says what failed: librdkafka's
-    # retries (a refused connection every 50 ms while brokers are down) are not shown
-    quiet = logging.getLogger("streamforest.tail.librdkafka")
-    if not quiet.handlers:
-        quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
-    conf["logger"] = quiet
     return conf
 
 
@@ -455,9 +447,13 @@ def tail(consumer, kind: str, topic: str, write: Callable[[bytes], Any], *,
 
 
 def _positive(text: str) -> int:
-    n = int(text)
+    """``--max``: a whole number, 1 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
     if n < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
     return n
 
 
@@ -489,6 +485,7 @@ def add_parser(subparsers) -> None:
                    help="only records of matching streams (the message key): *, ?, [seq]")
     p.add_argument("--max", metavar="N", type=_positive, default=None,
                    help="stop after N records")
+    add_kafka_arguments(p)
     p.set_defaults(func=_cmd_tail, from_end=False)
 
 
@@ -496,7 +493,7 @@ def _cmd_tail(args) -> int:
     from ..settings import settings_or_exit
     from .evaluate.ranges import RangeError, parse_bound
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(args)
     try:
         kind, topic = resolve_topic(settings.topics, args.topic)
         start = parse_bound(args.start) if args.start is not None else None
@@ -510,6 +507,9 @@ def _run(settings, kind: str, topic: str, args, start) -> int:
     from confluent_kafka import Consumer
 
     out: BinaryIO = sys.stdout.buffer
+    # stdout is the data and stderr the one line that says what failed: librdkafka's
+    # retries (a refused connection every 50 ms while brokers are down) are not shown
+    quiet_client_logs()
     consumer = Consumer(reader_config(settings))
     try:
         tail(consumer, kind, topic, out.write, from_end=args.from_end, start=start,
@@ -524,14 +524,11 @@ def _run(settings, kind: str, topic: str, args, start) -> int:
         err = exc.args[0] if exc.args else exc
         why = err.str() if isinstance(err, KafkaError) else str(err)
         print(f"streamforest tail: cannot read {topic} from the Kafka brokers at "
-              f"{settings.kafka.bootstrap_servers} ({why}); check "
+              f"{settings.kafka.bootstrap_servers} ({why}); check -b / "
               "STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS and the network", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0  # Ctrl-C is how a follower ends
-    except BrokenPipeError:
-        _quiet_stdout()  # `| head` closed the pipe: what it wanted was written
-        return 0
     finally:
         _close(consumer)
     return 0
@@ -545,20 +542,15 @@ def _close(consumer) -> None:
         pass
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so the interpreter's final flush does not report the
-    closed pipe (the Python documentation's advice for SIGPIPE)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``python -m worker.tools.tail TOPIC ...``: the command without the rest of the CLI."""
+    """``python -m worker.tools.tail TOPIC ...``: the command without the rest of the CLI (a
+    closed pipe and errors are handled as by ``streamforest``)."""
+    from ..cli import run_command
+
     parser = argparse.ArgumentParser(prog="streamforest")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["tail", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
+    return run_command(args)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ..kafka_io import admin_config
+from ..kafka_io import admin_config, quiet_client_logs
+from ..preflight import metadata
+from ..settings import add_kafka_arguments
 
 
 def topic_specs(settings, partitions: int | None = None) -> list[NewTopic]:
@@ -76,6 +78,7 @@ def add_parser(subparsers) -> None:
     c = sub.add_parser("create", help="create every topic (checkpoints compacted)")
     c.add_argument("--partitions", type=int, default=None,
                    help="partitions per topic (default: topics.partitions)")
+    add_kafka_arguments(c)
     c.set_defaults(func=_cmd_create)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -83,7 +86,10 @@ def add_parser(subparsers) -> None:
 def _cmd_create(args) -> int:
     from ..settings import settings_or_exit
 
-    settings = settings_or_exit()
-    for name, status in create_topics(settings, args.partitions).items():
+    settings = settings_or_exit(args)
+    quiet_client_logs()  # a failure is one line (the CLI's), not librdkafka's retries
+    admin = AdminClient(admin_config(settings))
+    metadata(admin, settings)  # no broker: one line and exit 1 once startup_timeout_s passed
+    for name, status in create_topics(settings, args.partitions, admin=admin).items():
         print(f"{name}: {status}")
     return 0

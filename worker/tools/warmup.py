@@ -90,7 +90,12 @@ def _arrivals(cfg: PipelineConfig, X: np.ndarray, y: list) -> None:
 def add_parser(subparsers) -> None:
     """Register ``streamforest warmup``."""
     p = subparsers.add_parser(
-        "warmup", help="compile every numba kernel into the cache (run once after install)")
+        "warmup", help="compile every numba kernel into the cache (run once after install)",
+        description="Compile every numba kernel a worker can use into numba's cache: every "
+        "learner of the registry in every role it can take, on short synthetic streams, and "
+        "the bulk decoder of instances. Run it once after installing (the worker image runs "
+        "it at build time), so a new worker processes its first stream at once instead of "
+        "compiling while its partitions wait. Takes a few minutes; prints the seconds spent.")
     p.set_defaults(func=_cmd_warmup)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import logging
 import os
 import random
 import shutil
@@ -236,13 +237,23 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text[-lines:])
 
 
+def _silent() -> logging.Logger:
+    """The logger of this module's Kafka clients: librdkafka's lines dropped (a broker that
+    does not answer yet is the expected case while it starts, and a check says what failed)."""
+    silent = logging.getLogger("streamforest.broker.librdkafka")
+    if not silent.handlers:
+        silent.addHandler(logging.NullHandler())
+    silent.propagate = False
+    return silent
+
+
 def _admin_answers(bootstrap: str, timeout: float) -> bool:
     """One metadata request through an AdminClient (the readiness criterion of the broker)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    # log_level 0: the client would otherwise print a line per refused connection while the broker starts
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    # the client would otherwise print a line per refused connection while the broker starts
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _silent()})
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException:
@@ -528,7 +539,7 @@ class LocalBroker:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "logger": _silent()})
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
                 self.pid_file.unlink(missing_ok=True)
@@ -596,29 +607,57 @@ class LocalBroker:
 # round trip check (used by `streamforest broker check` and `make demo`)
 
 
-def round_trip(bootstrap: str, timeout: float = 30.0) -> float:
+#: seconds ``broker check`` waits for a first answer before it says no broker answers
+ANSWER_TIMEOUT = 10.0
+
+
+def round_trip(bootstrap: str, timeout: float = 30.0, properties: Mapping[str, str] | None = None,
+               answer_timeout: float = ANSWER_TIMEOUT) -> float:
     """Create a topic, produce one record, consume it back, delete the topic.
+
+    Parameters
+    ----------
+    bootstrap : str
+        The brokers.
+    timeout : float
+        Seconds each step may take once the brokers answer.
+    properties : mapping, optional
+        Other librdkafka properties of the clients (security, SASL ...).
+    answer_timeout : float
+        Seconds to wait for the brokers' first answer.
 
     Returns
     -------
     float
         Seconds from the produce call to the record being consumed.
+
+    Raises
+    ------
+    BrokerError
+        No broker answered, or a step failed: the message says which.
     """
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer, KafkaException, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    # the outcome is one line; librdkafka's retries while no broker answers are not shown
+    conf = {**(properties or {}), "bootstrap.servers": bootstrap, "logger": _silent()}
     topic = f"sf-check-{uuid.uuid4().hex[:12]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(conf)
+    try:
+        admin.list_topics(timeout=answer_timeout)
+    except KafkaException as exc:
+        raise BrokerError(f"no broker answered at {bootstrap} within {answer_timeout:g} s "
+                          f"({exc.args[0].str() if exc.args else exc})") from None
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout)
     try:
         payload = uuid.uuid4().bytes
-        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        producer = Producer({**conf, "enable.idempotence": True})
         start = time.monotonic()
         producer.produce(topic, key=b"check", value=payload)
         if producer.flush(timeout) != 0:
             raise BrokerError(f"could not deliver a record to {topic} on {bootstrap}")
         consumer = Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest",
+            {**conf, "group.id": topic, "auto.offset.reset": "earliest",
              "enable.auto.commit": False}  # fmt: skip
         )
         try:
@@ -669,8 +708,10 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{key}: {value}")
             return 0 if status["answers"] else 3
         elif args.action == "check":
-            seconds = round_trip(broker.bootstrap, args.timeout)
-            print(f"round trip through {broker.bootstrap}: ok ({seconds * 1000:.0f} ms)")
+            bootstrap = args.bootstrap_servers or broker.bootstrap
+            seconds = round_trip(bootstrap, args.timeout, dict(args.kafka_properties),
+                                 answer_timeout=min(args.timeout, ANSWER_TIMEOUT))
+            print(f"round trip through {bootstrap}: ok ({seconds * 1000:.0f} ms)")
     except BrokerError as exc:
         print(f"streamforest broker {args.action}: {exc}", file=sys.stderr)
         return 1
@@ -704,7 +745,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "check": "produce and consume one record through the broker",
     }
     for action, text in helps.items():
-        actions.add_parser(action, parents=[common], help=text, description=text).set_defaults(func=_run)
+        p = actions.add_parser(action, parents=[common], help=text, description=text)
+        p.set_defaults(func=_run)
+        if action == "check":
+            _connection_arguments(p)
+
+
+def _connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """``broker check``: kcat's -b and -X, to check any cluster (the local broker by default;
+    the STREAMFOREST_KAFKA__* settings are not read: this is a tool of the local broker)."""
+    from ...settings import librdkafka_property
+
+    group = parser.add_argument_group("Kafka connection")
+    group.add_argument("-b", "--bootstrap-servers", metavar="HOST:PORT[,...]", default=None,
+                       help="check these brokers instead of the local one (at --port)")
+    group.add_argument("-X", dest="kafka_properties", metavar="KEY=VALUE", action="append",
+                       type=librdkafka_property, default=[],
+                       help="a librdkafka property of the check's clients, repeatable")
 
 
 def main(argv: Iterable[str] | None = None) -> int:

@@ -79,7 +79,8 @@ def _find(file: str, data_dir: str | Path | None) -> Path:
             if candidate.exists():
                 return candidate
     where = ", ".join(str(d) for d in dirs)
-    raise FileNotFoundError(f"dataset file {file} not found in {where}; pass data_dir=")
+    raise FileNotFoundError(f"dataset file {file} not found in {where}; give the folder that "
+                            "holds it (--data-dir, data_dir=)")
 
 
 def read_arff(path: Path) -> tuple[list[str], list[list[str]]]:

@@ -36,6 +36,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from ...kafka_io import CLIENT_LOG, quiet_client_logs
 from .produce import hyperplane, make_producer, produce_stream
 
 #: ranking methods the view shows, preferred first: the block forests' (both tasks, they follow
@@ -233,7 +234,7 @@ class LiveView:
     def __init__(self, bootstrap: str, topics, board: Board):
         self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-view-{uuid.uuid4()}",
                            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                           "enable.auto.commit": False})
+                           "enable.auto.commit": False, "logger": CLIENT_LOG})
         self.c.subscribe([topics.predictions, topics.drift, topics.rankings])
         self.topics = topics
         self.board = board
@@ -306,6 +307,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
     from ..topics import create_topics
     from .datasets import load
 
+    quiet_client_logs()  # librdkafka's own lines would tear the view
     broker = None
     if bootstrap is None:
         from .broker import LocalBroker, free_port
@@ -337,7 +339,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
         n_elec = electricity_rows or elec.n_rows
         bikes = load("bike_sharing")
         n_bikes = bike_rows or bikes.n_rows
-        p = make_producer(bootstrap)
+        p = make_producer({"bootstrap.servers": bootstrap, "logger": CLIENT_LOG})
         produce_stream(p, settings.topics.instances, "hyperplane", X, y, names=names, truth=W)
         produce_stream(p, settings.topics.instances, "electricity", elec.X[:n_elec],
                        elec.y[:n_elec], names=elec.feature_names)
@@ -399,8 +401,9 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("demo", help="local broker + two workers + live view")
-    p.add_argument("--bootstrap", default=None,
-                   help="use this broker instead of starting the local one")
+    p.add_argument("-b", "--bootstrap", "--bootstrap-servers", default=None,
+                   metavar="HOST:PORT[,...]",
+                   help="use these brokers instead of starting the local one")
     p.add_argument("--rows", type=int, default=30000, help="hyperplane instances")
     p.add_argument("--electricity-rows", type=int, default=None,
                    help="Electricity instances (default: all 45,312)")

@@ -11,7 +11,6 @@ msgpack maps of the :class:`schemas.Instance` contract, keyed by stream id; ``x`
 from __future__ import annotations
 
 import json
-import logging
 import sys
 import time
 
@@ -22,6 +21,10 @@ from confluent_kafka import KafkaError, Producer
 from schemas.codec import encode_state
 from schemas.kinds import INSTANCE_BATCH, KIND_HEADER, LABEL
 from schemas.messages import TRUTH_HEADER
+
+from ...cli import UsageError
+from ...kafka_io import quiet_client_logs, without_consumer_keys
+from ...settings import add_kafka_arguments
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 
@@ -329,6 +332,7 @@ def add_parser(subparsers) -> None:
         q.add_argument("--label-delay", type=_delay, default=None, metavar="N",
                        help="send every instance unlabelled and its label as a LabelEvent N "
                        "instances later")
+        add_kafka_arguments(q)
         q.set_defaults(func=_cmd_produce)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -349,15 +353,16 @@ def _delay(text: str) -> int:
 def _cmd_produce(args) -> int:
     from ...settings import settings_or_exit
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(args)
     if args.batch > 0 and args.label_delay is not None:
-        print("error: --label-delay sends one Instance per record: leave out --batch",
-              file=sys.stderr)
-        return 2
+        raise UsageError("--label-delay sends one Instance per record: leave out --batch")
     if args.produce_command == "dataset":
         from .datasets import load
 
-        ds = load(args.name, args.data_dir)
+        try:
+            ds = load(args.name, args.data_dir)
+        except (ValueError, FileNotFoundError) as exc:  # an unknown name, a missing file
+            raise UsageError(str(exc)) from None
         X, y, names = ds.X, ds.y, ds.feature_names
         stream = args.stream or args.name
         truth = None
@@ -369,10 +374,8 @@ def _cmd_produce(args) -> int:
         truth = W if args.truth_every > 0 else None
     if args.rows:
         X, y = X[:args.rows], y[:args.rows]
-    from worker.kafka_io import without_consumer_keys
-
     conf = without_consumer_keys(settings.kafka.as_librdkafka_dict())
-    conf["logger"] = _quiet_logger()  # the outcome is one line below, not librdkafka's retries
+    conf["logger"] = quiet_client_logs()  # the outcome is one line below, not librdkafka's retries
     producer = make_producer(conf)
     topic = settings.topics.instances
     problem = _topic_problem(producer, topic)
@@ -405,14 +408,6 @@ FLUSH_TIMEOUT = 60.0
 METADATA_TIMEOUT = 10.0
 
 
-def _quiet_logger() -> logging.Logger:
-    quiet = logging.getLogger("streamforest.produce.librdkafka")
-    if not quiet.handlers:
-        quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
-    return quiet
-
-
 def _topic_problem(producer: Producer, topic: str) -> str | None:
     """Why nothing can be produced to ``topic`` (an unreachable broker, a topic that does
     not exist), or ``None``."""
@@ -422,7 +417,8 @@ def _topic_problem(producer: Producer, topic: str) -> str | None:
         meta = producer.list_topics(topic, timeout=METADATA_TIMEOUT)
     except KafkaException as exc:
         return (f"no broker answered within {METADATA_TIMEOUT:.0f} s "
-                f"({exc.args[0].str() if exc.args else exc}): check KAFKA__BOOTSTRAP_SERVERS")
+                f"({exc.args[0].str() if exc.args else exc}): check -b / "
+                "STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS")
     t = meta.topics.get(topic)
     if t is None or t.error is not None:
         return (f"topic {topic!r} does not exist (create it: streamforest topics create)"

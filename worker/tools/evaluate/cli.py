@@ -24,17 +24,30 @@ from types import SimpleNamespace
 
 from confluent_kafka import KafkaException
 
+from ...cli import UsageError
+from ...settings import add_kafka_arguments
 from .configs import ConfigFileError, load, running
 from .ranges import RangeError, resolve
 
 REPORT_VERSION = 1
+
+# --help's text: plain words (the module doc above is reStructuredText for the API docs)
+DESCRIPTION = (
+    "Replay a bounded range of a topic through candidate configurations and report how well "
+    "each would have done on it, or (--served) how well the predictions the workers "
+    "published did. Reads with a consumer of its own (read_committed, no group, no commits: "
+    "the running consumer group never notices) and writes a report directory: report.json, "
+    "a self-contained report.html and the plots as PNG. With --publish PREFIX the replay's "
+    "predictions, alerts and rankings go to PREFIX.predictions, PREFIX.drift and "
+    "PREFIX.rankings in one transaction. Exit code 2 for a bad option, configuration file or "
+    "range, 1 when the brokers fail.")
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "evaluate", help="replay a range of a topic through candidate configurations (or read "
         "what was served) and write a report",
-        description=__doc__.split("\n\n")[0])
+        description=DESCRIPTION)
     p.add_argument("--topic", default=None,
                    help="topic to read (default: the instances topic; with --served the "
                    "predictions topic); logical names such as 'instances' work too")
@@ -61,27 +74,25 @@ def add_parser(subparsers) -> None:
                    "its stream or a duration (500ms, 30s, 2m); several, comma-separated, "
                    "replay each configuration once per delay")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_kafka_arguments(p)
     p.set_defaults(func=_cmd)
 
 
-class UsageError(ValueError):
-    """An option that cannot be used (exit code 2)."""
-
-
 def _cmd(args) -> int:
+    from ...kafka_io import quiet_client_logs
     from ...logs import setup
     from ...settings import settings_or_exit
 
-    settings = settings_or_exit()
+    settings = settings_or_exit(args)
     setup("WARNING", secrets=settings.secret_values())
+    quiet_client_logs()  # a failure is one line, not librdkafka's retries
     try:
         return _evaluate(args, settings)
-    except (UsageError, ConfigFileError, RangeError) as exc:
-        print(f"streamforest evaluate: {exc}", file=sys.stderr)
-        return 2
+    except (ConfigFileError, RangeError) as exc:
+        raise UsageError(str(exc)) from None
     except KafkaException as exc:
-        print(f"streamforest evaluate: Kafka failed: {exc}", file=sys.stderr)
-        return 1
+        err = exc.args[0] if exc.args else exc
+        raise RuntimeError(f"Kafka failed: {err.str() if hasattr(err, 'str') else err}") from None
 
 
 def _check_options(args) -> None:
@@ -110,6 +121,7 @@ def _topic(args, settings) -> str:
 
 def _evaluate(args, settings) -> int:
     from ...kafka_io import make_reader
+    from ...preflight import metadata
 
     _check_options(args)
     configs = [] if args.served else (load(args.configs, settings) if args.configs
@@ -124,6 +136,7 @@ def _evaluate(args, settings) -> int:
     topic = _topic(args, settings)
     reader = make_reader(settings)
     try:
+        metadata(reader, settings)  # no broker: one line and exit 1 once startup_timeout_s passed
         ranges = resolve(reader, topic, args.start, args.end)
         started = time.perf_counter()
         run = _run(args, settings, reader, topic, ranges, configs)

@@ -367,6 +367,8 @@ def _matrix(values, n_targets: int | None) -> np.ndarray:
         if same:
             flat = np.fromiter(itertools.chain.from_iterable(values), np.float64, len(values) * n_targets)
             return flat.reshape(len(values), n_targets)
+    if n_targets == 1 and isinstance(values, list):  # numbers and lists of one, mixed
+        values = [v[0] if type(v) is list and len(v) == 1 else v for v in values]
     a = np.asarray(values, dtype=np.float64)
     if a.ndim == 1:
         a = a[:, None]

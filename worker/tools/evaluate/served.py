@@ -112,8 +112,10 @@ class Served:
             m = per_model.get(stream)
             if m is None:
                 first = y_true[0]
-                task, n_targets = (REGRESSION, len(first)) if isinstance(first, list) \
-                    else (CLASSIFICATION, None)
+                # a float is the one target of a single-target stream, as producers may send it
+                task, n_targets = ((REGRESSION, len(first)) if isinstance(first, list) else
+                                   (REGRESSION, 1) if isinstance(first, float) else
+                                   (CLASSIFICATION, None))
                 m = per_model[stream] = StreamMetrics(task, self.window, self.every, n_targets)
             m.update(y_true, y_pred, positions)
         self.scored.clear()
