@@ -71,3 +71,16 @@ def test_plain_numbers_learn_exactly_as_lists_of_one():
     assert as_lists[1] is not None
     assert _run(y) == as_lists
     assert _run([v if i % 2 else [v] for i, v in enumerate(y)]) == as_lists  # mixed
+
+
+def test_a_regression_profile_takes_a_whole_number_as_its_first_target():
+    # the profile fixes the task: 3 is then one target, not a class label
+    cfg = PipelineConfig(task="regression", predictor=["isoup_tree"], rankers=[],
+                         detectors=[])
+    p = Pipeline("s", cfg, 3)
+    X = np.random.default_rng(4).random((50, 3))
+    p.process(X, [3] + [1.5] * 49)
+    assert p.task.name == "regression" and p.task.n_targets == 1
+    auto = Pipeline("s", PipelineConfig(), 3)  # without the profile: a class label
+    auto.process(X[:1], [3])
+    assert auto.task.name == "classification"

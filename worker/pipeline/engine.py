@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from models import registry
-from models.registry import CLASSIFICATION, PREDICTOR, RANKER, SELECTOR
+from models.registry import CLASSIFICATION, PREDICTOR, RANKER, REGRESSION, SELECTOR
 
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
@@ -156,6 +156,8 @@ class Pipeline:
             self.task.check_label(y)
             return
         task = task_of_label(y)
+        if self.cfg.task == REGRESSION and type(y) is int:  # a whole number: one target
+            task = REGRESSION
         if self.cfg.task not in (AUTO, task):
             raise PipelineError(
                 "invalid_target", f"stream {self.stream!r} is a {self.cfg.task} stream (its "
