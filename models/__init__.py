@@ -6,6 +6,8 @@ format. Every learner follows the surface described in :mod:`models.core.base`.
 
 from __future__ import annotations
 
+from .cart.block_forest import BlockForestRanker
+from .cart.block_forest_regression import BlockForestRegressionRanker
 from .cart.feature_stream_forest import FeatureStreamForest
 from .core.base import ClassIndex, Learner, check_X, learner_class
 from .drift.adwin import ADWIN, ADWINBank
@@ -15,13 +17,15 @@ from .forgetful.forgetful_forest import ForgetfulRandomForest
 from .forgetful.forgetful_tree import ForgetfulDecisionTree
 from .generators.hyperplane import RotatingHyperplane
 from .hoeffding.abfs import ABFS, ABFSClassifier
+from .hoeffding.adaptive_forest import AdaptiveRandomForest
 from .hoeffding.hoeffding_tree import HoeffdingTree
 from .hoeffding.naive_bayes import NaiveBayes
 from .isoup.isoup_forest import ISOUPSymRF
 from .isoup.isoup_tree import ISOUPTree
 from .orf.online_forest import OnlineRandomForest
 
-__all__ = ["ABFS", "ABFSClassifier", "ADWIN", "ADWINBank", "DDM", "DDMBank",
+__all__ = ["ABFS", "ABFSClassifier", "ADWIN", "ADWINBank", "AdaptiveRandomForest",
+           "BlockForestRanker", "BlockForestRegressionRanker", "DDM", "DDMBank",
            "DriftDetectionClassifier", "FeatureStreamForest", "ForgetfulDecisionTree",
            "ForgetfulRandomForest", "HoeffdingTree", "ISOUPSymRF", "ISOUPTree", "NaiveBayes",
            "OnlineRandomForest", "RotatingHyperplane", "ClassIndex", "Learner", "check_X",

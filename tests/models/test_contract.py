@@ -12,9 +12,13 @@ identically and keeps learning identically, and bad input raises a readable ``Va
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import models
 from models import registry
 from models.registry import CLASSIFICATION, DETECTOR, PREDICTOR, REGRESSION
 from schemas.codec import decode_state, encode_state
@@ -382,3 +386,12 @@ def test_check_x_takes_float_matrices_as_they_are_and_finds_bad_values():
     assert check_X([[1, 2], [3, 4]]).dtype == np.float64
     with pytest.raises(ValueError, match="numeric"):
         check_X([["a", "b"]])
+
+
+def test_every_learner_the_library_page_lists_is_importable_from_models():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "library.md").read_text()
+    listed = {name for cell in re.findall(r"^\| (`[A-Z][^|]*) \|", page, re.M)
+              for name in re.findall(r"`([A-Za-z]+)`", cell)}
+    assert {"AdaptiveRandomForest", "BlockForestRanker", "ABFSClassifier"} <= listed
+    assert listed <= set(models.__all__)
+    assert all(isinstance(getattr(models, name), type) for name in listed)

@@ -811,6 +811,7 @@ def test_a_poll_learned_in_one_call_per_learner_answers_as_one_call_per_segment(
     # the rankings made once the poll is through): every output and the state are those of
     # one call of each per segment
     X, y = _flipping_stream()
+    y[1503] = 2  # a class that appears within a poll: earlier segments' answers omit it
     cfg = dict(publish_rankings=publish, ranking_every=333, seed=2)
     cuts = [1, 40, 1000, 1007, 2500]
     used = []
@@ -832,3 +833,17 @@ def test_a_poll_learned_in_one_call_per_learner_answers_as_one_call_per_segment(
     sources = {a[1] for a in whole[2]}
     assert "adaptive_random_forest" in sources  # trees replaced together: a tree_drift alert
     assert len({tuple(r[2]) for r in whole[3]}) > 1  # the ranking moved
+
+
+@pytest.mark.parametrize("publish", ["block", "top_k"])
+def test_a_ranking_due_at_a_block_and_at_the_interval_is_published_once(publish):
+    # every 1,000 instances a ranking is due, and a block of the ranker ends there too: one
+    # ranking per stream, method and position, whatever the poll's cuts
+    X, y = _flipping_stream(3000)
+    p = Pipeline("s1", PipelineConfig(publish_rankings=publish, ranking_every=1000),
+                 n_features=4)
+    seen = []
+    for a in range(0, 3000, 700):
+        seen += [(r.method, r.n_seen) for r in p.process(X[a:a + 700], y[a:a + 700]).rankings]
+    assert len(seen) == len(set(seen))
+    assert {("block_mdi", n) for n in (1000, 2000, 3000)} <= set(seen)

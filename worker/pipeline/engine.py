@@ -42,7 +42,7 @@ into other polls and a run restored from a checkpoint give identical outputs.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -199,6 +199,8 @@ class Pipeline:
             n_own += 1
             self.rankers.append(Stage.build(name, cfg.params_of(name), (RANKER,),
                                             stream_seed(stream, cfg.seed, salt)))
+        for name in ("prequential", "rank_rows"):  # answered for the stages before these
+            self.__dict__.pop(name, None)
 
     def _selector_view(self, name: str) -> Stage:
         """The selector inside the predictor's composition, as a stage of its own (its
@@ -304,7 +306,8 @@ class Pipeline:
         try:
             i = 0
             while i < n:
-                j = self._segment_end(i, lab_idx, rows, self.n_pending - self.n_ranked,
+                j = self._planned.segments[0][2] if self._planned is not None else \
+                    self._segment_end(i, lab_idx, rows, self.n_pending - self.n_ranked,
                                       self.n_pending, self.n_instances, self.next_ranking)
                 self._segment(X, y, labelled, rows, i, j, emit, out, losses, loss_rows)
                 i = j
@@ -393,12 +396,13 @@ class Pipeline:
             return None
         return DeferredRankings(self.rankers)
 
-    @property
+    @cached_property
     def prequential(self) -> bool:
         """Whether the predictor learns row by row in its own test-then-train kernel: each
         instance is then predicted by the model that learned every earlier label (Gama et
         al. 2013), whatever the mini-batch; otherwise (the forgetful learners, defined on
-        mini-batches, Yuan et al. 2023) it learns the pending mini-batch at once."""
+        mini-batches, Yuan et al. 2023) it learns the pending mini-batch at once. Fixed
+        once the stages are built (asked a few times per segment)."""
         return self.task is not None and self.task.prequential(self.predictor.learner)
 
     def _predict_learn(self, Xs, y, labelled, rows, i, j, emit, out: StreamResult) -> list:
@@ -642,11 +646,11 @@ class Pipeline:
                 kept.append(a)
         return kept
 
-    @property
+    @cached_property
     def rank_rows(self) -> int:
         """Labelled rows between two learning steps of the rankers: the smallest block of
         those whose answers change only at the end of a block (``learn_every``), else
-        ``batch_size``."""
+        ``batch_size``. Fixed once the stages are built."""
         steps = [s.learner.learn_every or self.cfg.batch_size for s in self.rankers
                  if s is not self.predictor]
         return min(steps, default=self.cfg.batch_size)
@@ -760,6 +764,8 @@ class Pipeline:
             if only_changed and self.last_topk.get(method) == top:
                 continue
             self.last_topk[method] = top
+            if _published_at(out.rankings, row, method, n_seen):
+                continue  # a block's ranking that is also the interval's: published once
             # one list per ranking of every feature: built from Python ints and floats
             # (a ranking follows every block, and wide streams have hundreds of features)
             out.rankings.append(RankingOut(
@@ -872,6 +878,17 @@ class Pipeline:
                   HeldInstances.from_state(held, p.n_features, int(held["max_rows"]),
                                            int(held["max_age_ms"])))
         return p
+
+
+def _published_at(rankings: list, row: int, method: str, n_seen: int) -> bool:
+    """Whether ``rankings`` (of one call, in row order) ends with one of ``method`` at input
+    row ``row`` after ``n_seen`` rows: the same ranking, which a stream publishes once."""
+    for prev in reversed(rankings):
+        if prev.row != row:
+            return False
+        if prev.method == method and prev.n_seen == n_seen:
+            return True
+    return False
 
 
 class _Rows:

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from models.core.base import ClassIndex
 from models.registry import CLASSIFICATION, REGRESSION
 
 from .errors import PipelineError
@@ -177,13 +176,16 @@ class ClassificationTask(Task):
         predictor that counts its events per segment (``segments``): one ``(classes,
         y_pred, proba)`` per segment, each as the segment's own call gives it (its classes
         those known after it, its probabilities over them)."""
-        known = len(self.classes(predictor))
+        before = len(self.classes(predictor))
         _, y_pred, all_proba = self.predict_learn(predictor, X, ys, emit, segments=cuts)
         classes = self.classes(predictor)
-        codes = ClassIndex(classes).encode(ys, grow=False)
-        out, a = [], 0
+        # the rows at which the call's new classes first appeared (in order: indices follow
+        # first appearance), so the classes known after each segment
+        firsts = [ys.index(c) for c in classes[before:]]
+        out, a, known = [], 0, before
         for b in cuts:
-            known = max(known, int(codes[a:b].max()) + 1)
+            while known < len(classes) and firsts[known - before] < b:
+                known += 1
             out.append((classes[:known], y_pred[a:b],
                         None if all_proba is None else all_proba[a:b, :known]))
             a = b
