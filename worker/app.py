@@ -196,7 +196,9 @@ class Worker:
             self.settle()  # restores read the committed offsets
             self._restore_pending()
         t = time.monotonic()
-        msgs = self.consumer.consume(w.consume_batch, w.consume_timeout_s)
+        # records the merge already holds are work: ask for more without waiting for it
+        busy = any(task.ready and task.waiting for task in self.tasks.values())
+        msgs = self.consumer.consume(w.consume_batch, 0 if busy else w.consume_timeout_s)
         self._input_clock += time.monotonic() - t
         self.metrics.beat()
         if self.to_restore:  # assigned during consume: restore before processing
