@@ -759,8 +759,8 @@ class Pipeline:
         names = self.names
         for method, scores in rankings:
             # stable order: ties broken by column index, so rankings are reproducible
-            order = np.lexsort((np.arange(scores.shape[0]), -scores))
-            top = [int(c) for c in order[: self.cfg.top_k]]
+            order = np.argsort(-scores, kind="stable").tolist()
+            top = order[: self.cfg.top_k]
             if only_changed and self.last_topk.get(method) == top:
                 continue
             self.last_topk[method] = top
@@ -769,8 +769,7 @@ class Pipeline:
             # one list per ranking of every feature: built from Python ints and floats
             # (a ranking follows every block, and wide streams have hundreds of features)
             out.rankings.append(RankingOut(
-                row, method, [names[c] for c in order.tolist()], scores[order].tolist(),
-                n_seen))
+                row, method, [names[c] for c in order], scores[order].tolist(), n_seen))
 
     # -- state ---------------------------------------------------------------------------------
 
