@@ -438,10 +438,10 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         Rows where ``learn_only`` (booleans, optional) is set are learned without a
         prediction (their row is 0): the label of an instance predicted in an earlier call.
 
-        ``segments`` (optional: the ascending ends of consecutive runs of the rows, the last
-        ``len(X)``) makes the call count its trees' replacements per run, as one call per
-        run would: :meth:`select_segment` then shows each run's events. The predictions,
-        the state and the last run's events are those of one call per run.
+        ``segments`` (optional: the ends of consecutive runs of the rows, non-decreasing, the
+        last ``len(X)``; a run may be empty) makes the call count its trees' replacements per
+        run, as one call per run would: :meth:`select_segment` then shows each run's events.
+        The predictions, the state and the last run's events are those of one call per run.
 
         Examples
         --------
@@ -506,10 +506,10 @@ class AdaptiveRandomForest(ProbabilityClassifier):
     def _segment_arrays(self, segments, X) -> tuple[np.ndarray, np.ndarray]:
         """The kernel's ``cuts`` and zeroed ``seg_counts`` for ``segments``."""
         cuts = np.asarray(segments, dtype=np.int64).reshape(-1)
-        if cuts.shape[0] == 0 or cuts[-1] != X.shape[0] or (np.diff(cuts) <= 0).any() \
-                or cuts[0] <= 0:
-            raise ValueError("segments must be ascending ends of non-empty runs, the last "
-                             f"the number of rows ({X.shape[0]})")
+        if cuts.shape[0] == 0 or cuts[-1] != X.shape[0] or (np.diff(cuts) < 0).any() \
+                or cuts[0] < 0:
+            raise ValueError("segments must be the ends of consecutive runs (an empty run: "
+                             f"its end repeated), the last the number of rows ({X.shape[0]})")
         return cuts, np.zeros((cuts.shape[0], 2, self.n_models), np.int64)
 
     def select_segment(self, k: int) -> None:

@@ -275,6 +275,8 @@ def test_one_call_with_segments_reports_each_segment_as_its_own_call():
     assert sum(n for _, n, _, _ in got) >= 3  # trees were replaced, in several segments
     with pytest.raises(ValueError, match="segments"):
         one.predict_proba_learn_many(X[:10], ys[:10], segments=[5, 9])
+    with pytest.raises(ValueError, match="segments"):
+        one.predict_proba_learn_many(X[:10], ys[:10], segments=[5, 3, 10])
     one.predict_proba_learn_many(X[:10], ys[:10])
     with pytest.raises(ValueError, match="not given segments"):
         one.select_segment(0)

@@ -272,3 +272,61 @@ def test_rankings_made_once_the_poll_is_through_are_those_made_per_block(monkeyp
     per_block = run()
     assert deferred == per_block
     assert sum(len(o[2]) for o in deferred[0]) > 10 and any(o[3] for o in deferred[0])
+
+
+def _full_outputs(res_list) -> list:
+    return [([(b.start, b.stop, list(b.classes), b.y_pred,
+               None if b.proba is None else b.proba.tolist()) for b in res.blocks],
+             [(a.row, a.source, a.level, a.position, a.detail) for a in res.alerts],
+             [(r.row, r.method, r.features, r.scores, r.n_seen) for r in res.rankings],
+             [(o.tolist(), e.code) for o, e in res.rejected],
+             [(pos.tolist(), served, truth) for pos, served, truth in res.scored],
+             res.held_dropped) for res in res_list]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["inst", "inst", "label", "plain"]),
+                          st.integers(0, 40), st.sampled_from(["a", "b", "c"])),
+                min_size=1, max_size=160),
+       st.lists(st.integers(1, 159), max_size=4), st.booleans())
+def test_a_poll_with_late_labels_learned_in_one_call_answers_as_per_segment_calls(
+        events, cuts, emit):
+    """A poll of unlabelled instances, label events (some for unknown, expired or already
+    labelled ids) and labelled instances is learned in one call of the forest: every output
+    and the state are those of one call per run of rows, whatever the cuts."""
+    rng = np.random.default_rng(len(events))
+    X = rng.random((len(events), 3))
+    kinds = [k for k, _i, _y in events]
+    ys = [None if k == "inst" else y for k, _i, y in events]
+    ids = [i for _k, i, _y in events]
+    labels = np.array([k == "label" for k in kinds], dtype=bool)
+    bounds = sorted({c for c in cuts if c < len(events)}) + [len(events)]
+    cfg = PipelineConfig(ranking_every=7, params={
+        "adaptive_random_forest": {"n_models": 3, "grace_period": 5}})
+
+    def run():
+        p = Pipeline("s", cfg, 3, held_rows=6)
+        outs, a = [], 0
+        for b in bounds:
+            outs.append(p.process(X[a:b], ys[a:b], ids=ids[a:b], ts=list(range(a, b)),
+                                  labels=labels[a:b], emit=emit))
+            a = b
+        return _full_outputs(outs), encode_state(p.to_state())
+
+    with pytest.MonkeyPatch.context() as mp:
+        planned = []
+        plan = Pipeline._plan_mixed
+
+        def spy(self, *args):
+            out = plan(self, *args)
+            planned.append(out is not None)
+            return out
+
+        mp.setattr(Pipeline, "_plan_mixed", spy)
+        whole = run()
+        mp.setattr(Pipeline, "_plan_mixed", lambda self, *args: None)
+        mp.setattr(Pipeline, "_defer_rankings", lambda self: None)
+        per_run = run()
+    assert whole == per_run
+    if "label" in kinds:  # a poll holding a label event is one of those learned in one call
+        assert any(planned)

@@ -42,6 +42,7 @@ into other polls and a run restored from a checkpoint give identical outputs.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -301,12 +302,13 @@ class Pipeline:
         lab_idx = None if every_row else np.flatnonzero(labelled)
         losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
         loss_rows: list[np.ndarray] = []  # and their rows
-        self._planned = self._plan_poll(X, y, labelled, rows, emit)
+        self._planned = self._plan_poll(X, y, labelled, rows, emit) or \
+            self._plan_mixed(X, y, labelled, rows, emit, out)
         self._deferred = self._defer_rankings()
         try:
             i = 0
             while i < n:
-                j = self._planned.segments[0][2] if self._planned is not None else \
+                j = self._planned.next_end if self._planned is not None else \
                     self._segment_end(i, lab_idx, rows, self.n_pending - self.n_ranked,
                                       self.n_pending, self.n_instances, self.next_ranking)
                 self._segment(X, y, labelled, rows, i, j, emit, out, losses, loss_rows)
@@ -382,8 +384,165 @@ class Pipeline:
                 next_ranking = (seen // every + 1) * every
             i = j
         segments = self.task.predict_learn_segments(learner, X, y, cuts, emit)
-        return PlannedSegments([(k, a, b, *seg) for k, (a, b, seg) in
-                                enumerate(zip([0, *cuts], cuts, segments))])
+        return PlannedSegments([
+            (a, b, [PredictionBlock(a, b, classes, yp, proba)], [(k, rows.pos[a:b], b - 1)], yp,
+             X[a:b], labelled[a:b])
+            for k, (a, b, (classes, yp, proba)) in enumerate(zip([0, *cuts], cuts, segments))])
+
+    def _plan_mixed(self, X, y, labelled, rows: _Rows, emit: bool,
+                    out: StreamResult) -> PlannedSegments | None:
+        """:meth:`_plan_poll` for a poll with unlabelled instances or label events, when the
+        predictor also takes unlabelled rows in its kernel (``predicts_unlabelled_rows``):
+        the label events take their instances from the held store and the unlabelled
+        instances are held, in row order as the segments would; then one kernel call
+        learns the poll, its segments the calls one call per run of rows would make (a
+        segment holding a label event: one; any other: one per run of labelled rows); the
+        rows only predicted between two calls go with the next (they count no event).
+        ``None`` when nothing in the poll is labelled.
+
+        The segments end where :meth:`process` cuts them: at labelled rows counted before
+        any label event is refused (as its cuts are made before the segment's label events
+        are joined), the rankers' block counting the rows each segment learned.
+        """
+        learner = self.predictor.learner if self.predictor is not None else None
+        if (self.task is None or self.selector is not None or not self.prequential
+                or not getattr(learner, "learns_in_segments", False)
+                or not getattr(learner, "predicts_unlabelled_rows", False)
+                or not labelled.any()):
+            return None
+        n = X.shape[0]
+        events = [False] * n if rows.labels is None else rows.labels.tolist()
+        lab = labelled.tolist()
+        Xs = X if rows.labels is None else X.copy()  # label events' rows become their instances'
+        served, pending, keep = self._hold_and_join(rows, events, Xs, lab, out)
+        bounds = self._mixed_bounds(labelled, lab, rows)
+        calls = self._mixed_calls(bounds, events, lab, keep, rows)
+        ys = [y[r] if lab[r] else None for r in keep]
+        y_k, proba, classes, known = self._call_segments(
+            Xs[keep], ys, np.array([events[r] for r in keep], dtype=bool),
+            [end for end, _, _ in calls])
+        for ident, k in pending:  # the predictions now known of the rows still held
+            self.held.settle(ident, k, y_k[k])
+        kernel = np.full(n, -1, dtype=np.int64)
+        kernel[keep] = np.arange(len(keep))
+        preds = [None] * n
+        for r in keep:
+            preds[r] = y_k[kernel[r]]
+        for r, pred in served.items():
+            preds[r] = y_k[pred.row] if isinstance(pred, _Pending) else pred
+        plan, c = [], 0
+        for i, j in bounds:
+            blocks, mine = [], []
+            while c < len(calls) and calls[c][2] <= j:
+                mine.append(c)
+                c += 1
+            if any(events[i:j]):
+                end, learned, _ = calls[mine[0]]
+                K = known(end)
+                full = None
+                if emit:
+                    full = np.zeros((j - i, K))
+                    inst = [r for r in range(i, j) if kernel[r] >= 0 and not events[r]]
+                    full[np.asarray(inst, dtype=np.int64) - i] = proba[kernel[inst], :K]
+                blocks.append(PredictionBlock(i, j, classes[:K], preds[i:j], full))
+            else:
+                for a, b in _runs(lab, i, j):
+                    ka, kb = int(kernel[a]), int(kernel[b - 1]) + 1
+                    K = known(kb) if lab[a] else known(ka)
+                    blocks.append(PredictionBlock(a, b, classes[:K], preds[a:b],
+                                                  proba[ka:kb, :K] if emit else None))
+            steps = [(k, rows.pos[calls[k][1]], int(calls[k][1][-1])) for k in mine
+                     if len(calls[k][1])]
+            plan.append((i, j, blocks, steps, preds[i:j], Xs[i:j],
+                         np.array(lab[i:j], dtype=bool)))
+        return PlannedSegments(plan)
+
+    def _hold_and_join(self, rows: _Rows, events: list, Xs, lab: list, out: StreamResult):
+        """Each label event takes its instance from the held store (a refused one is no
+        longer labelled, in ``lab``), each unlabelled instance is held with a placeholder
+        for its prediction, in row order. Returns ``(served, pending, keep)``: the predictions
+        served for the label events taken, the held rows' ``(id, kernel row)``, and the rows
+        the kernel takes."""
+        held, hold = self.held, rows.holding
+        served: dict[int, object] = {}
+        pending: list = []
+        keep: list[int] = []
+        for r in range(len(events)):
+            if events[r]:
+                pred = self._take(rows, 0, r, Xs, lab, out)
+                if pred is _REFUSED:
+                    continue
+                served[r] = pred
+            elif hold and not lab[r]:
+                pending.append((rows.ids[r], len(keep)))
+                held.put(rows.ids[r], Xs[r], _Pending(len(keep)), rows.ts[r])
+            keep.append(r)
+        return served, pending, keep
+
+    def _mixed_bounds(self, labelled, lab: list, rows: _Rows) -> list[tuple[int, int]]:
+        """The segments :meth:`process` cuts: ends at the labelled rows as given, the block
+        counting the rows each segment learned (``lab``: after refusals)."""
+        n, block, every = len(lab), self.rank_rows, self.cfg.ranking_every
+        lab_idx = np.flatnonzero(labelled)
+        learned = np.flatnonzero(np.array(lab, dtype=bool))
+        owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
+            self.next_ranking
+        bounds, i = [], 0
+        while i < n:
+            j = self._segment_end(i, lab_idx, rows, owed, 0, seen, next_ranking)
+            bounds.append((i, j))
+            got = int(np.searchsorted(learned, j) - np.searchsorted(learned, i))
+            owed = 0 if owed + got >= block else owed + got
+            seen += rows.instances(i, j)
+            if every and seen >= next_ranking:
+                next_ranking = (seen // every + 1) * every
+            i = j
+        return bounds
+
+    @staticmethod
+    def _mixed_calls(bounds: list, events: list, lab: list, keep: list,
+                     rows: _Rows) -> list[tuple]:
+        """The predictor calls one call per run would make: ``(kernel rows up to its end,
+        input rows it learned, input row where its segment ends)``; the last call's end
+        stretched to the kernel's last row."""
+        taken = np.zeros(len(lab) + 1, dtype=np.int64)  # kernel rows before each input row
+        taken[np.asarray(keep, dtype=np.int64) + 1] = 1
+        taken = np.cumsum(taken)
+        calls = []
+        for i, j in bounds:
+            if any(events[i:j]):
+                learned = np.array([r for r in range(i, j) if lab[r]], dtype=np.int64)
+                calls.append((int(taken[j]), learned, j))
+                continue
+            for a, b in _runs(lab, i, j):
+                if lab[a]:
+                    calls.append((int(taken[b]), np.arange(a, b), j))
+        last = calls[-1]
+        calls[-1] = (len(keep), last[1], last[2])
+        return calls
+
+    def _call_segments(self, X, ys: list, quiet: np.ndarray, cuts: list):
+        """``(y_pred, proba, classes, known)`` of the predictor's one call over the kernel
+        rows (segments ending at ``cuts``); ``known(k)``: the classes known after kernel row
+        ``k - 1``. Rows predicted before anything was learned predict nothing."""
+        learner, task = self.predictor.learner, self.task
+        fresh = learner.n_seen == 0
+        before = len(task.classes(learner))
+        proba = np.asarray(learner.predict_proba_learn_many(X, ys, learn_only=quiet,
+                                                            segments=cuts))
+        classes = task.classes(learner)
+        y_pred = [classes[k] for k in np.argmax(proba, axis=1).tolist()] if classes else \
+            [None] * len(ys)
+        if fresh:  # rows up to the first one learned: predicted by an empty model
+            first = next((k for k, v in enumerate(ys) if v is not None), len(ys))
+            y_pred[:first + 1] = [None] * min(first + 1, len(y_pred))
+            proba[:first + 1] = 0.0
+        firsts = [ys.index(c) for c in classes[before:]]  # where each new class appeared
+
+        def known(k: int) -> int:  # the first appearances ascend with the class indices
+            return before + bisect_left(firsts, k)
+
+        return y_pred, proba, classes, known
 
     def _defer_rankings(self) -> DeferredRankings | None:
         """Rankers that learn the poll's rows in one call once it is through, when every
@@ -408,12 +567,6 @@ class Pipeline:
     def _predict_learn(self, Xs, y, labelled, rows, i, j, emit, out: StreamResult) -> list:
         """Rows ``i:j`` test-then-train, labelled runs in the predictor's fused kernel and
         unlabelled runs predicted only; one prediction block per run. Returns ``y_pred``."""
-        if self._planned is not None:  # the segment's answers from the poll's one call
-            k, classes, yp, proba = self._planned.next_segment(i, j)
-            self.predictor.learner.select_segment(k)
-            self._learned(rows.pos[i:j], j - 1, out)
-            out.blocks.append(PredictionBlock(i, j, classes, yp, proba))
-            return yp
         task, learner = self.task, self.predictor.learner
         lab = labelled[i:j]
         cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 1
@@ -464,6 +617,13 @@ class Pipeline:
         to their held instances (:meth:`_join`). Returns ``(y_pred, X rows, labelled)`` of
         the rows: for a joined label event the prediction served and the held row; a refused
         one is no longer labelled."""
+        if self._planned is not None:  # the segment's answers from the poll's one call
+            blocks, calls, y_pred, Xs, lab = self._planned.next_segment(i, j)
+            for k, positions, row in calls:
+                self.predictor.learner.select_segment(k)
+                self._learned(positions, row, out)
+            out.blocks += blocks
+            return y_pred, Xs, lab
         Xs = X[i:j]
         if rows.labels is None or not rows.labels[i:j].any():  # no label event: runs as ever
             return self._predict(Xs, y, labelled, rows, i, j, emit, out), Xs, labelled[i:j]
@@ -938,6 +1098,15 @@ class _Rows:
         if self.holding:
             for r in which.tolist():
                 held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
+
+
+def _runs(lab: list, i: int, j: int):
+    """The runs ``(a, b)`` of equal ``lab`` values among rows ``i:j``."""
+    a = i
+    for r in range(i + 1, j + 1):
+        if r == j or lab[r] != lab[a]:
+            yield a, r
+            a = r
 
 
 #: what :meth:`Pipeline._take` answers for a refused label event (a served prediction may be

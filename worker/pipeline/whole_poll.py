@@ -26,18 +26,30 @@ import numpy as np
 
 
 class PlannedSegments:
-    """The predictor's answers of one call over the poll, handed out segment by segment:
-    per segment ``(k, start, end, classes, y_pred, proba)``."""
+    """The predictor's answers of one call over the poll, handed out segment by segment.
+
+    Per segment ``(start, end, blocks, calls, y_pred, X, labelled)``: its prediction blocks,
+    the predictor's calls one call per run would have made in it (``(k, stream positions
+    of the rows learned, input row of its events)``, ``k`` the call's segment of the one
+    call), each row's prediction (a label event's: the one served), its rows (a label
+    event's: its instance's) and which are labelled (a refused label event is not).
+    """
 
     def __init__(self, segments: list):
         self.segments = segments
 
+    @property
+    def next_end(self) -> int:
+        """Where the next segment ends."""
+        return self.segments[0][1]
+
     def next_segment(self, i: int, j: int) -> tuple:
-        """The predictor's answers for the segment ``i:j`` (the next one)."""
-        k, a, b, classes, y_pred, proba = self.segments.pop(0)
-        if (a, b) != (i, j):  # the plan and the segments share one rule: this is a bug
-            raise RuntimeError(f"segment {i}:{j} processed where the poll planned {a}:{b}")
-        return k, classes, y_pred, proba
+        """The answers for the segment ``i:j`` (the next one)."""
+        segment = self.segments.pop(0)
+        if segment[:2] != (i, j):  # the plan and the segments share one rule: this is a bug
+            raise RuntimeError(f"segment {i}:{j} processed where the poll planned "
+                               f"{segment[0]}:{segment[1]}")
+        return segment[2:]
 
 
 class DeferredRankings:
