@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: every command that talks to Kafka, with the arguments it needs besides -b and -X
 KAFKA_COMMANDS = [
     ("run",), ("produce", "hyperplane"), ("produce", "dataset", "electricity"),
+    ("produce", "file", "rows.csv"),
     ("topics", "create"), ("tail", "drift"), ("evaluate",), ("config",), ("broker", "check"),
 ]
 
