@@ -1,8 +1,9 @@
 # streamforest developer entry points. Needs Python 3.11, a Java 17+ runtime and Maven (for the local broker).
 #
-#   make setup          .venv with the project (editable) and its test extra, broker jars in the cache,
-#                       every numba kernel compiled into the cache (streamforest warmup), and helm for the
-#                       chart tests (built from its Go module when Go is installed, cached)
+#   make setup          .venv with the project (editable) and its test extra, broker jars in the cache and
+#                       every numba kernel compiled into the cache (streamforest warmup)
+#   make helm           helm for the chart tests and helm-template (built from its Go module when Go is
+#                       installed, minutes once, then cached); make test and test-fast build it, demo does not
 #   make test           lint (ruff) and the whole test suite, docstring examples included, on two pytest-xdist
 #                       workers (integration tests start a local Kafka broker per worker on free ports); about
 #                       12 minutes of pytest on two cores, from an empty numba cache (setup compiles it first)
@@ -46,7 +47,7 @@ WARMUP_SOURCES := $(wildcard models/*.py models/*/*.py worker/*.py worker/*/*.py
 
 .PHONY: setup test test-fast demo broker-start broker-stop bench helm helm-template image deploy-test
 
-setup: $(INSTALLED) $(FETCHED) $(WARMED) helm
+setup: $(INSTALLED) $(FETCHED) $(WARMED)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -69,7 +70,7 @@ helm:
 	@if command -v go >/dev/null 2>&1; then \
 		deploy/helm/get-helm.sh >/dev/null; \
 	elif ! command -v helm >/dev/null 2>&1 && [ -z "$$HELM" ]; then \
-		echo "setup: Go is not installed: helm was not built, tests/unit/test_helm_chart.py will fail" \
+		echo "helm: Go is not installed: helm was not built, tests/unit/test_helm_chart.py will fail" \
 			"(install Go, put helm on the PATH, or set STREAMFOREST_TEST_NO_HELM=1 to skip those tests)" >&2; \
 	fi
 
@@ -81,11 +82,11 @@ $(WARMED): $(WARMUP_SOURCES) $(INSTALLED)
 	$(BIN)/streamforest warmup
 	touch $@
 
-test: setup
+test: setup helm
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
-test-fast: setup
+test-fast: setup helm
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(XDIST) -m "not kafka and not slow" $(PYTEST_ARGS)
 

@@ -87,12 +87,21 @@ def test_broker_check_goes_where_b_points(kafka_bootstrap):
     ok = cli(_env("unused"), "broker", "check", "-b", kafka_bootstrap, "--timeout", "30")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith(f"round trip through {kafka_bootstrap}: ok")
+    assert _check_topics(kafka_bootstrap) == []  # its probe topic is gone when it returns
     port = _free_port()
     proc = cli(_env("unused"), "broker", "check", "-b", f"127.0.0.1:{port}", "--timeout", "2",
                "-X", f"sasl.password={SECRET}")
     assert proc.returncode == 1
     _one_line(proc, f"streamforest broker check: no broker answered at 127.0.0.1:{port} "
                     "within 2 s")
+
+
+def _check_topics(bootstrap: str) -> list[str]:
+    """The probe topics of ``broker check`` (``sf-check-*``) on the broker."""
+    from confluent_kafka.admin import AdminClient
+
+    topics = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    return sorted(t for t in topics if t.startswith("sf-check-"))
 
 
 def test_run_logs_librdkafka_in_its_json_log(kafka_bootstrap):

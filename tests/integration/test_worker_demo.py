@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from worker_support import REPO
 
 pytestmark = pytest.mark.kafka
@@ -23,6 +24,11 @@ def test_demo_consumes_every_stream_and_stops_its_workers(kafka_bootstrap):
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert "all streams consumed" in out
+    # its 7 topics are deleted at the end
+    prefix = re.search(r"topics (demo-[0-9a-f]+)\.\*", out).group(1)
+    assert f"deleted the topics {prefix}.*" in out
+    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
+    assert [t for t in topics if t.startswith(prefix + ".")] == []
     final = out.split("final view:")[1]
     assert "1500/1500" in final and "1000/1000" in final and "800/800" in final
     # the live view shows the importance ranking beside the true weights

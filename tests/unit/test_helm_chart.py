@@ -2,8 +2,8 @@
 against the Kubernetes schemas (kubernetes-validate), and checked for what the workers need.
 
 helm comes from ``$HELM``, else ``~/.cache/streamforest/bin/helm`` (built by ``deploy/helm/get-helm.sh``,
-which ``make setup`` runs), else ``helm`` on the PATH. Without it these tests fail, naming the script; a
-developer without Go may set ``STREAMFOREST_TEST_NO_HELM=1`` to skip them instead (reported in the
+which ``make helm``, ``make test`` and ``make test-fast`` run), else ``helm`` on the PATH. Without it
+these tests fail, naming the script; a developer without Go may set ``STREAMFOREST_TEST_NO_HELM=1`` to skip them instead (reported in the
 summary), which CI (``CI=true``) does not honour.
 """
 
@@ -71,8 +71,8 @@ def _helm_path() -> str | None:
 def helm() -> str:
     path = _helm_path()
     if path is None:
-        message = ("helm not found: run deploy/helm/get-helm.sh (make setup does when Go is installed), "
-                   "or set HELM=/path/to/helm")
+        message = ("helm not found: run deploy/helm/get-helm.sh (make helm, test and test-fast do "
+                   "when Go is installed), or set HELM=/path/to/helm")
         opted_out = os.environ.get("STREAMFOREST_TEST_NO_HELM", "") not in ("", "0")
         under_ci = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
         if opted_out and not under_ci:

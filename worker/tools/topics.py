@@ -59,6 +59,26 @@ def create_topics(settings, partitions: int | None = None, timeout_s: float = 30
     return result
 
 
+def delete_topics(settings, timeout_s: float = 30.0,
+                  admin: AdminClient | None = None) -> dict[str, str]:
+    """Delete the worker's topics (those :func:`create_topics` creates), waiting until the
+    brokers did; returns ``{name: "deleted" | "absent"}``."""
+    admin = admin or AdminClient(admin_config(settings))
+    names = [spec.topic for spec in topic_specs(settings, 1)]
+    result: dict[str, str] = {}
+    futures = admin.delete_topics(names, operation_timeout=timeout_s, request_timeout=timeout_s)
+    for name, fut in futures.items():
+        try:
+            fut.result()
+            result[name] = "deleted"
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                result[name] = "absent"
+            else:
+                raise
+    return result
+
+
 def check_partitions(settings, admin: AdminClient, timeout_s: float = 30.0) -> None:
     """Refuse a checkpoints topic with fewer partitions than the instances topic."""
     t = settings.topics

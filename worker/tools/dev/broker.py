@@ -636,7 +636,7 @@ def round_trip(bootstrap: str, timeout: float = 30.0, properties: Mapping[str, s
     BrokerError
         No broker answered, or a step failed: the message says which.
     """
-    from confluent_kafka import Consumer, KafkaException, Producer
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     # the outcome is one line; librdkafka's retries while no broker answers are not shown
@@ -650,31 +650,58 @@ def round_trip(bootstrap: str, timeout: float = 30.0, properties: Mapping[str, s
                           f"({exc.args[0].str() if exc.args else exc})") from None
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout)
     try:
-        payload = uuid.uuid4().bytes
-        producer = Producer({**conf, "enable.idempotence": True})
-        start = time.monotonic()
-        producer.produce(topic, key=b"check", value=payload)
-        if producer.flush(timeout) != 0:
-            raise BrokerError(f"could not deliver a record to {topic} on {bootstrap}")
-        consumer = Consumer(
-            {**conf, "group.id": topic, "auto.offset.reset": "earliest",
-             "enable.auto.commit": False}  # fmt: skip
-        )
-        try:
-            consumer.subscribe([topic])
-            deadline = start + timeout
-            while time.monotonic() < deadline:
-                msg = consumer.poll(0.5)
-                if msg is None or msg.error():
-                    continue
-                if msg.value() != payload:
-                    raise BrokerError(f"read back {msg.value()!r}, expected {payload!r}")
-                return time.monotonic() - start
-        finally:
-            consumer.close()
-        raise BrokerError(f"the record produced to {topic} was not consumed within {timeout:.0f} s")
+        took = _produce_and_consume(conf, bootstrap, topic, timeout)
+    except BaseException:
+        _delete_probe(admin, topic, timeout, quiet=True)  # the first failure is the one to say
+        raise
+    _delete_probe(admin, topic, timeout)
+    return took
+
+
+def _produce_and_consume(conf: dict, bootstrap: str, topic: str, timeout: float) -> float:
+    """Seconds from producing one record to ``topic`` to consuming it back."""
+    from confluent_kafka import Consumer, Producer
+
+    payload = uuid.uuid4().bytes
+    producer = Producer({**conf, "enable.idempotence": True})
+    start = time.monotonic()
+    producer.produce(topic, key=b"check", value=payload)
+    if producer.flush(timeout) != 0:
+        raise BrokerError(f"could not deliver a record to {topic} on {bootstrap}")
+    consumer = Consumer(
+        {**conf, "group.id": topic, "auto.offset.reset": "earliest",
+         "enable.auto.commit": False}  # fmt: skip
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = start + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            if msg.value() != payload:
+                raise BrokerError(f"read back {msg.value()!r}, expected {payload!r}")
+            return time.monotonic() - start
     finally:
-        admin.delete_topics([topic])
+        consumer.close()
+    raise BrokerError(f"the record produced to {topic} was not consumed within {timeout:.0f} s")
+
+
+def _delete_probe(admin, topic: str, timeout: float, quiet: bool = False) -> None:
+    """Delete the check's topic and wait until the brokers did (without the wait, the
+    command would exit before its request left and the topic would stay behind)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    future = admin.delete_topics([topic], operation_timeout=timeout,
+                                 request_timeout=timeout)[topic]
+    try:
+        future.result(timeout)
+    except Exception as exc:  # noqa: BLE001 (a KafkaException, or no answer in time)
+        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if quiet or (err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            return
+        raise BrokerError(f"could not delete the check's topic {topic}: "
+                          f"{err.str() if err is not None else exc or 'no answer'}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------

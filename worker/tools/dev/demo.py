@@ -11,7 +11,8 @@
    (hyperplane) and the drift alerts committed so far, with the most recent alerts below. On
    a terminal it is one table updated in place (``rich``); otherwise the new alerts and the
    table are printed as plain lines every second;
-5. when every instance has its prediction, stops the workers and the broker it started.
+5. when every instance has its prediction, stops the workers, deletes the demo's 7 topics
+   (unless ``--keep-topics``) and stops the broker it started.
 """
 
 from __future__ import annotations
@@ -301,10 +302,10 @@ def start_worker(env: dict, log: Path | None) -> subprocess.Popen:
 
 def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: int | None = None,
              partitions: int = 2, timeout_s: float = 900.0, out=sys.stdout,
-             bike_rows: int | None = None) -> int:
+             bike_rows: int | None = None, keep_topics: bool = False) -> int:
     """Run the demo (see module doc); returns 0 when every instance got its prediction."""
     from ...settings import load_settings
-    from ..topics import create_topics
+    from ..topics import create_topics, delete_topics
     from .datasets import load
 
     quiet_client_logs()  # librdkafka's own lines would tear the view
@@ -325,6 +326,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
     view = None
     logs = None
     ok = False
+    settings = None
     try:
         prefix = f"demo-{uuid.uuid4().hex[:6]}"
         env = demo_env(bootstrap, prefix, partitions)
@@ -393,6 +395,12 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
                 w.kill()
         if logs is not None and ok:  # kept when something went wrong, for a look
             shutil.rmtree(logs, ignore_errors=True)
+        if settings is not None and not keep_topics:
+            try:
+                delete_topics(settings)
+                print(f"deleted the topics {prefix}.*", file=out, flush=True)
+            except Exception as exc:  # noqa: BLE001 (the demo's own outcome matters more)
+                print(f"could not delete the topics {prefix}.*: {exc}", file=out, flush=True)
         if broker is not None:
             broker.stop()
             shutil.rmtree(broker.data_dir, ignore_errors=True)
@@ -411,5 +419,8 @@ def add_parser(subparsers) -> None:
                    help="Bike Sharing hours (default: all 17,379)")
     p.add_argument("--partitions", type=int, default=2)
     p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--keep-topics", action="store_true",
+                   help="leave the demo's topics on the brokers (default: deleted at the end)")
     p.set_defaults(func=lambda a: run_demo(a.bootstrap, a.rows, a.electricity_rows,
-                                           a.partitions, a.timeout, bike_rows=a.bike_rows))
+                                           a.partitions, a.timeout, bike_rows=a.bike_rows,
+                                           keep_topics=a.keep_topics))

@@ -1,7 +1,9 @@
-"""Producing streams to the instances topic: a dataset, or a rotating hyperplane.
+"""Producing streams to the instances topic: a dataset, a rotating hyperplane, or a file.
 
 Used by ``streamforest demo``, the integration tests and the benchmarks, and available as
-``streamforest produce dataset NAME`` / ``streamforest produce hyperplane``. Instances are
+``streamforest produce dataset NAME`` / ``streamforest produce hyperplane`` /
+``streamforest produce file PATH`` (the rows of a CSV or JSON-lines file: :mod:`.rows`;
+``-`` reads stdin). Instances are
 msgpack maps of the :class:`schemas.Instance` contract, keyed by stream id; ``x`` is a list
 (the compact form) or, with ``names=True``, a map from feature name to value. With
 ``batch=N`` (``--batch N``) every N consecutive rows travel as one
@@ -309,7 +311,7 @@ def hyperplane(n: int, n_features: int = 10, n_drift_features: int = 2, seed: in
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("produce", help="produce a dataset or a hyperplane stream")
+    p = subparsers.add_parser("produce", help="produce a dataset, a hyperplane stream or a file")
     sub = p.add_subparsers(dest="produce_command", metavar="SOURCE")
     d = sub.add_parser("dataset", help="a dataset shipped with the package or in --data-dir")
     d.add_argument("name")
@@ -322,10 +324,13 @@ def add_parser(subparsers) -> None:
     h.add_argument("--truth-every", type=int, default=1000, metavar="N",
                    help="declare the true feature weights every N instances (sf-truth header, "
                    "read by streamforest evaluate; 0: never)")
+    d.add_argument("--positional", action="store_true",
+                   help="send x as a list in the dataset's column order (default: a map from "
+                   "feature name to value, so that rankings name the features)")
+    h.add_argument("--names", action="store_true", help="send x as a name -> value map")
     for q in (d, h):
         q.add_argument("--stream", default=None, help="stream id (default: the source name)")
         q.add_argument("-n", "--rows", type=int, default=None, help="number of instances")
-        q.add_argument("--names", action="store_true", help="send x as a name -> value map")
         q.add_argument("--batch", type=int, default=0, metavar="N",
                        help="send N rows per record, as InstanceBatch records (0: one Instance "
                        "per record)")
@@ -334,6 +339,7 @@ def add_parser(subparsers) -> None:
                        "instances later")
         add_kafka_arguments(q)
         q.set_defaults(func=_cmd_produce)
+    _add_file_parser(sub)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -366,39 +372,120 @@ def _cmd_produce(args) -> int:
         X, y, names = ds.X, ds.y, ds.feature_names
         stream = args.stream or args.name
         truth = None
+        by_name = not args.positional
     else:
         X, y, W = hyperplane(args.rows or 10000, args.features, args.drift_features,
                              args.seed, args.mag_change)
         names = [f"x{j}" for j in range(X.shape[1])]
         stream = args.stream or "hyperplane"
         truth = W if args.truth_every > 0 else None
+        by_name = args.names
     if args.rows:
         X, y = X[:args.rows], y[:args.rows]
+    producer, topic = _checked_producer(settings)
+    if producer is None:
+        return 1
+    deliveries = Deliveries()
+    n = produce_stream(producer, topic, stream, X, y,
+                       names=names if by_name else None, truth=truth,
+                       truth_every=max(1, getattr(args, "truth_every", 0)),
+                       batch=max(0, args.batch), on_delivery=deliveries,
+                       label_delay=args.label_delay)
+    if not _all_delivered(producer, deliveries, topic):
+        return 1
+    how = (f" in batches of {args.batch}" if args.batch > 0 else
+           f", each label {args.label_delay} instances late" if args.label_delay is not None
+           else "")
+    print(f"produced {n} instances of stream {stream!r} to {topic}{how}")
+    return 0
+
+
+def _checked_producer(settings) -> tuple[Producer | None, str]:
+    """``(producer, instances topic)``, the producer ``None`` (the reason on stderr) when the
+    brokers do not answer or the topic does not exist."""
     conf = without_consumer_keys(settings.kafka.as_librdkafka_dict())
-    conf["logger"] = quiet_client_logs()  # the outcome is one line below, not librdkafka's retries
+    conf["logger"] = quiet_client_logs()  # the outcome is one line, not librdkafka's retries
     producer = make_producer(conf)
     topic = settings.topics.instances
     problem = _topic_problem(producer, topic)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return 1
-    deliveries = Deliveries()
-    n = produce_stream(producer, topic, stream, X, y,
-                       names=names if args.names else None, truth=truth,
-                       truth_every=max(1, getattr(args, "truth_every", 0)),
-                       batch=max(0, args.batch), on_delivery=deliveries,
-                       label_delay=args.label_delay)
+        return None, topic
+    return producer, topic
+
+
+def _all_delivered(producer: Producer, deliveries: Deliveries, topic: str) -> bool:
+    """Flush; ``False`` (what arrived on stderr) unless the broker acknowledged every record."""
     left = producer.flush(FLUSH_TIMEOUT)
     if deliveries.failed or left:
         why = (f"the first failure: {deliveries.first_error}" if deliveries.failed else
                f"{left} record(s) still unacknowledged after {FLUSH_TIMEOUT:.0f} s")
         print(f"error: {deliveries.ok} of {deliveries.ok + deliveries.failed + left} records "
               f"delivered to {topic}; {why}", file=sys.stderr)
+        return False
+    return True
+
+
+def _add_file_parser(sub) -> None:
+    from .rows import FORMATS
+
+    f = sub.add_parser(
+        "file", help="the rows of a CSV or JSON-lines file (or stdin)",
+        description="Send every row of a CSV file (first line: the column names) or a JSON-lines "
+        "file (one object per line) as an Instance. Every column the options do not name is a "
+        "feature, sent by name. The whole file is checked as the worker checks instances "
+        "before anything is sent: a row it would dead-letter is a usage error naming the line.")
+    f.add_argument("path", metavar="PATH", help="a .csv or .jsonl file, or - for stdin")
+    f.add_argument("--format", choices=FORMATS, default=None,
+                   help="the format of PATH (default: from its extension; stdin needs it)")
+    which = f.add_mutually_exclusive_group()
+    which.add_argument("--stream", default=None, metavar="NAME",
+                       help="stream id of every row (default: the file's name without extension)")
+    which.add_argument("--stream-column", default=None, metavar="COL",
+                       help="the column holding each row's stream id")
+    f.add_argument("--label", default=None, metavar="COL",
+                   help="the label column (default: none, the instances are unlabelled)")
+    f.add_argument("--id", default=None, metavar="COL",
+                   help="the instance id column (default: the row's number, from 0)")
+    f.add_argument("--ts", default=None, metavar="COL",
+                   help="the event time column, whole milliseconds (default: the row's number)")
+    add_kafka_arguments(f)
+    f.set_defaults(func=_cmd_produce_file)
+
+
+def _cmd_produce_file(args) -> int:
+    from pathlib import Path
+
+    from schemas.codec import InstanceLimits
+
+    from ...settings import settings_or_exit
+    from .rows import Columns, file_format, read_records
+
+    settings = settings_or_exit(args)
+    fmt = file_format(args.path, args.format)
+    stream = args.stream
+    if stream is None and args.stream_column is None:
+        if args.path == "-":
+            raise UsageError("reading stdin (-) needs --stream NAME or --stream-column COL")
+        stream = Path(args.path).stem
+    w = settings.worker
+    records = read_records(
+        args.path, fmt, Columns(stream, args.stream_column, args.label, args.id, args.ts),
+        max_bytes=w.max_message_bytes,
+        limits=InstanceLimits(w.max_label_length, w.max_features, w.max_feature_name_length))
+    producer, topic = _checked_producer(settings)
+    if producer is None:
         return 1
-    how = (f" in batches of {args.batch}" if args.batch > 0 else
-           f", each label {args.label_delay} instances late" if args.label_delay is not None
-           else "")
-    print(f"produced {n} instances of stream {stream!r} to {topic}{how}")
+    deliveries = Deliveries()
+    for key, value in records.values:
+        produce_values(producer, topic, key, (value,), on_delivery=deliveries)
+    if not _all_delivered(producer, deliveries, topic):
+        return 1
+    n = len(records.values)
+    names = [repr(s) for s in records.streams]
+    streams = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    print(f"produced {n} instances ({records.labelled} labelled) of "
+          f"{'stream' if len(records.streams) == 1 else 'streams'} {streams} to {topic}")
     return 0
 
 
