@@ -6,7 +6,7 @@ Every expression (dashboard targets and template variables, rule expressions) is
 aggregates by must be one of that metric's labels (or one Prometheus adds). Renaming a metric in the
 worker without updating the dashboard or the rules fails here. The registry also holds prometheus_client's
 process, platform and garbage-collector collectors: their series (``process_*``, ``python_*``) are checked
-the same way.
+the same way, and every panel names at least one series the worker exports.
 """
 
 from __future__ import annotations
@@ -48,6 +48,14 @@ DASHBOARD_MUST_SHOW = {
     "streamforest_state_bytes",
     "streamforest_passivations_total",
     "streamforest_streams_restored_total",
+    "streamforest_prequential_accuracy",              # the models' quality per profile (issue 39)
+    "streamforest_prequential_error",
+    "streamforest_prequential_loss_total",
+    "streamforest_scored_instances_total",
+    "streamforest_build_info",                        # versions running
+    "process_cpu_seconds_total",                      # the process
+    "process_resident_memory_bytes",
+    "python_gc_collections_total",
 }
 RULES_MUST_WATCH = {
     "streamforest_partition_lag",                     # lag growing
@@ -193,6 +201,17 @@ def test_every_metric_used_is_exported_by_the_worker(source):
     assert not unknown, f"{source} uses series the worker does not export: {unknown}"
     must = DASHBOARD_MUST_SHOW if source == "dashboard" else RULES_MUST_WATCH
     assert must <= set(used), f"{source} leaves out {sorted(must - set(used))}"
+
+
+def test_every_panel_shows_a_series_the_worker_exports():
+    exported = exported_series()
+    board = json.loads(DASHBOARD.read_text())
+    for panel in _walk_panels(board["panels"]):
+        if panel["type"] == "row":
+            continue
+        names = {selector_name(sel) for target in panel["targets"] for sel in selectors(parse(target["expr"]))}
+        assert names, f"panel {panel['title']!r} selects no series"
+        assert names <= set(exported), f"panel {panel['title']!r}: {sorted(names - set(exported))} not exported"
 
 
 @pytest.mark.parametrize("source", ["dashboard", "rules"])
