@@ -7,7 +7,15 @@ group and every assigned partition is restored.
 
 Each :class:`WorkerMetrics` has its own :class:`prometheus_client.CollectorRegistry`, so
 several workers (tests, benchmarks) in one process never share counters; ``*_created``
-series are not exported (a worker's metrics start with the process).
+series are not exported (a worker's metrics start with the process). The registry also holds
+prometheus_client's process, platform and garbage-collector collectors (``process_*``,
+``python_info``, ``python_gc_*``) and ``streamforest_build_info`` (the versions running).
+
+The models are observed per profile, never per stream (stream ids are unbounded): the
+prequential accuracy (classification) or normalised error (regression) of the profile's
+streams over their latest labelled instances, with counters of scored instances and of their
+loss, and drift alerts by profile (:meth:`WorkerMetrics.profile_label` caps the profiles
+named, :data:`MAX_PROFILES`).
 
 The server gives each connection a thread, so it bounds what clients can hold: at most
 :data:`MAX_CONNECTIONS` connections at once (one more is closed at once, without a thread),
@@ -23,21 +31,30 @@ from __future__ import annotations
 
 import logging
 import math
+import platform
 import socket
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import metadata
 
+import numpy as np
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
+    GCCollector,
     Histogram,
+    PlatformCollector,
+    ProcessCollector,
     disable_created_metrics,
     generate_latest,
 )
+
+from . import __version__
+from .gauges import PrequentialQuality
 
 disable_created_metrics()
 
@@ -46,6 +63,13 @@ _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 #: seconds a connection may live, from accept to the end of the response: a probe or a scrape
 #: takes milliseconds, and the chart's probes and the image's health check give up within 5 s
 CONNECTION_TIMEOUT_S = 5.0
+#: profiles exported by name in the per-profile series (the profiles of the settings, in the
+#: order streams of theirs are first seen); any further one is exported as :data:`OTHER_PROFILE`
+MAX_PROFILES = 32
+OTHER_PROFILE = "_other"
+#: labelled instances (at least) behind each prequential quality gauge
+#: (:class:`worker.gauges.PrequentialQuality`)
+QUALITY_WINDOW = 10_000
 #: connections served at once (one thread each): the legitimate clients are a few probes and
 #: one or two scrapers at a time, and a thread per connection competes with the main loop
 MAX_CONNECTIONS = 32
@@ -68,8 +92,16 @@ class WorkerMetrics:
     True
     """
 
-    def __init__(self):
+    def __init__(self, quality_window: int = QUALITY_WINDOW):
         r = self.registry = CollectorRegistry(auto_describe=True)
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        self.build_info = Gauge(
+            "streamforest_build_info", "Versions running: the worker (package version), "
+            "Python, numpy, numba (always 1)", ["version", "python", "numpy", "numba"],
+            registry=r)
+        self.build_info.labels(**build_versions()).set(1)
         self.instances_in = Counter("streamforest_instances",
                                     "Instances processed (predicted, learned if labelled)",
                                     registry=r)
@@ -84,7 +116,7 @@ class WorkerMetrics:
                                    "Messages sent to the dead-letter topic", ["reason"],
                                    registry=r)
         self.drift_alerts = Counter("streamforest_drift_alerts", "Drift alerts",
-                                    ["source", "level"], registry=r)
+                                    ["profile", "source", "level"], registry=r)
         # every learner event or detector signal is either a drift alert or counted here: the
         # registry's alert rules keep housekeeping (a tree of a forest forgetting its rows, a
         # DDM warning zone, a selector's new subset) off the drift topic
@@ -161,8 +193,39 @@ class WorkerMetrics:
             "Producers replaced after a fatal error (fenced, unrecoverable)", registry=r)
         self.consume_errors = Counter("streamforest_consume_errors",
                                       "Errors reported by the consumer", ["code"], registry=r)
+        self.accuracy = Gauge(
+            "streamforest_prequential_accuracy",
+            "Prequential accuracy of the profile's classification streams (served prediction "
+            "equal to the label) over their latest labelled instances", ["profile"], registry=r)
+        self.error = Gauge(
+            "streamforest_prequential_error",
+            "Prequential normalised error of the profile's regression streams over their "
+            "latest labelled instances: per instance, the mean over targets of the absolute "
+            "error over the target's running mean absolute deviation, clipped to [0, 1]",
+            ["profile"], registry=r)
+        self.scored = Counter(
+            "streamforest_scored_instances",
+            "Labelled instances scored against the prediction served for them", ["profile", "task"],
+            registry=r)
+        self.loss = Counter(
+            "streamforest_prequential_loss",
+            "Sum of the prequential losses of the scored instances (0/1 for classification, "
+            "the normalised error for regression)", ["profile", "task"], registry=r)
+        self.quality = PrequentialQuality(self, quality_window)
+        self._profiles: dict[str, str] = {}  # the profiles named
         self.heartbeat = time.monotonic()
         self.ready = False
+
+    def profile_label(self, profile: str) -> str:
+        """The ``profile`` label of a profile's series: its name for the first
+        :data:`MAX_PROFILES` profiles seen, :data:`OTHER_PROFILE` beyond (profiles come from
+        the settings, so this only guards the series count)."""
+        if profile in self._profiles:
+            return profile
+        if len(self._profiles) < MAX_PROFILES:
+            self._profiles[profile] = profile
+            return profile
+        return OTHER_PROFILE
 
     def beat(self) -> None:
         self.heartbeat = time.monotonic()
@@ -178,6 +241,20 @@ class WorkerMetrics:
     def render(self) -> str:
         """The text exposition of every metric."""
         return generate_latest(self.registry).decode()
+
+
+def build_versions() -> dict[str, str]:
+    """The labels of ``streamforest_build_info``: the worker's package version (the source
+    tree's fallback when not installed), Python's, numpy's and numba's."""
+    return {"version": __version__, "python": platform.python_version(),
+            "numpy": np.__version__, "numba": _version_of("numba")}
+
+
+def _version_of(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 class _BoundedServer(ThreadingHTTPServer):

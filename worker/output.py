@@ -212,7 +212,7 @@ class OutputEncoder:
             self._batched_predictions(task, stream, key, pl, res, sr, lo, outbox)
         else:
             self._predictions(task, stream, key, pl, res, sr, lo, outbox)
-        self._alerts(task, stream, key, res, sr, lo, outbox)
+        self._alerts(task, stream, key, pl, res, sr, lo, outbox)
         self._rankings(task, stream, key, res, sr, lo, outbox)
         self._rejected(task, stream, key, res.rejected, outbox)
         if res.held_dropped:
@@ -302,15 +302,18 @@ class OutputEncoder:
             headers = _MSGPACK_BATCH_HEADERS
         self._add_one(task, stream, key, ptopic, value, offset, outbox, headers)
 
-    def _alerts(self, task, stream, key, res, sr, lo, outbox) -> None:
+    def _alerts(self, task, stream, key, pl, res, sr, lo, outbox) -> None:
         topic = self.topics.drift
+        if res.alerts:  # counted by the stream's profile (bounded, unlike stream ids)
+            profile = self.metrics.profile_label(pl.cfg.profile)
         for a in res.alerts:
             value = self._dump_alert(record(
                 DriftAlert, stream=stream, source=a.source, level=a.level,
                 position=a.position, feature=a.feature, detail=a.detail,
                 ts=int(sr.ts[lo + a.row])))
             self._add_one(task, stream, key, topic, value, sr.offsets[lo + a.row], outbox)
-            self.metrics.drift_alerts.labels(source=a.source, level=a.level).inc()
+            self.metrics.drift_alerts.labels(profile=profile, source=a.source,
+                                             level=a.level).inc()
         if res.alerts:
             self.metrics.outputs.labels(kind="drift").inc(len(res.alerts))
         for (source, kind), n in res.events.items():  # held back by the alert rules

@@ -6,7 +6,9 @@ alike:
 
 1. decode the instance records into per-stream rows and the feature records into arrivals
    (:class:`worker.intake.RecordDecoder`); refused records become dead letters;
-2. run each stream's pipeline over its rows, test-then-train (:func:`learn_streams`), and
+2. run each stream's pipeline over its rows, test-then-train (:func:`learn_streams`; the
+   losses of the live labelled rows feed the per-profile quality of
+   :class:`worker.gauges.PrequentialQuality`), and
    the streams of features over their rows and their ``FeatureArrival`` s in merged order
    (:class:`FeatureStreams`: an arrival's unknown ids are reported in one dead letter per
    arrival); rows below the partition's committed offsets only update state;
@@ -35,6 +37,9 @@ class Learned:
     results: list = field(default_factory=list)  # (stream, pipeline, StreamRows, lo, StreamResult)
     n_live: int = 0
     n_replay: int = 0
+    #: per live call that scored labelled rows: (profile, task, sum of their prequential
+    #: losses, their number), read from the pipeline's running sums
+    scored: list = field(default_factory=list)
 
 
 def learn_streams(task, streams: dict) -> Learned:
@@ -57,10 +62,14 @@ def learn_streams(task, streams: dict) -> Learned:
                        labels=None if labels is None else labels[:lo])
             out.n_replay += lo
         if lo < n_rows:
+            loss0, n0 = pl.loss_sum, pl.n_labelled
             res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True, ids=ids[lo:],
                              ts=ts[lo:], labels=None if labels is None else labels[lo:])
             out.results.append((stream, pl, sr, lo, res))
             out.n_live += n_rows - lo
+            if pl.n_labelled > n0:
+                out.scored.append((pl.cfg.profile, pl.task.name, pl.loss_sum - loss0,
+                                   pl.n_labelled - n0))
     return out
 
 
@@ -182,7 +191,7 @@ class StreamStep:
     encoder : worker.output.OutputEncoder or None
         Records out (``None``: results are not encoded, as in an evaluation).
     metrics : worker.metrics.WorkerMetrics
-        Counters of instances, replays and arrivals.
+        Counters of instances, replays and arrivals; the models' prequential quality.
     max_bytes : int
         Largest input record taken.
     """
@@ -206,6 +215,8 @@ class StreamStep:
             out.arrivals = self.decoder.decode_arrivals(task, rel.b, outbox, self.max_bytes)
         instances, held = _by_kind(task.pipelines, out.streams)
         out.learned = learn_streams(task, instances)
+        if out.learned.scored:
+            self.metrics.quality.observe(out.learned.scored)
         for stream, pl, sr, lo, res in out.learned.results:
             self.encoder.encode(task, stream, pl, res, sr, lo, outbox)
         self.features.process(task, held, out.arrivals, rel.a_offsets, outbox)

@@ -4,7 +4,9 @@ Every expression (dashboard targets and template variables, rule expressions) is
 (promql-parser); each ``streamforest_*`` series it selects must be one that
 :class:`worker.metrics.WorkerMetrics` exports, read from its registry, and each label it matches on or
 aggregates by must be one of that metric's labels (or one Prometheus adds). Renaming a metric in the
-worker without updating the dashboard or the rules fails here.
+worker without updating the dashboard or the rules fails here. The registry also holds prometheus_client's
+process, platform and garbage-collector collectors: their series (``process_*``, ``python_*``) are checked
+the same way, and every panel names at least one series the worker exports.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "streamforest.json"
 RULES = ROOT / "deploy" / "prometheus" / "alerts.yaml"
 PREFIX = "streamforest_"
+# the standard collectors' series (ProcessCollector, PlatformCollector, GCCollector)
+STANDARD_PREFIXES = ("process_", "python_")
 # labels Prometheus attaches at scrape time (target labels of a pod scrape included); `le` is the bucket
 # label of histograms
 TARGET_LABELS = {"job", "instance", "namespace", "pod", "container", "service", "endpoint"}
@@ -44,6 +48,14 @@ DASHBOARD_MUST_SHOW = {
     "streamforest_state_bytes",
     "streamforest_passivations_total",
     "streamforest_streams_restored_total",
+    "streamforest_prequential_accuracy",              # the models' quality per profile (issue 39)
+    "streamforest_prequential_error",
+    "streamforest_prequential_loss_total",
+    "streamforest_scored_instances_total",
+    "streamforest_build_info",                        # versions running
+    "process_cpu_seconds_total",                      # the process
+    "process_resident_memory_bytes",
+    "python_gc_collections_total",
 }
 RULES_MUST_WATCH = {
     "streamforest_partition_lag",                     # lag growing
@@ -86,7 +98,11 @@ def test_exported_series_come_from_the_registry():
     assert "streamforest_instances_total" in series and "streamforest_instances" not in series
     assert {"streamforest_batch_seconds_bucket", "streamforest_batch_seconds_count"} <= set(series)
     assert series["streamforest_partition_lag"] == {"partition"}
-    assert all(name.startswith(PREFIX) for name in series)
+    assert series["streamforest_prequential_accuracy"] == {"profile"}
+    assert series["streamforest_drift_alerts_total"] == {"profile", "source", "level"}
+    assert all(name.startswith((PREFIX, *STANDARD_PREFIXES)) for name in series)
+    assert {"process_cpu_seconds_total", "process_resident_memory_bytes", "python_info",
+            "python_gc_collections_total"} <= set(series)
     assert not [n for n in series if n.endswith("_created")]
 
 
@@ -152,14 +168,14 @@ def selector_name(selector) -> str | None:
 
 
 def used_metrics(exprs: list[tuple[str, str]]) -> dict[str, list[str]]:
-    """streamforest_* series name -> where it is used."""
+    """Series name -> where it is used (every selector names the worker's series: its own, or its
+    standard collectors')."""
     used: dict[str, list[str]] = {}
     for where, expr in exprs:
         for sel in selectors(parse(expr)):
             name = selector_name(sel)
             assert name is not None, f"{where}: a selector without a metric name: {expr}"
-            if name.startswith(PREFIX):
-                used.setdefault(name, []).append(where)
+            used.setdefault(name, []).append(where)
     return used
 
 
@@ -185,6 +201,17 @@ def test_every_metric_used_is_exported_by_the_worker(source):
     assert not unknown, f"{source} uses series the worker does not export: {unknown}"
     must = DASHBOARD_MUST_SHOW if source == "dashboard" else RULES_MUST_WATCH
     assert must <= set(used), f"{source} leaves out {sorted(must - set(used))}"
+
+
+def test_every_panel_shows_a_series_the_worker_exports():
+    exported = exported_series()
+    board = json.loads(DASHBOARD.read_text())
+    for panel in _walk_panels(board["panels"]):
+        if panel["type"] == "row":
+            continue
+        names = {selector_name(sel) for target in panel["targets"] for sel in selectors(parse(target["expr"]))}
+        assert names, f"panel {panel['title']!r} selects no series"
+        assert names <= set(exported), f"panel {panel['title']!r}: {sorted(names - set(exported))} not exported"
 
 
 @pytest.mark.parametrize("source", ["dashboard", "rules"])

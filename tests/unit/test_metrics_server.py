@@ -239,3 +239,43 @@ def test_a_bad_bind_host_stops_the_command_with_code_2():
     assert proc.stdout == ""
     assert "STREAMFOREST_WORKER__METRICS_HOST: " in proc.stderr and "IP address" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_scrape_has_the_process_and_build_series(server):
+    """/metrics carries prometheus_client's standard collectors and the build info, next to the
+    worker's own series."""
+    import platform
+
+    import numpy as np
+
+    import worker
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=PATIENCE_S)
+    try:
+        conn.request("GET", "/metrics")
+        resp = conn.getresponse()
+        assert resp.status == 200
+        body = resp.read().decode()
+    finally:
+        conn.close()
+    names = {line.split("{")[0].split(" ")[0] for line in body.splitlines() if line and line[0] != "#"}
+    assert {"process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
+            "python_info", "python_gc_collections_total", "streamforest_instances_total"} <= names
+    [build] = [line for line in body.splitlines() if line.startswith("streamforest_build_info{")]
+    for label, value in (("version", worker.__version__), ("python", platform.python_version()),
+                         ("numpy", np.__version__)):
+        assert f'{label}="{value}"' in build
+    assert 'numba="' in build and 'numba="unknown"' not in build
+    assert build.endswith(" 1.0")
+
+
+def test_build_versions_fall_back_when_a_package_is_not_installed(monkeypatch):
+    from importlib import metadata
+
+    from worker import metrics
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metrics.metadata, "version", missing)
+    assert metrics.build_versions()["numba"] == "unknown"
