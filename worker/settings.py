@@ -1,4 +1,5 @@
-"""Worker configuration: one :class:`Settings` object read from ``STREAMFOREST_*`` variables.
+"""Worker configuration: one :class:`Settings` object read from a TOML file and ``STREAMFOREST_*``
+variables.
 
 Every field maps to an environment variable ``STREAMFOREST_<SECTION>__<FIELD>`` (case does
 not matter), e.g. ``STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS=broker:9092`` or
@@ -13,6 +14,12 @@ that names each offending variable and says what to fix. pydantic-settings on it
 unknown variables under the prefix (and reports nested mistakes by field path, not by
 variable), so :func:`load_settings` scans the environment itself.
 
+A TOML configuration file (``--config FILE`` or ``STREAMFOREST_CONFIG=FILE``) holds the same
+sections, as tables (``[kafka]``, ``[learners]``, ``[[profiles]]`` ...), read with pydantic-settings'
+``TomlConfigSettingsSource``. The environment overrides the file key by key, and ``-b``/``-X``
+override both. :func:`load_settings` checks the file's keys as it checks the variables: a problem
+is named ``FILE: section.key``.
+
 ``streamforest config`` prints the effective configuration as JSON, secrets masked.
 """
 
@@ -26,9 +33,11 @@ import os
 import re
 import socket
 import sys
+import tomllib
 import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -49,6 +58,7 @@ from pydantic_settings import (
     NoDecode,
     SettingsConfigDict,
     SettingsError,
+    TomlConfigSettingsSource,
 )
 
 from models import registry
@@ -60,10 +70,12 @@ from .pipeline.profiles import Profiles, pattern_problems
 ENV_PREFIX = "STREAMFOREST_"
 NESTED_DELIMITER = "__"
 MASK = "**********"
+#: the variable naming the configuration file (what ``--config`` gives on the command line)
+CONFIG_ENV_VAR = "STREAMFOREST_CONFIG"
 
 # Variables under the prefix that belong to other tools (the local broker, the test fixtures,
 # the numba cache switch), not to the worker's settings: the scan leaves them alone.
-OTHER_ENV_VARS = frozenset({"STREAMFOREST_HOME", "STREAMFOREST_NUMBA_CACHE"})
+OTHER_ENV_VARS = frozenset({"STREAMFOREST_HOME", "STREAMFOREST_NUMBA_CACHE", CONFIG_ENV_VAR})
 OTHER_ENV_PREFIXES = ("STREAMFOREST_TEST_", "STREAMFOREST_BROKER_", "STREAMFOREST_LOCAL_KAFKA_")
 
 # kafka.extra keys that would silently override a typed setting
@@ -524,6 +536,8 @@ class WorkerSettings(Section):
 # Set by load_settings for the duration of one construction: the mapping to read instead of
 # os.environ. A context variable keeps concurrent loads (threads, tests) apart.
 _ENVIRON: ContextVar[Mapping[str, str] | None] = ContextVar("streamforest_environ", default=None)
+# likewise the configuration file to read under the environment (None: no file)
+_CONFIG_FILE: ContextVar[Path | None] = ContextVar("streamforest_config_file", default=None)
 
 
 class _MappingEnvSource(EnvSettingsSource):
@@ -574,8 +588,11 @@ class Settings(BaseSettings):
         environ = _ENVIRON.get()
         if environ is not None:
             env_settings = _MappingEnvSource(settings_cls, environ)
-        # no .env files or secret directories: the environment is the one source
-        return init_settings, env_settings
+        # no .env files or secret directories: arguments over the environment over the file
+        config_file = _CONFIG_FILE.get()
+        if config_file is None:
+            return init_settings, env_settings
+        return init_settings, env_settings, TomlConfigSettingsSource(settings_cls, config_file)
 
     @property
     def member_name(self) -> str:
@@ -680,8 +697,85 @@ def _is_map(annotation: Any) -> bool:
     return getattr(annotation, "__origin__", None) is dict or annotation is dict
 
 
-def _locate(loc: tuple, environ: Mapping[str, str], overrides: Mapping[str, Any]) -> str:
-    """The variable (or argument) a validation error location came from."""
+class ConfigFile:
+    """A configuration file as read: its path (as given) and its tables."""
+
+    def __init__(self, path: str | os.PathLike, data: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.data = data
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> ConfigFile:
+        """Read and parse ``path`` (TOML); a missing, unreadable or malformed file is a
+        :class:`ConfigError` naming it."""
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except OSError as exc:
+            raise ConfigError([(str(path), f"cannot read the configuration file: "
+                                           f"{exc.strerror or exc}")]) from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError([(str(path), f"is not valid TOML: {exc}")]) from None
+        return cls(path, data)
+
+    def key(self, path: tuple) -> str:
+        """``FILE: section.key`` (``profiles[0].match`` for an entry of a list)."""
+        text = ""
+        for part in path:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        return f"{self.path}: {text}" if text else str(self.path)
+
+    def holds(self, path: tuple) -> int:
+        """How many leading parts of ``path`` the file sets (0: none of it)."""
+        node: Any = self.data
+        for depth, part in enumerate(path):
+            if isinstance(part, int):
+                if not isinstance(node, list) or not 0 <= part < len(node):
+                    return depth
+            elif not isinstance(node, dict) or part not in node:
+                return depth
+            node = node[part]
+        return len(path)
+
+
+def _scan_file(file: ConfigFile) -> list[tuple[str, str]]:
+    """Unknown sections and keys of a configuration file, with the closest known name."""
+    problems = []
+    sections = _sections()
+
+    def unknown(where: tuple, name: str, known: list[str]) -> None:
+        hint = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        fix = f"did you mean {hint[0]}?" if hint else "see `streamforest config` for the keys"
+        problems.append((file.key(where), f"unknown setting; {fix}"))
+
+    for section, value in file.data.items():
+        if section not in sections:
+            if section in ("configuration", "configurations"):
+                problems.append((file.key((section,)), "unknown setting: a list of candidate "
+                                 "configurations is for `streamforest evaluate --configs`; "
+                                 "a configuration file sets [learners] and [[profiles]]"))
+            else:
+                unknown((section,), section, list(sections))
+            continue
+        model = sections[section]
+        if model is not None:
+            entries = [((section,), value)]
+        else:  # profiles: a list of tables
+            entries = list(enumerate(value)) if isinstance(value, list) else []
+            entries = [((section, i), v) for i, v in entries]
+        fields = list((model or ProfileSettings).model_fields)
+        for where, table in entries:
+            if not isinstance(table, dict):
+                continue  # a section of the wrong type: validation says what it expects
+            for key in table:
+                if key not in fields:
+                    unknown((*where, key), key, fields)
+    return problems
+
+
+def _locate(loc: tuple, environ: Mapping[str, str], overrides: Mapping[str, Any],
+            file: ConfigFile | None = None) -> str:
+    """The variable, argument or file key a validation error location came from."""
     path = [p for p in loc if isinstance(p, str)]
     node: Any = overrides
     for i, part in enumerate(path):
@@ -696,6 +790,9 @@ def _locate(loc: tuple, environ: Mapping[str, str], overrides: Mapping[str, Any]
         if found is not None:
             inner = ".".join(path[depth:])
             return found + (f" (field {inner})" if inner else "")
+    if file is not None:
+        # the file's key, or (a required key left out) where it goes in the file
+        return file.key(tuple(loc))
     # nothing was set: name the variable that would fix it
     return _env_name(*path) if path else "settings"
 
@@ -714,22 +811,27 @@ def _describe(err: dict, secret: bool) -> str:
     return text
 
 
-def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+def load_settings(environ: Mapping[str, str] | None = None,
+                  config_file: str | os.PathLike | None = None, **overrides: Any) -> Settings:
     """Read and check the settings.
 
     Parameters
     ----------
     environ : mapping, optional
         Environment to read (``os.environ`` by default).
+    config_file : path, optional
+        TOML configuration file under the environment (default: ``STREAMFOREST_CONFIG`` of
+        ``environ``; none when it is unset or empty).
     **overrides
-        Section values that take precedence over the environment, e.g.
+        Section values that take precedence over the environment and the file, e.g.
         ``load_settings(kafka={"bootstrap_servers": "b:9092"})``.
 
     Raises
     ------
     ConfigError
-        Listing every unknown ``STREAMFOREST_*`` variable (with the closest known name) and
-        every bad value (with the variable it came from and the expected form).
+        Listing every unknown ``STREAMFOREST_*`` variable or file key (with the closest known
+        name) and every bad value (with the variable or ``FILE: section.key`` it came from and
+        the expected form); a missing, unreadable or malformed file.
 
     Examples
     --------
@@ -740,10 +842,14 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
       STREAMFOREST_KAFKA__BOOTSTRP: unknown setting; did you mean STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS?
     """
     environ = os.environ if environ is None else environ
-    problems = _scan_environ(environ)
+    if config_file is None:
+        config_file = environ.get(CONFIG_ENV_VAR) or None
+    file = ConfigFile.read(config_file) if config_file is not None else None
+    problems = _scan_environ(environ) + (_scan_file(file) if file is not None else [])
     if problems:
         raise ConfigError(problems)
     token = _ENVIRON.set(environ)
+    file_token = _CONFIG_FILE.set(file.path if file is not None else None)
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:
@@ -752,21 +858,23 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
             if err["type"] == "setting":
                 loc = (*loc, err["ctx"]["field"])
             secret = any(isinstance(p, str) and _SECRET_KEY.search(p) for p in loc)
-            problems.append((_locate(loc, environ, overrides), _describe(err, secret)))
-        problems += _learner_problems_beside(exc, environ, overrides)
+            problems.append((_locate(loc, environ, overrides, file), _describe(err, secret)))
+        problems += _learner_problems_beside(exc, environ, overrides, file)
         raise ConfigError(problems) from None
     except SettingsError as exc:  # a value pydantic-settings could not parse
         raise ConfigError([("environment", str(exc))]) from None
     finally:
+        _CONFIG_FILE.reset(file_token)
         _ENVIRON.reset(token)
-    problems = _learner_problems(settings, environ, overrides)
+    problems = _learner_problems(settings, environ, overrides, file)
     if problems:
         raise ConfigError(problems)
     return settings
 
 
 def _learner_problems_beside(exc: ValidationError, environ: Mapping[str, str],
-                             overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
+                             overrides: Mapping[str, Any],
+                             file: ConfigFile | None = None) -> list[tuple[str, str]]:
     """The learner problems too, when other sections failed but the learners' are valid.
 
     Failed sections are replaced by their defaults for this check, so every problem is
@@ -782,7 +890,7 @@ def _learner_problems_beside(exc: ValidationError, environ: Mapping[str, str],
         partial = Settings(**fallback)
     except (ValidationError, SettingsError):
         return []
-    return _learner_problems(partial, environ, overrides)
+    return _learner_problems(partial, environ, overrides, file)
 
 
 # =========================================================================== profiles
@@ -815,14 +923,15 @@ def stream_profiles(settings: Settings) -> Profiles:
 
 
 def _learner_problems(settings: Settings, environ: Mapping[str, str],
-                      overrides: Mapping[str, Any]) -> list[tuple[str, str]]:
+                      overrides: Mapping[str, Any],
+                      file: ConfigFile | None = None) -> list[tuple[str, str]]:
     """Learner choices and parameters checked against the registry, by variable."""
     problems = []
     default = pipeline_config(settings.learners)
     seen = set()
     for field, text in check_config(default):
         top, _, inner = field.partition(".")
-        where = _locate(("learners", top), environ, overrides)
+        where = _locate(("learners", top), environ, overrides, file)
         if inner:
             where = f"{where[:-1]}.{inner})" if where.endswith(")") else f"{where} (field {inner})"
         problems.append((where, text))
@@ -830,7 +939,7 @@ def _learner_problems(settings: Settings, environ: Mapping[str, str],
     patterns = [p.match for p in settings.profiles]
     bad_patterns = dict(pattern_problems(patterns, MAX_NAME_LENGTH))
     for i, profile in enumerate(settings.profiles):
-        base = _locate(("profiles",), environ, overrides)
+        base = _locate(("profiles",), environ, overrides, file)
         label = f"profile {i} {profile.match!r}"
         if i in bad_patterns:
             problems.append((f"{base} ({label}, field match)", bad_patterns[i]))
@@ -881,8 +990,12 @@ def librdkafka_property(text: str) -> tuple[str, str]:
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
-    """kcat's ``-b`` and ``-X`` on a command that talks to Kafka (they override the
-    ``STREAMFOREST_KAFKA__*`` settings; :func:`settings_or_exit` applies them)."""
+    """``--config FILE`` and kcat's ``-b`` and ``-X`` on a command that loads the settings
+    (``-b``/``-X`` override the ``STREAMFOREST_KAFKA__*`` settings and the file's ``[kafka]``;
+    :func:`settings_or_exit` applies them)."""
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help=f"TOML configuration file ([kafka], [learners], [[profiles]] ...; "
+                        f"default: ${CONFIG_ENV_VAR}); STREAMFOREST_* variables override it")
     group = parser.add_argument_group("Kafka connection (overrides STREAMFOREST_KAFKA__*)")
     group.add_argument("-b", "--bootstrap-servers", metavar="HOST:PORT[,...]", default=None,
                        help="the brokers to connect to")
@@ -922,12 +1035,14 @@ def kafka_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def settings_or_exit(args: argparse.Namespace | None = None) -> Settings:
-    """The settings of a command, ``-b`` and ``-X`` of ``args`` over the environment: on a
-    configuration problem, say what to fix on stderr and exit with code 2 (before anything
-    connects or consumes)."""
+    """The settings of a command, ``-b`` and ``-X`` of ``args`` over the environment over the
+    configuration file (``--config``, else ``STREAMFOREST_CONFIG``): on a configuration
+    problem, say what to fix on stderr and exit with code 2 (before anything connects or
+    consumes)."""
     kafka = kafka_overrides(args) if args is not None else {}
+    config_file = getattr(args, "config", None) or None
     try:
-        settings = load_settings(**({"kafka": kafka} if kafka else {}))
+        settings = load_settings(config_file=config_file, **({"kafka": kafka} if kafka else {}))
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(2) from None
@@ -950,8 +1065,10 @@ def add_parser(subparsers) -> None:
     """Register ``streamforest config``."""
     p = subparsers.add_parser(
         "config",
-        help="print the effective configuration (from STREAMFOREST_* variables) as JSON",
-        description="Print the effective configuration as JSON, secrets masked. "
+        help="print the effective configuration (configuration file and STREAMFOREST_* "
+        "variables) as JSON",
+        description="Print the effective configuration as JSON, secrets masked: the defaults, "
+        "under the configuration file (--config), under STREAMFOREST_* variables, under -b/-X. "
         "Exit code 2 with the list of problems when the configuration is invalid.",
     )
     add_kafka_arguments(p)

@@ -19,13 +19,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
 
-from worker.settings import load_settings
+from worker.settings import load_settings, stream_profiles
+from worker.tools.evaluate import configs as evaluate_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "streamforest"
@@ -34,6 +36,10 @@ DOCKERFILE = ROOT / "deploy" / "docker" / "Dockerfile"
 KUBE_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())
 # custom resources: no schema in kubernetes-validate (KEDA's are checked field by field below)
 KEDA_KINDS = {"ScaledObject", "TriggerAuthentication"}
+# the Prometheus Operator's, likewise (checked field by field below)
+CUSTOM_KINDS = KEDA_KINDS | {"ServiceMonitor"}
+# `helm template --api-versions`: a cluster with KEDA installed (the ScaledObject renders only there)
+KEDA_API = ("keda.sh/v1alpha1",)
 
 SASL_TLS = {
     "kafka": {
@@ -89,31 +95,33 @@ def _helm_env() -> dict[str, str]:
     return {**os.environ, **{k: os.path.join(home, k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}}
 
 
-def _run_helm(helm: str, *args: str, values: dict | None = None) -> subprocess.CompletedProcess:
+def _run_helm(helm: str, *args: str, values: dict | None = None, apis: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
         yaml.safe_dump(values or {}, f)
     try:
-        return subprocess.run([helm, *args, "--values", f.name], capture_output=True, text=True,
+        api_args = [a for api in apis for a in ("--api-versions", api)]
+        return subprocess.run([helm, *args, *api_args, "--values", f.name], capture_output=True, text=True,
                               env=_helm_env(), timeout=120)
     finally:
         os.unlink(f.name)
 
 
 @functools.cache
-def _render_cached(helm: str, values_json: str) -> tuple[dict, ...]:
+def _render_cached(helm: str, values_json: str, apis: tuple[str, ...]) -> tuple[dict, ...]:
     out = _run_helm(helm, "template", "sf", str(CHART), "--namespace", "streams",
-                    values=json.loads(values_json))
+                    values=json.loads(values_json), apis=apis)
     assert out.returncode == 0, out.stderr
     return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
 
 
-def render(helm: str, values: dict | None = None) -> list[dict]:
-    """The chart's documents for these values (copies: tests may change them)."""
-    return copy.deepcopy(list(_render_cached(helm, json.dumps(values or {}, sort_keys=True))))
+def render(helm: str, values: dict | None = None, apis: tuple[str, ...] = ()) -> list[dict]:
+    """The chart's documents for these values (copies: tests may change them), on a cluster serving
+    the custom resource APIs ``apis`` (none: a plain cluster)."""
+    return copy.deepcopy(list(_render_cached(helm, json.dumps(values or {}, sort_keys=True), tuple(apis))))
 
 
-def render_error(helm: str, values: dict) -> str:
-    out = _run_helm(helm, "template", "sf", str(CHART), values=values)
+def render_error(helm: str, values: dict, apis: tuple[str, ...] = KEDA_API) -> str:
+    out = _run_helm(helm, "template", "sf", str(CHART), values=values, apis=apis)
     assert out.returncode != 0, "the chart rendered values it should refuse"
     return out.stderr
 
@@ -173,11 +181,11 @@ def test_lint_strict(helm, case):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_document_validates_against_the_kubernetes_schemas(helm, case):
-    docs = render(helm, CASES[case])
+    docs = render(helm, {**CASES[case], "serviceMonitor": {"enabled": True}}, apis=KEDA_API)
     kinds = {d["kind"] for d in docs}
-    assert {"ServiceAccount", "Service", "PodDisruptionBudget", "Job"} <= kinds
+    assert {"ServiceAccount", "Service", "PodDisruptionBudget", "Job", "ConfigMap"} <= kinds
     for doc in docs:
-        if doc["kind"] in KEDA_KINDS:
+        if doc["kind"] in CUSTOM_KINDS:
             continue
         for version in KUBE_VERSIONS:
             # strict: a misspelt or misplaced field is an error, not silently dropped by the API server
@@ -186,7 +194,7 @@ def test_every_document_validates_against_the_kubernetes_schemas(helm, case):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_keda_resources_have_the_fields_keda_requires(helm, case):
-    docs = render(helm, CASES[case])
+    docs = render(helm, CASES[case], apis=KEDA_API)
     scaled = [d for d in docs if d["kind"] == "ScaledObject"]
     if case == "no-autoscaling":
         assert not scaled
@@ -322,7 +330,7 @@ def test_numba_cache_seeding_copies_the_cache(helm, tmp_path):
 
 
 def test_sasl_and_tls_settings_come_from_secrets(helm):
-    docs = render(helm, SASL_TLS)
+    docs = render(helm, SASL_TLS, apis=KEDA_API)
     secret = SASL_TLS["kafka"]["auth"]["existingSecret"]
     for container in (worker_container(docs), one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]):
         env = env_of(container)
@@ -406,7 +414,7 @@ def test_topics_job_is_a_pre_install_and_pre_upgrade_hook(helm):
 
 @pytest.mark.parametrize("partitions", [1, 4, 12])
 def test_keda_scales_on_lag_up_to_the_partition_count(helm, partitions):
-    docs = render(helm, {"topics": {"partitions": partitions}, **STATIC})
+    docs = render(helm, {"topics": {"partitions": partitions}, **STATIC}, apis=KEDA_API)
     so = one(docs, "ScaledObject")
     settings = load_settings(plain_env(worker_container(docs)))
     assert so["spec"]["maxReplicaCount"] == settings.topics.partitions == partitions
@@ -427,9 +435,9 @@ def test_keda_scales_on_lag_up_to_the_partition_count(helm, partitions):
 def test_replicas_beyond_the_partitions_are_refused_for_autoscaling(helm):
     assert "exceeds topics.partitions" in render_error(
         helm, {"topics": {"partitions": 4}, "autoscaling": {"maxReplicaCount": 6}})
-    docs = render(helm, {"topics": {"partitions": 8}, "autoscaling": {"maxReplicaCount": 6}})
+    docs = render(helm, {"topics": {"partitions": 8}, "autoscaling": {"maxReplicaCount": 6}}, apis=KEDA_API)
     assert one(docs, "ScaledObject")["spec"]["maxReplicaCount"] == 6
-    docs = render(helm, NO_AUTOSCALING)
+    docs = render(helm, NO_AUTOSCALING, apis=KEDA_API)
     assert workload(docs)["spec"]["replicas"] == 3 and not [d for d in docs if d["kind"] == "ScaledObject"]
 
 
@@ -448,3 +456,125 @@ def test_memory_is_sized_from_the_state_budget(helm, budget):
     # a worker's baseline resident memory was measured at 160-250 MiB: the budget fits above it
     assert limit >= 250 + budget * 1.1
     assert resources["requests"]["cpu"] and resources["limits"]["cpu"]
+
+
+# ------------------------------------------------------------------------------------ configuration file
+
+LEARNERS = {
+    "learners": {"predictor": ["online_random_forest"], "rankers": ["online_random_forest"], "batch_size": 50,
+                 "seed": 12345678901, "params": {"online_random_forest": {"n_trees": 20}}},
+    "profiles": [{"match": "reg-*", "name": "regression", "task": "regression", "predictor": "isoup_symrf",
+                  "rankers": "isoup_symrf"},
+                 {"match": "fast-*", "batch_size": 10, "top_k": 3, "selector": None}],
+}
+
+
+def config_file_of(docs: list[dict], tmp_path: Path) -> Path:
+    """The configuration file the worker container reads, written where the test can read it."""
+    container = worker_container(docs)
+    assert container["args"][:2] == ["run", "--config"]
+    path = container["args"][2]
+    pod = workload(docs)["spec"]["template"]["spec"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "config"]
+    assert mount["readOnly"] is True and path == f"{mount['mountPath']}/streamforest.toml"
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "config"]
+    cm = one(docs, "ConfigMap")
+    assert volume["configMap"]["name"] == cm["metadata"]["name"]
+    out = tmp_path / "streamforest.toml"
+    out.write_text(cm["data"]["streamforest.toml"])
+    return out
+
+
+def test_configuration_file_is_rendered_from_structured_learners_and_profiles(helm, tmp_path):
+    docs = render(helm, LEARNERS)
+    path = config_file_of(docs, tmp_path)
+    data = tomllib.loads(path.read_text())
+    # the values, key for key (whole numbers stay whole; a null is left out)
+    assert data["learners"] == LEARNERS["learners"]
+    assert data["profiles"] == [LEARNERS["profiles"][0], {"match": "fast-*", "batch_size": 10, "top_k": 3}]
+    # what the worker loads: the file under the chart's environment
+    settings = load_settings(plain_env(worker_container(docs)), config_file=path)
+    assert settings.learners.batch_size == 50 and settings.learners.seed == 12345678901
+    profiles = stream_profiles(settings)
+    assert profiles.for_stream("reg-1").predictor == ("isoup_symrf",)
+    assert profiles.for_stream("fast-1").batch_size == 10
+    assert profiles.for_stream("x").params["online_random_forest"]["n_trees"] == 20
+    # and what `evaluate --configs` replays for the same file
+    ((name, candidate),) = evaluate_configs.load(path, load_settings({}))
+    assert name == "streamforest.toml"
+    assert [p for p, _ in candidate.rules] == [p for p, _ in profiles.rules]
+    # a change of the file rolls the pods
+    checksum = workload(docs)["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+    other = workload(render(helm, {"learners": {"batch_size": 51}}))["spec"]["template"]["metadata"]["annotations"]
+    assert other["checksum/config"] != checksum
+
+
+def test_default_configuration_file_is_valid_and_env_overrides_it(helm, tmp_path):
+    for case, values in CASES.items():
+        docs = render(helm, values)
+        path = config_file_of(docs, tmp_path)
+        assert load_settings(plain_env(worker_container(docs)), config_file=path).learners.batch_size == (
+            50 if case == "everything" else 100), case
+    docs = render(helm, {**LEARNERS, "env": {"STREAMFOREST_LEARNERS__BATCH_SIZE": 70}})
+    path = config_file_of(docs, tmp_path)
+    assert load_settings(plain_env(worker_container(docs)), config_file=path).learners.batch_size == 70
+
+
+@pytest.mark.parametrize("values", [{"learners": {"batchsize": 5}}, {"learners": {"batch_size": 0}},
+                                    {"profiles": [{"predictor": "hoeffding_tree"}]},
+                                    {"profiles": [{"match": "a-*", "held_rows": 5}]}])
+def test_misspelt_learners_or_profiles_are_refused(helm, values):
+    assert "schema" in render_error(helm, values)
+
+
+# ------------------------------------------------------------------------------------ KEDA, ServiceMonitor
+
+
+def test_keda_only_where_its_api_is_served_unless_forced(helm):
+    # a cluster without KEDA: no ScaledObject (it would fail the install), the workers run `replicas`
+    docs = render(helm)
+    assert not [d for d in docs if d["kind"] in KEDA_KINDS]
+    assert workload(docs)["spec"]["replicas"] == 2
+    # with KEDA: the ScaledObject owns the replica count
+    docs = render(helm, apis=KEDA_API)
+    assert one(docs, "ScaledObject") and "replicas" not in workload(docs)["spec"]
+    # forced on (helm template for GitOps, KEDA installed later) or off
+    docs = render(helm, {"autoscaling": {"keda": {"enabled": True}}, **SASL_TLS})
+    assert one(docs, "ScaledObject") and one(docs, "TriggerAuthentication")
+    assert "replicas" not in workload(docs)["spec"]
+    docs = render(helm, {"autoscaling": {"keda": {"enabled": False}}}, apis=KEDA_API)
+    assert not [d for d in docs if d["kind"] in KEDA_KINDS] and workload(docs)["spec"]["replicas"] == 2
+    # autoscaling.enabled false wins over everything
+    docs = render(helm, {"autoscaling": {"enabled": False, "keda": {"enabled": True}}}, apis=KEDA_API)
+    assert not [d for d in docs if d["kind"] in KEDA_KINDS]
+    # the partition bound is checked only where the ScaledObject renders
+    render(helm, {"topics": {"partitions": 4}, "autoscaling": {"maxReplicaCount": 6}})
+    assert "exceeds topics.partitions" in render_error(
+        helm, {"topics": {"partitions": 4}, "autoscaling": {"maxReplicaCount": 6, "keda": {"enabled": True}}}, apis=())
+
+
+def test_service_monitor_only_when_enabled_selects_the_metrics_service(helm):
+    for apis in ((), ("monitoring.coreos.com/v1",)):
+        docs = render(helm, apis=apis)
+        assert not [d for d in docs if d["kind"] == "ServiceMonitor"]
+        annotations = workload(docs)["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true"
+    docs = render(helm, {**STATIC, "serviceMonitor": {"enabled": True, "interval": "15s",
+                                                       "labels": {"release": "prometheus"}}})
+    sm = one(docs, "ServiceMonitor")
+    assert sm["apiVersion"] == "monitoring.coreos.com/v1"
+    assert sm["metadata"]["labels"]["release"] == "prometheus"
+    spec = sm["spec"]
+    assert set(spec) <= {"selector", "namespaceSelector", "endpoints", "jobLabel", "targetLabels", "podTargetLabels"}
+    selector = spec["selector"]["matchLabels"]
+    services = [d for d in docs if d["kind"] == "Service"]
+    assert len(services) == 2  # the metrics Service and the StatefulSet's governing one
+    (selected,) = [s for s in services if selector.items() <= s["metadata"]["labels"].items()]
+    assert selected["metadata"]["name"] == "sf-streamforest-metrics"
+    (endpoint,) = spec["endpoints"]
+    assert set(endpoint) <= {"port", "path", "interval", "scrapeTimeout"}
+    assert endpoint["port"] in {p["name"] for p in selected["spec"]["ports"]}
+    assert (endpoint["path"], endpoint["interval"]) == ("/metrics", "15s")
+    # one scrape: the pods' prometheus.io annotations give way to the ServiceMonitor
+    annotations = workload(docs)["spec"]["template"]["metadata"]["annotations"]
+    assert not [k for k in annotations if k.startswith("prometheus.io/")]

@@ -26,7 +26,7 @@ from confluent_kafka import KafkaException
 
 from ...cli import UsageError
 from ...settings import add_kafka_arguments
-from .configs import ConfigFileError, load, running
+from .configs import ConfigFileError, load_all, running
 from .ranges import RangeError, resolve
 
 REPORT_VERSION = 1
@@ -57,8 +57,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--end", default="latest", help="as --start (default: latest at start)")
     p.add_argument("--streams", default=None, metavar="GLOB",
                    help="only streams whose id matches (*, ?, [seq])")
-    p.add_argument("--configs", default=None, metavar="FILE",
-                   help="candidate configurations, TOML or JSON (default: the running settings)")
+    p.add_argument("--configs", default=[], metavar="FILE", action="append",
+                   help="candidate configurations, TOML or JSON: a list of [[configuration]], or "
+                   "a worker's configuration file (as run --config reads it), one candidate "
+                   "named after the file; repeatable (default: the running settings)")
     p.add_argument("--served", action="store_true",
                    help="evaluate the predictions topic (what the workers served) instead")
     p.add_argument("--window", type=int, default=1000,
@@ -124,12 +126,12 @@ def _evaluate(args, settings) -> int:
     from ...preflight import metadata
 
     _check_options(args)
-    configs = [] if args.served else (load(args.configs, settings) if args.configs
+    configs = [] if args.served else (load_all(args.configs, settings) if args.configs
                                       else running(settings))
     delays = _delays(args)
     if args.publish and len(configs) * len(delays) != 1:
         raise UsageError(f"--publish writes one configuration's outputs; "
-                         f"{args.configs or 'the running settings'} with "
+                         f"{', '.join(args.configs) or 'the running settings'} with "
                          f"{args.label_delay or 'no delay'} make {len(configs) * len(delays)}")
     configs = [(name if d is None else f"{name}, labels {d} late", profiles, d)
                for name, profiles in configs for d in delays]

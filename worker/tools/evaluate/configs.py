@@ -23,6 +23,16 @@ TOML::
     params = { online_random_forest = { n_trees = 20 } }
 
 JSON: ``{"configuration": [{"name": ..., ...}, ...]}`` (or the list alone).
+
+A worker's configuration file (TOML without ``configuration``: ``[learners]``, ``[[profiles]]``
+... as ``streamforest run --config FILE`` reads it) is one candidate, named after the file: the
+settings ``run --config FILE`` would use in this environment (``STREAMFOREST_*`` variables over
+the file), its per-stream profiles included. The candidate that wins is deployed by naming its
+file. ``--configs`` takes several files: ``--configs a.toml --configs b.toml``.
+
+A ``[[configuration]]`` entry is the same as a configuration file with its fields under
+``[learners]`` (and ``name`` left out), with one difference: an entry's ``params`` are merged
+per learner into the running ``learners.params``, the file's ``[learners] params`` replace them.
 """
 
 from __future__ import annotations
@@ -35,7 +45,13 @@ from pydantic import ValidationError
 
 from ...pipeline import Profiles
 from ...pipeline.config import check_config
-from ...settings import ProfileSettings, pipeline_config, stream_profiles
+from ...settings import (
+    ConfigError,
+    ProfileSettings,
+    load_settings,
+    pipeline_config,
+    stream_profiles,
+)
 
 
 class ConfigFileError(ValueError):
@@ -46,8 +62,21 @@ def running(settings) -> list[tuple[str, Profiles]]:
     return [("running", stream_profiles(settings))]
 
 
+def load_all(paths: list[str | Path], settings) -> list[tuple[str, Profiles]]:
+    """``[(name, Profiles)]`` of every configuration in the files, in order; names are unique."""
+    out, names = [], {}
+    for path in paths:
+        for name, profiles in load(path, settings):
+            if name in names:
+                raise ConfigFileError(f"{path}: configuration {name!r} is also in {names[name]}")
+            names[name] = path
+            out.append((name, profiles))
+    return out
+
+
 def load(path: str | Path, settings) -> list[tuple[str, Profiles]]:
-    """``[(name, Profiles)]`` of every configuration in the file, checked like settings."""
+    """``[(name, Profiles)]`` of every configuration in the file, checked like settings; a
+    worker's configuration file is one configuration, named after the file."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -57,6 +86,9 @@ def load(path: str | Path, settings) -> list[tuple[str, Profiles]]:
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ConfigFileError(f"{path} is not valid {path.suffix[1:] or 'JSON'}: {exc}") from None
+    if (path.suffix == ".toml" and isinstance(data, dict)
+            and not {"configuration", "configurations"} & data.keys()):
+        return [(path.name, settings_file(path))]
     items = data.get("configuration", data.get("configurations")) if isinstance(data, dict) \
         else data
     if not isinstance(items, list) or not items:
@@ -93,3 +125,11 @@ def _one(path: Path, i: int, item, settings) -> tuple[str, Profiles]:
     if problems:
         raise ConfigFileError(f"{where}: " + "; ".join(f"{f}: {t}" for f, t in problems))
     return name, Profiles(cfg, [])
+
+
+def settings_file(path: str | Path) -> Profiles:
+    """The per-stream configurations ``streamforest run --config path`` would use here."""
+    try:
+        return stream_profiles(load_settings(config_file=path))
+    except ConfigError as exc:
+        raise ConfigFileError(str(exc)) from None

@@ -103,10 +103,10 @@ app.kubernetes.io/part-of: streamforest
 {{- fail (printf "env.%s is set by the chart from its values (see values.yaml): set it there" $name) }}
 {{- end }}
 {{- end }}
-{{- if and .Values.autoscaling.enabled (gt (include "streamforest.maxReplicas" . | int) (.Values.topics.partitions | int)) }}
+{{- if and (include "streamforest.keda" .) (gt (include "streamforest.maxReplicas" . | int) (.Values.topics.partitions | int)) }}
 {{- fail (printf "autoscaling.maxReplicaCount %d exceeds topics.partitions %d: the replicas beyond the partitions would stand idle" (include "streamforest.maxReplicas" . | int) (.Values.topics.partitions | int)) }}
 {{- end }}
-{{- if and .Values.autoscaling.enabled (gt (.Values.autoscaling.minReplicaCount | int) (include "streamforest.maxReplicas" . | int)) }}
+{{- if and (include "streamforest.keda" .) (gt (.Values.autoscaling.minReplicaCount | int) (include "streamforest.maxReplicas" . | int)) }}
 {{- fail "autoscaling.minReplicaCount exceeds the maximum replica count" }}
 {{- end }}
 {{- end }}
@@ -208,4 +208,63 @@ app.kubernetes.io/part-of: streamforest
   mountPath: {{ .Values.kafka.tls.mountPath }}
   readOnly: true
 {{- end }}
+{{- end }}
+
+{{/* The configuration file (TOML, docs/configuration.md) of the structured values `learners` and
+     `profiles`. Every value is written as TOML's inline form of its JSON (numbers stay whole where
+     YAML had them whole: Helm's toToml would write 50 as 50.0); a null value is left out. */}}
+{{- define "streamforest.configFile" -}}
+# rendered by the streamforest chart from its values `learners` and `profiles`;
+# STREAMFOREST_* variables (the chart's `env`) override it key by key
+{{- with .Values.learners }}
+
+[learners]
+{{- range $key, $value := . }}
+{{- if not (kindIs "invalid" $value) }}
+{{ toJson $key }} = {{ include "streamforest.tomlValue" $value }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range .Values.profiles }}
+
+[[profiles]]
+{{- range $key, $value := . }}
+{{- if not (kindIs "invalid" $value) }}
+{{ toJson $key }} = {{ include "streamforest.tomlValue" $value }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "streamforest.tomlValue" -}}
+{{- if kindIs "map" . -}}
+{ {{- $first := true }}{{ range $key, $value := . }}{{ if not (kindIs "invalid" $value) }}{{ if not $first }},{{ end }} {{ toJson $key }} = {{ include "streamforest.tomlValue" $value }}{{ $first = false }}{{ end }}{{ end }} }
+{{- else if kindIs "slice" . -}}
+[{{ range $i, $value := . }}{{ if $i }}, {{ end }}{{ include "streamforest.tomlValue" $value }}{{ end }}]
+{{- else -}}
+{{ toJson . }}
+{{- end -}}
+{{- end }}
+
+{{- define "streamforest.configPath" -}}
+{{ .Values.configFile.mountPath }}/streamforest.toml
+{{- end }}
+
+{{/* KEDA autoscaling: on when autoscaling.enabled and either KEDA's API is served by the cluster
+     (.Capabilities; `helm template --api-versions keda.sh/v1alpha1` offline) or
+     autoscaling.keda.enabled is true; autoscaling.keda.enabled false turns it off */}}
+{{- define "streamforest.keda" -}}
+{{- if .Values.autoscaling.enabled }}
+{{- $forced := .Values.autoscaling.keda.enabled }}
+{{- if kindIs "bool" $forced }}
+{{- if $forced }}true{{ end }}
+{{- else if .Capabilities.APIVersions.Has "keda.sh/v1alpha1" }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* the metrics Service only (not the StatefulSet's governing Service): what a ServiceMonitor selects */}}
+{{- define "streamforest.metricsServiceLabels" -}}
+app.kubernetes.io/name: {{ include "streamforest.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: metrics
 {{- end }}
