@@ -521,10 +521,12 @@ class Pipeline:
         calls[-1] = (len(keep), last[1], last[2])
         return calls
 
-    def _call_segments(self, X, ys: list, quiet: np.ndarray, cuts: list):
-        """``(y_pred, proba, classes, known)`` of the predictor's one call over the kernel
-        rows (segments ending at ``cuts``); ``known(k)``: the classes known after kernel row
-        ``k - 1``. Rows predicted before anything was learned predict nothing."""
+    def _call_segments(self, X, ys: list, quiet: np.ndarray, cuts: list | None = None):
+        """``(y_pred, proba, classes, known)`` of the predictor's test-then-train call on
+        ``X`` and labels ``ys`` (``None``: predicted only; ``quiet``: learned only, a label
+        event's), its events counted per segment ending at ``cuts`` (``None``: one);
+        ``known(k)``: the classes known after row ``k - 1``. Rows predicted before anything
+        was learned predict nothing."""
         learner, task = self.predictor.learner, self.task
         fresh = learner.n_seen == 0
         before = len(task.classes(learner))
@@ -672,7 +674,7 @@ class Pipeline:
         ys = [y[i + r] if lab[r] else None for r in rows_in]
         sel = np.array(rows_in, dtype=np.int64)
         quiet = np.array(kind, dtype=bool)[sel]
-        y_pred, proba, classes = self._fused_call(Xs[sel], ys, quiet)
+        y_pred, proba, classes, _ = self._call_segments(Xs[sel], ys, quiet)
         for ident, k in pending:  # the predictions now known of the rows still held
             held.settle(ident, k, y_pred[k])
         # every row's prediction: an instance's own, a label event's instance's (served)
@@ -691,22 +693,6 @@ class Pipeline:
             at = np.asarray(learned, dtype=np.int64)
             self._learned(rows.pos[i + at], i + learned[-1], out)
         return preds, Xs, np.array(lab, dtype=bool)
-
-    def _fused_call(self, X, ys: list, quiet: np.ndarray):
-        """``(y_pred, proba, classes)`` of the predictor's test-then-train call on ``X`` and
-        labels ``ys`` (``None``: predicted only; ``quiet``: learned only, a label event's);
-        rows predicted before anything was learned predict nothing."""
-        learner, task = self.predictor.learner, self.task
-        fresh = learner.n_seen == 0
-        proba = np.asarray(learner.predict_proba_learn_many(X, ys, learn_only=quiet))
-        classes = task.classes(learner)
-        y_pred = [classes[k] for k in np.argmax(proba, axis=1).tolist()] if classes else \
-            [None] * len(ys)
-        if fresh:  # rows up to the first one learned: predicted by an empty model
-            first = next((k for k, v in enumerate(ys) if v is not None), len(ys))
-            y_pred[:first + 1] = [None] * min(first + 1, len(y_pred))
-            proba[:first + 1] = 0.0
-        return y_pred, proba, classes
 
     def _take(self, rows, i: int, r: int, Xs, lab, out: StreamResult):
         """The label event at row ``i + r`` takes its instance from the held store: its row

@@ -44,17 +44,8 @@ def create_topics(settings, partitions: int | None = None, timeout_s: float = 30
     """Create the worker's topics; returns ``{name: "created" | "exists"}``."""
     admin = admin or AdminClient(admin_config(settings))
     specs = topic_specs(settings, partitions)
-    result: dict[str, str] = {}
     futures = admin.create_topics(specs, operation_timeout=timeout_s, request_timeout=timeout_s)
-    for name, fut in futures.items():
-        try:
-            fut.result()
-            result[name] = "created"
-        except KafkaException as exc:
-            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                result[name] = "exists"
-            else:
-                raise
+    result = _outcomes(futures, "created", KafkaError.TOPIC_ALREADY_EXISTS, "exists")
     check_partitions(settings, admin, timeout_s)
     return result
 
@@ -65,17 +56,23 @@ def delete_topics(settings, timeout_s: float = 30.0,
     brokers did; returns ``{name: "deleted" | "absent"}``."""
     admin = admin or AdminClient(admin_config(settings))
     names = [spec.topic for spec in topic_specs(settings, 1)]
-    result: dict[str, str] = {}
     futures = admin.delete_topics(names, operation_timeout=timeout_s, request_timeout=timeout_s)
+    return _outcomes(futures, "deleted", KafkaError.UNKNOWN_TOPIC_OR_PART, "absent")
+
+
+def _outcomes(futures: dict, done: str, benign: int, benign_word: str) -> dict[str, str]:
+    """``{topic: done}`` once each admin future completed, ``benign_word`` for a topic whose
+    request failed with the ``benign`` error code (already there, already gone); any other
+    error is raised."""
+    result: dict[str, str] = {}
     for name, fut in futures.items():
         try:
             fut.result()
-            result[name] = "deleted"
+            result[name] = done
         except KafkaException as exc:
-            if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                result[name] = "absent"
-            else:
+            if exc.args[0].code() != benign:
                 raise
+            result[name] = benign_word
     return result
 
 
