@@ -88,3 +88,64 @@ def test_each_kernel_compiled_once_per_argument_layout():
     warmup.main(rows=120)
     literal = {k: [s for s in v if "Literal[" in s] for k, v in _signatures().items()}
     assert {k: v for k, v in literal.items() if v} == {}
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_plain_progress_line_per_step_when_not_on_a_terminal():
+    import io
+
+    out, clock = io.StringIO(), _Clock()
+    progress = warmup.Progress(stream=out, clock=clock)  # a StringIO is not a terminal
+    assert progress.live is False
+    progress.begin(2)
+    progress.start("bulk decoder")
+    clock.t = 2.9
+    progress.done("bulk decoder")
+    progress.start("classification adaptive_random_forest")
+    clock.t = 15.34
+    progress.done("classification adaptive_random_forest")
+    progress.end()
+    assert out.getvalue().splitlines() == [
+        "warmup: 1/2 bulk decoder (2.9 s)",
+        "warmup: 2/2 classification adaptive_random_forest (12.4 s)",
+    ]
+
+
+def test_progress_names_every_step_of_the_warmup():
+    """One step for the decoder, then one per configuration, each labelled by what it
+    compiles (the learners' names), counted to the total."""
+    labels = [warmup.label(cfg) for cfg in warmup.configs()]
+    assert all(label.startswith(("classification ", "regression ")) for label in labels)
+    for cfg, label in zip(warmup.configs(), labels, strict=True):
+        named = cfg.selector or (cfg.rankers[0] if cfg.rankers else cfg.predictor[0])
+        assert named in label and "(" not in label
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def begin(self, total):
+            self.calls.append(("begin", total))
+
+        def start(self, name):
+            self.calls.append(("start", name))
+
+        def done(self, name):
+            self.calls.append(("done", name))
+
+        def end(self):
+            self.calls.append(("end",))
+
+    rec = Recorder()
+    warmup.main(rows=120, progress=rec)
+    steps = ["bulk decoder", *labels]
+    assert rec.calls[0] == ("begin", len(steps))
+    assert [c[1] for c in rec.calls if c[0] == "done"] == steps
+    assert rec.calls[-1] == ("end",)

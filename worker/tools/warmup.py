@@ -13,7 +13,9 @@ values, so these small runs compile every specialisation the worker's default pi
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Callable
 
 import msgpack
 import numpy as np
@@ -57,18 +59,96 @@ def configs() -> list[PipelineConfig]:
     return out
 
 
-def main(rows: int = 400) -> float:
-    """Run every configuration of :func:`configs` on ``rows`` instances; return the seconds."""
+def label(cfg: PipelineConfig) -> str:
+    """What one configuration of :func:`configs` compiles, in a few words."""
+    if cfg.selector:
+        return f"{cfg.task} selector {cfg.selector}"
+    if cfg.rankers:
+        return f"{cfg.task} ranker {', '.join(cfg.rankers)}"
+    return f"{cfg.task} {', '.join(cfg.predictor)}"
+
+
+def main(rows: int = 400, progress: Progress | None = None) -> float:
+    """Run every configuration of :func:`configs` on ``rows`` instances; return the seconds.
+
+    ``progress`` (optional) is told of each step: the bulk decoder, then each configuration."""
     started = time.perf_counter()
-    _decoder()
     rng = np.random.default_rng(0)
+    steps: list[tuple[str, Callable[[], None]]] = [("bulk decoder", _decoder)]
     for cfg in configs():
-        X, y = _stream(cfg.task, rows, rng)
-        if cfg.arrivals:
-            _arrivals(cfg, X, y)
-        else:
-            Pipeline("warmup", cfg, X.shape[1]).process(X, y)
+        steps.append((label(cfg), lambda cfg=cfg: _run(cfg, rows, rng)))
+    if progress is not None:
+        progress.begin(len(steps))
+    for name, run in steps:
+        if progress is not None:
+            progress.start(name)
+        run()
+        if progress is not None:
+            progress.done(name)
+    if progress is not None:
+        progress.end()
     return time.perf_counter() - started
+
+
+def _run(cfg: PipelineConfig, rows: int, rng) -> None:
+    X, y = _stream(cfg.task, rows, rng)
+    if cfg.arrivals:
+        _arrivals(cfg, X, y)
+    else:
+        Pipeline("warmup", cfg, X.shape[1]).process(X, y)
+
+
+class Progress:
+    """The warm-up's steps on ``stream`` (stderr by default): one plain line per finished step,
+    ``warmup: 3/9 classification adaptive_random_forest (12.4 s)``, or a rich progress line
+    (the step compiling, n of N) when ``live`` (default: the stream is a terminal)."""
+
+    def __init__(self, stream=None, live: bool | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = live if live is not None else _isatty(self.stream)
+        self.clock = clock
+        self.total = self.n = 0
+        self.t0 = 0.0
+        self.bar = None
+
+    def begin(self, total: int) -> None:
+        self.total, self.n = total, 0
+        if self.live:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(TextColumn("warmup"), BarColumn(), MofNCompleteColumn(),
+                           TimeElapsedColumn(), TextColumn("{task.description}"),
+                           console=Console(file=self.stream), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=total)
+
+    def start(self, name: str) -> None:
+        self.t0 = self.clock()
+        if self.bar is not None:
+            self.bar.update(self.task, description=f"compiling {name}")
+
+    def done(self, name: str) -> None:
+        self.n += 1
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1)
+        else:
+            print(f"warmup: {self.n}/{self.total} {name} ({self.clock() - self.t0:.1f} s)",
+                  file=self.stream, flush=True)
+
+    def end(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _decoder() -> None:
@@ -95,12 +175,14 @@ def add_parser(subparsers) -> None:
         "learner of the registry in every role it can take, on short synthetic streams, and "
         "the bulk decoder of instances. Run it once after installing (the worker image runs "
         "it at build time), so a new worker processes its first stream at once instead of "
-        "compiling while its partitions wait. Takes a few minutes; prints the seconds spent.")
+        "compiling while its partitions wait. Takes a few minutes; shows each step on stderr (a "
+        "progress line on a terminal, otherwise one line per step) and prints the seconds "
+        "spent.")
     p.set_defaults(func=_cmd_warmup)
 
 
 def _cmd_warmup(args) -> int:
-    print(f"numba kernels compiled in {main():.1f} s")
+    print(f"numba kernels compiled in {main(progress=Progress()):.1f} s")
     return 0
 
 
