@@ -76,6 +76,7 @@ from .metrics import MetricsServer, WorkerMetrics, serve_metrics
 from .output import Outbox, OutputEncoder
 from .poll import split_poll
 from .preflight import BrokersUnreachable, TopicProblem, preflight
+from .progress_log import ThroughputLog, counter_total
 from .residency import Budget
 from .restore_on_demand import OnDemand
 from .settings import stream_profiles
@@ -133,6 +134,7 @@ class Worker:
         self.failed = False  # an unexpected error: abort, no checkpoint, non-zero exit
         self.n_polls = 0
         self._last_gauges = 0.0
+        self.throughput = ThroughputLog(settings.worker.progress_log_s, time.monotonic())
         self.watchdog = Watchdog(settings.worker.shutdown_timeout_s)
         # seconds spent waiting for input: the merge's idle bound counts these only, so time
         # spent computing a poll never makes a topic look idle (worker/merge.py)
@@ -165,6 +167,7 @@ class Worker:
         event(log, logging.INFO, "worker started", member=self.member,
               transactional_id=self.txn.transactional_id, group=s.kafka.group_id,
               topic=self.topics.instances, features=self.topics.features, version=__version__)
+        self.throughput.reset(time.monotonic())
 
     def request_stop(self, *_args) -> None:
         """Signal handler: finish the current poll, then shut down (within the bound)."""
@@ -217,8 +220,16 @@ class Worker:
         if now - self._last_lag > 5.0:
             self._last_lag = now
             gauges.lag(self.metrics, self.tasks, self.consumer, self.reader)
+        if self.throughput.due(now):
+            self._log_throughput(now)
         self.metrics.ready = self.joined and not self.to_restore
         return len(msgs)
+
+    def _log_throughput(self, now: float) -> None:
+        m = self.metrics
+        event(log, logging.INFO, "progress", member=self.member, **self.throughput.fields(
+            now, counter_total(m.instances_in), gauges.n_streams(self.tasks),
+            counter_total(m.deadletters)))
 
     def shutdown(self) -> None:
         """Final checkpoint and commit, leave the group, close the clients.

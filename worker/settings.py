@@ -483,6 +483,9 @@ class WorkerSettings(Section):
     max_poll_interval_ms: int = Field(300_000, ge=1, le=86_400_000)
     queued_max_messages_kbytes: int = Field(65_536, ge=1, le=2_097_151)
     metrics_port: int = Field(9464, ge=0, le=65_535, description="0 disables the endpoint")
+    progress_log_s: float = Field(
+        60.0, ge=0, le=86_400, allow_inf_nan=False, description="seconds between the worker's "
+        "throughput log lines (instances, instances/s, streams, dead letters); 0 turns them off")
     metrics_host: Annotated[str, AfterValidator(_bind_host)] = Field(
         "0.0.0.0", description="address the /metrics, /healthz and /readyz server binds: every "
         "interface by default, because the kubelet probes and Prometheus scrapes the pod IP; "
