@@ -299,9 +299,9 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         self._d_settings = tree_bank_settings(drift_delta)
         self._classes = ClassIndex()
         self._arrays: dict[str, np.ndarray] = {}
-        # the last call's detector counts per segment (:meth:`select_segment`), and the view
-        # ``(last drifts, last warnings, drifts so far, warnings so far)`` events() reads
-        self._segments: tuple | None = None
+        # the last call's detector counts per segment (:meth:`select_segment`), and the one
+        # events() reads (:meth:`_last`)
+        self._segments: list | None = None
         self._view: tuple | None = None
 
     # ------------------------------------------------------------------ arrays

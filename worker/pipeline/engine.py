@@ -362,32 +362,23 @@ class Pipeline:
         predictor counts its events per segment; ``None`` otherwise (the segments then call
         it themselves).
 
-        The segments are those :meth:`process` cuts, from the same counters advanced as the
-        segments will advance them (the rankers' block restarts once complete; a ranking is
-        due every ``ranking_every`` instances).
+        The segments are those :meth:`process` cuts (:meth:`_planned_bounds`).
         """
         learner = self.predictor.learner if self.predictor is not None else None
         if (self.task is None or self.selector is not None or not self.prequential
                 or not getattr(learner, "learns_in_segments", False) or not labelled.all()
                 or (rows.labels is not None and rows.labels.any())):
             return None
-        n, block, every = X.shape[0], self.rank_rows, self.cfg.ranking_every
-        owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
-            self.next_ranking
-        cuts, i = [], 0
-        while i < n:
-            j = self._segment_end(i, None, rows, owed, 0, seen, next_ranking)
-            cuts.append(j)
-            owed = 0 if owed + j - i >= block else owed + j - i
-            seen += j - i
-            if every and seen >= next_ranking:
-                next_ranking = (seen // every + 1) * every
-            i = j
-        segments = self.task.predict_learn_segments(learner, X, y, cuts, emit)
-        return PlannedSegments([
-            (a, b, [PredictionBlock(a, b, classes, yp, proba)], [(k, rows.pos[a:b], b - 1)], yp,
-             X[a:b], labelled[a:b])
-            for k, (a, b, (classes, yp, proba)) in enumerate(zip([0, *cuts], cuts, segments))])
+        bounds = self._planned_bounds(labelled, labelled, rows)
+        y_pred, proba, classes, known = self._call_segments(X, y, None, [b for _, b in bounds])
+        plan = []
+        for k, (a, b) in enumerate(bounds):
+            K = known(b)
+            block = PredictionBlock(a, b, classes[:K], y_pred[a:b],
+                                    proba[a:b, :K] if emit else None)
+            plan.append((a, b, [block], [(k, rows.pos[a:b], b - 1)], y_pred[a:b], X[a:b],
+                         labelled[a:b]))
+        return PlannedSegments(plan)
 
     def _plan_mixed(self, X, y, labelled, rows: _Rows, emit: bool,
                     out: StreamResult) -> PlannedSegments | None:
@@ -414,8 +405,8 @@ class Pipeline:
         events = [False] * n if rows.labels is None else rows.labels.tolist()
         lab = labelled.tolist()
         Xs = X if rows.labels is None else X.copy()  # label events' rows become their instances'
-        served, pending, keep = self._hold_and_join(rows, events, Xs, lab, out)
-        bounds = self._mixed_bounds(labelled, lab, rows)
+        served, pending, keep = self._hold_and_join(rows, 0, events, Xs, lab, out)
+        bounds = self._planned_bounds(labelled, lab, rows)
         calls = self._mixed_calls(bounds, events, lab, keep, rows)
         ys = [y[r] if lab[r] else None for r in keep]
         y_k, proba, classes, known = self._call_segments(
@@ -457,34 +448,38 @@ class Pipeline:
                          np.array(lab[i:j], dtype=bool)))
         return PlannedSegments(plan)
 
-    def _hold_and_join(self, rows: _Rows, events: list, Xs, lab: list, out: StreamResult):
-        """Each label event takes its instance from the held store (a refused one is no
+    def _hold_and_join(self, rows: _Rows, i: int, events: list, Xs, lab: list,
+                       out: StreamResult):
+        """Rows ``i:`` (``events``, ``Xs`` and ``lab`` hold theirs) in order: each label event
+        takes its instance from the held store (its row into ``Xs``; a refused one is no
         longer labelled, in ``lab``), each unlabelled instance is held with a placeholder
-        for its prediction, in row order. Returns ``(served, pending, keep)``: the predictions
-        served for the label events taken, the held rows' ``(id, kernel row)``, and the rows
-        the kernel takes."""
-        held, hold = self.held, rows.holding
-        served: dict[int, object] = {}
-        pending: list = []
+        for its prediction. Returns ``(served, pending, keep)``: the predictions served for
+        the label events taken, the held rows' ``(id, kernel row)`` and the rows (from
+        ``i``) the kernel takes."""
+        held, hold, ids, ts = self.held, rows.holding, rows.ids, rows.ts
+        served: dict[int, object] = {}  # label event -> the prediction its instance was served
+        pending: list = []  # (id, kernel row) of rows held before their prediction is known
         keep: list[int] = []
         for r in range(len(events)):
             if events[r]:
-                pred = self._take(rows, 0, r, Xs, lab, out)
+                pred = self._take(rows, i, r, Xs, lab, out)
                 if pred is _REFUSED:
                     continue
                 served[r] = pred
             elif hold and not lab[r]:
-                pending.append((rows.ids[r], len(keep)))
-                held.put(rows.ids[r], Xs[r], _Pending(len(keep)), rows.ts[r])
+                pending.append((ids[i + r], len(keep)))
+                held.put(ids[i + r], Xs[r], _Pending(len(keep)), ts[i + r])
             keep.append(r)
         return served, pending, keep
 
-    def _mixed_bounds(self, labelled, lab: list, rows: _Rows) -> list[tuple[int, int]]:
-        """The segments :meth:`process` cuts: ends at the labelled rows as given, the block
-        counting the rows each segment learned (``lab``: after refusals)."""
+    def _planned_bounds(self, labelled, lab, rows: _Rows) -> list[tuple[int, int]]:
+        """The segments :meth:`process` cuts, from the same counters advanced as the
+        segments will advance them: ends at the labelled rows as given, the rankers' block
+        counting the rows each segment learned (``lab``: after refusals) and restarting once
+        complete, a ranking due every ``ranking_every`` instances."""
         n, block, every = len(lab), self.rank_rows, self.cfg.ranking_every
-        lab_idx = np.flatnonzero(labelled)
-        learned = np.flatnonzero(np.array(lab, dtype=bool))
+        lab_idx = None if labelled.all() else np.flatnonzero(labelled)
+        learned = np.flatnonzero(np.asarray(lab, dtype=bool))
         owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
             self.next_ranking
         bounds, i = [], 0
@@ -521,10 +516,12 @@ class Pipeline:
         calls[-1] = (len(keep), last[1], last[2])
         return calls
 
-    def _call_segments(self, X, ys: list, quiet: np.ndarray, cuts: list | None = None):
+    def _call_segments(self, X, ys: list, quiet: np.ndarray | None,
+                       cuts: list | None = None):
         """``(y_pred, proba, classes, known)`` of the predictor's test-then-train call on
         ``X`` and labels ``ys`` (``None``: predicted only; ``quiet``: learned only, a label
-        event's), its events counted per segment ending at ``cuts`` (``None``: one);
+        event's; ``None``: none), its events counted per segment ending at ``cuts``
+        (``None``: one);
         ``known(k)``: the classes known after row ``k - 1``. Rows predicted before anything
         was learned predict nothing."""
         learner, task = self.predictor.learner, self.task
@@ -652,31 +649,16 @@ class Pipeline:
         a Python call per instance and label when they alternate. One prediction block covers
         the segment; a label event's row in it holds the prediction its instance was served
         (the encoder publishes instances' rows only)."""
-        held, kind = self.held, rows.labels[i:j].tolist()
+        kind = rows.labels[i:j].tolist()
         lab = labelled[i:j].tolist()  # per-row Python: lists, not numpy scalars
-        ids, ts = rows.ids[i:j], rows.ts[i:j]
         Xs = Xs.copy()  # label events' rows become their instances'
-        served: dict[int, object] = {}  # label event -> the prediction its instance was served
-        pending: list = []  # (id, kernel row) of rows held before their prediction is known
-        rows_in: list[int] = []  # the segment's rows the kernel takes, in order
-        put, keep, hold = held.put, rows_in.append, rows.holding
-        for r in range(j - i):
-            if kind[r]:
-                pred = self._take(rows, i, r, Xs, lab, out)
-                if pred is _REFUSED:
-                    continue
-                served[r] = pred
-            elif hold and not lab[r]:
-                k = len(rows_in)
-                pending.append((ids[r], k))
-                put(ids[r], Xs[r], _Pending(k), ts[r])
-            keep(r)
+        served, pending, rows_in = self._hold_and_join(rows, i, kind, Xs, lab, out)
         ys = [y[i + r] if lab[r] else None for r in rows_in]
         sel = np.array(rows_in, dtype=np.int64)
         quiet = np.array(kind, dtype=bool)[sel]
         y_pred, proba, classes, _ = self._call_segments(Xs[sel], ys, quiet)
         for ident, k in pending:  # the predictions now known of the rows still held
-            held.settle(ident, k, y_pred[k])
+            self.held.settle(ident, k, y_pred[k])
         # every row's prediction: an instance's own, a label event's instance's (served)
         preds: list = [None] * (j - i)
         for k, r in enumerate(rows_in):

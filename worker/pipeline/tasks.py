@@ -155,9 +155,9 @@ class ClassificationTask(Task):
     def prequential(self, predictor) -> bool:
         return hasattr(predictor, "predict_proba_learn_many")
 
-    def predict_learn(self, predictor, X: np.ndarray, ys: list, emit: bool, **options):
+    def predict_learn(self, predictor, X: np.ndarray, ys: list, emit: bool):
         fresh = predictor.n_seen == 0  # the first row is predicted by an empty model
-        proba = np.asarray(predictor.predict_proba_learn_many(X, ys, **options))
+        proba = np.asarray(predictor.predict_proba_learn_many(X, ys))
         classes = self.classes(predictor)
         # the most probable class, lowest index on ties, as predict_many gives it (a class
         # that appeared after a row has probability 0 there: the same as over those before)
@@ -168,28 +168,6 @@ class ClassificationTask(Task):
             if emit:
                 proba[0] = 0.0
         return classes, y_pred, (proba if emit else None)
-
-
-    def predict_learn_segments(self, predictor, X: np.ndarray, ys: list, cuts: list,
-                               emit: bool) -> list:
-        """:meth:`predict_learn` of consecutive segments ending at ``cuts`` in one call of a
-        predictor that counts its events per segment (``segments``): one ``(classes,
-        y_pred, proba)`` per segment, each as the segment's own call gives it (its classes
-        those known after it, its probabilities over them)."""
-        before = len(self.classes(predictor))
-        _, y_pred, all_proba = self.predict_learn(predictor, X, ys, emit, segments=cuts)
-        classes = self.classes(predictor)
-        # the rows at which the call's new classes first appeared (in order: indices follow
-        # first appearance), so the classes known after each segment
-        firsts = [ys.index(c) for c in classes[before:]]
-        out, a, known = [], 0, before
-        for b in cuts:
-            while known < len(classes) and firsts[known - before] < b:
-                known += 1
-            out.append((classes[:known], y_pred[a:b],
-                        None if all_proba is None else all_proba[a:b, :known]))
-            a = b
-        return out
 
 
 class RegressionTask(Task):
