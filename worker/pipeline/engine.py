@@ -42,7 +42,6 @@ into other polls and a run restored from a checkpoint give identical outputs.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -54,6 +53,7 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER, REGRESSION, SELEC
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
 from .held import HeldInstances
+from .planning import REFUSED, Pending, Rows, SegmentPlanning
 from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
 from .stages import Stage, alert_level, detect
@@ -78,7 +78,7 @@ def _positional_names(n_features: int) -> tuple[str, ...]:
     return tuple(f"x{j}" for j in range(n_features))
 
 
-class Pipeline:
+class Pipeline(SegmentPlanning):
     """The stages of one stream (selector, predictor, rankers, detectors), test-then-train.
 
     Parameters
@@ -297,7 +297,7 @@ class Pipeline:
             np.fromiter((v is not None for v in y), dtype=bool, count=n)
         if self.task is None and labelled.any():
             self.check_label(y[int(np.argmax(labelled))])
-        rows = _Rows.of(n, self.n_instances, ids, ts, labels, offsets)
+        rows = Rows.of(n, self.n_instances, ids, ts, labels, offsets)
         dropped = self.held.dropped
         lab_idx = None if every_row else np.flatnonzero(labelled)
         losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
@@ -330,218 +330,6 @@ class Pipeline:
         self._owned = len(pX)
         out.held_dropped = self.held.dropped - dropped
         return out
-
-    def _segment_end(self, i: int, lab_idx: np.ndarray | None, rows: _Rows, owed: int,
-                     pending: int, seen: int, next_ranking: int) -> int:
-        """The end of the segment of rows that starts at row ``i``: after the labelled row
-        (of ``lab_idx``; ``None``: every row) that completes the rankers' block (``owed`` of
-        its rows learned by the predictor,
-        not yet by them) or the mini-batch of a predictor defined on mini-batches
-        (``pending`` rows waiting), or at the instance at which a ranking is due (``seen``
-        instances so far, the next ranking at ``next_ranking``); the poll's end at the
-        latest."""
-        # at least one row: a state written before the rankers learned per block holds
-        # up to a mini-batch of rows they have not learned; they learn at the first row
-        need = max(1, self.rank_rows - owed)
-        if not self.prequential:  # rows a mini-batch learner waits for
-            need = max(1, min(need, self.cfg.batch_size - pending))
-        if lab_idx is None:  # every row labelled
-            j = min(rows.n, i + need)
-        else:
-            j = rows.n
-            k = int(np.searchsorted(lab_idx, i))
-            if k + need - 1 < lab_idx.shape[0]:
-                j = int(lab_idx[k + need - 1]) + 1
-        if self.cfg.ranking_every and self.cfg.rankers:
-            j = min(j, rows.after_instances(i, max(1, next_ranking - seen)))
-        return j
-
-    def _plan_poll(self, X, y, labelled, rows: _Rows, emit: bool) -> PlannedSegments | None:
-        """The predictor's answers for every segment from one call over the poll
-        (:mod:`worker.pipeline.whole_poll`) when every row is a labelled instance and the
-        predictor counts its events per segment; ``None`` otherwise (the segments then call
-        it themselves).
-
-        The segments are those :meth:`process` cuts (:meth:`_planned_bounds`).
-        """
-        learner = self.predictor.learner if self.predictor is not None else None
-        if (self.task is None or self.selector is not None or not self.prequential
-                or not getattr(learner, "learns_in_segments", False) or not labelled.all()
-                or (rows.labels is not None and rows.labels.any())):
-            return None
-        bounds = self._planned_bounds(labelled, labelled, rows)
-        y_pred, proba, classes, known = self._call_segments(X, y, None, [b for _, b in bounds])
-        plan = []
-        for k, (a, b) in enumerate(bounds):
-            K = known(b)
-            block = PredictionBlock(a, b, classes[:K], y_pred[a:b],
-                                    proba[a:b, :K] if emit else None)
-            plan.append((a, b, [block], [(k, rows.pos[a:b], b - 1)], y_pred[a:b], X[a:b],
-                         labelled[a:b]))
-        return PlannedSegments(plan)
-
-    def _plan_mixed(self, X, y, labelled, rows: _Rows, emit: bool,
-                    out: StreamResult) -> PlannedSegments | None:
-        """:meth:`_plan_poll` for a poll with unlabelled instances or label events, when the
-        predictor also takes unlabelled rows in its kernel (``predicts_unlabelled_rows``):
-        the label events take their instances from the held store and the unlabelled
-        instances are held, in row order as the segments would; then one kernel call
-        learns the poll, its segments the calls one call per run of rows would make (a
-        segment holding a label event: one; any other: one per run of labelled rows); the
-        rows only predicted between two calls go with the next (they count no event).
-        ``None`` when nothing in the poll is labelled.
-
-        The segments end where :meth:`process` cuts them: at labelled rows counted before
-        any label event is refused (as its cuts are made before the segment's label events
-        are joined), the rankers' block counting the rows each segment learned.
-        """
-        learner = self.predictor.learner if self.predictor is not None else None
-        if (self.task is None or self.selector is not None or not self.prequential
-                or not getattr(learner, "learns_in_segments", False)
-                or not getattr(learner, "predicts_unlabelled_rows", False)
-                or not labelled.any()):
-            return None
-        n = X.shape[0]
-        events = [False] * n if rows.labels is None else rows.labels.tolist()
-        lab = labelled.tolist()
-        Xs = X if rows.labels is None else X.copy()  # label events' rows become their instances'
-        served, pending, keep = self._hold_and_join(rows, 0, events, Xs, lab, out)
-        bounds = self._planned_bounds(labelled, lab, rows)
-        calls = self._mixed_calls(bounds, events, lab, keep, rows)
-        ys = [y[r] if lab[r] else None for r in keep]
-        y_k, proba, classes, known = self._call_segments(
-            Xs[keep], ys, np.array([events[r] for r in keep], dtype=bool),
-            [end for end, _, _ in calls])
-        for ident, k in pending:  # the predictions now known of the rows still held
-            self.held.settle(ident, k, y_k[k])
-        kernel = np.full(n, -1, dtype=np.int64)
-        kernel[keep] = np.arange(len(keep))
-        preds = [None] * n
-        for r in keep:
-            preds[r] = y_k[kernel[r]]
-        for r, pred in served.items():
-            preds[r] = y_k[pred.row] if isinstance(pred, _Pending) else pred
-        plan, c = [], 0
-        for i, j in bounds:
-            blocks, mine = [], []
-            while c < len(calls) and calls[c][2] <= j:
-                mine.append(c)
-                c += 1
-            if any(events[i:j]):
-                end, learned, _ = calls[mine[0]]
-                K = known(end)
-                full = None
-                if emit:
-                    full = np.zeros((j - i, K))
-                    inst = [r for r in range(i, j) if kernel[r] >= 0 and not events[r]]
-                    full[np.asarray(inst, dtype=np.int64) - i] = proba[kernel[inst], :K]
-                blocks.append(PredictionBlock(i, j, classes[:K], preds[i:j], full))
-            else:
-                for a, b in _runs(lab, i, j):
-                    ka, kb = int(kernel[a]), int(kernel[b - 1]) + 1
-                    K = known(kb) if lab[a] else known(ka)
-                    blocks.append(PredictionBlock(a, b, classes[:K], preds[a:b],
-                                                  proba[ka:kb, :K] if emit else None))
-            steps = [(k, rows.pos[calls[k][1]], int(calls[k][1][-1])) for k in mine
-                     if len(calls[k][1])]
-            plan.append((i, j, blocks, steps, preds[i:j], Xs[i:j],
-                         np.array(lab[i:j], dtype=bool)))
-        return PlannedSegments(plan)
-
-    def _hold_and_join(self, rows: _Rows, i: int, events: list, Xs, lab: list,
-                       out: StreamResult):
-        """Rows ``i:`` (``events``, ``Xs`` and ``lab`` hold theirs) in order: each label event
-        takes its instance from the held store (its row into ``Xs``; a refused one is no
-        longer labelled, in ``lab``), each unlabelled instance is held with a placeholder
-        for its prediction. Returns ``(served, pending, keep)``: the predictions served for
-        the label events taken, the held rows' ``(id, kernel row)`` and the rows (from
-        ``i``) the kernel takes."""
-        held, hold, ids, ts = self.held, rows.holding, rows.ids, rows.ts
-        served: dict[int, object] = {}  # label event -> the prediction its instance was served
-        pending: list = []  # (id, kernel row) of rows held before their prediction is known
-        keep: list[int] = []
-        for r in range(len(events)):
-            if events[r]:
-                pred = self._take(rows, i, r, Xs, lab, out)
-                if pred is _REFUSED:
-                    continue
-                served[r] = pred
-            elif hold and not lab[r]:
-                pending.append((ids[i + r], len(keep)))
-                held.put(ids[i + r], Xs[r], _Pending(len(keep)), ts[i + r])
-            keep.append(r)
-        return served, pending, keep
-
-    def _planned_bounds(self, labelled, lab, rows: _Rows) -> list[tuple[int, int]]:
-        """The segments :meth:`process` cuts, from the same counters advanced as the
-        segments will advance them: ends at the labelled rows as given, the rankers' block
-        counting the rows each segment learned (``lab``: after refusals) and restarting once
-        complete, a ranking due every ``ranking_every`` instances."""
-        n, block, every = len(lab), self.rank_rows, self.cfg.ranking_every
-        lab_idx = None if labelled.all() else np.flatnonzero(labelled)
-        learned = np.flatnonzero(np.asarray(lab, dtype=bool))
-        owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
-            self.next_ranking
-        bounds, i = [], 0
-        while i < n:
-            j = self._segment_end(i, lab_idx, rows, owed, 0, seen, next_ranking)
-            bounds.append((i, j))
-            got = int(np.searchsorted(learned, j) - np.searchsorted(learned, i))
-            owed = 0 if owed + got >= block else owed + got
-            seen += rows.instances(i, j)
-            if every and seen >= next_ranking:
-                next_ranking = (seen // every + 1) * every
-            i = j
-        return bounds
-
-    @staticmethod
-    def _mixed_calls(bounds: list, events: list, lab: list, keep: list,
-                     rows: _Rows) -> list[tuple]:
-        """The predictor calls one call per run would make: ``(kernel rows up to its end,
-        input rows it learned, input row where its segment ends)``; the last call's end
-        stretched to the kernel's last row."""
-        taken = np.zeros(len(lab) + 1, dtype=np.int64)  # kernel rows before each input row
-        taken[np.asarray(keep, dtype=np.int64) + 1] = 1
-        taken = np.cumsum(taken)
-        calls = []
-        for i, j in bounds:
-            if any(events[i:j]):
-                learned = np.array([r for r in range(i, j) if lab[r]], dtype=np.int64)
-                calls.append((int(taken[j]), learned, j))
-                continue
-            for a, b in _runs(lab, i, j):
-                if lab[a]:
-                    calls.append((int(taken[b]), np.arange(a, b), j))
-        last = calls[-1]
-        calls[-1] = (len(keep), last[1], last[2])
-        return calls
-
-    def _call_segments(self, X, ys: list, quiet: np.ndarray | None,
-                       cuts: list | None = None):
-        """``(y_pred, proba, classes, known)`` of the predictor's test-then-train call on
-        ``X`` and labels ``ys`` (``None``: predicted only; ``quiet``: learned only, a label
-        event's; ``None``: none), its events counted per segment ending at ``cuts``
-        (``None``: one);
-        ``known(k)``: the classes known after row ``k - 1``. Rows predicted before anything
-        was learned predict nothing."""
-        learner, task = self.predictor.learner, self.task
-        fresh = learner.n_seen == 0
-        before = len(task.classes(learner))
-        proba = np.asarray(learner.predict_proba_learn_many(X, ys, learn_only=quiet,
-                                                            segments=cuts))
-        classes = task.classes(learner)
-        y_pred = [classes[k] for k in np.argmax(proba, axis=1).tolist()] if classes else \
-            [None] * len(ys)
-        if fresh:  # rows up to the first one learned: predicted by an empty model
-            first = next((k for k, v in enumerate(ys) if v is not None), len(ys))
-            y_pred[:first + 1] = [None] * min(first + 1, len(y_pred))
-            proba[:first + 1] = 0.0
-        firsts = [ys.index(c) for c in classes[before:]]  # where each new class appeared
-
-        def known(k: int) -> int:  # the first appearances ascend with the class indices
-            return before + bisect_left(firsts, k)
-
-        return y_pred, proba, classes, known
 
     def _defer_rankings(self) -> DeferredRankings | None:
         """Rankers that learn the poll's rows in one call once it is through, when every
@@ -664,7 +452,7 @@ class Pipeline:
         for k, r in enumerate(rows_in):
             preds[r] = y_pred[k]
         for r, pred in served.items():
-            preds[r] = y_pred[pred.row] if isinstance(pred, _Pending) else pred
+            preds[r] = y_pred[pred.row] if isinstance(pred, Pending) else pred
         full = None
         if emit:
             full = np.zeros((j - i, proba.shape[1]))
@@ -679,13 +467,13 @@ class Pipeline:
     def _take(self, rows, i: int, r: int, Xs, lab, out: StreamResult):
         """The label event at row ``i + r`` takes its instance from the held store: its row
         into ``Xs[r]``, its served prediction returned; a refused one is reported in
-        ``out.rejected``, unlabelled in ``lab`` (rows ``i:``) and answers :data:`_REFUSED`."""
+        ``out.rejected``, unlabelled in ``lab`` (rows ``i:``) and answers :data:`REFUSED`."""
         try:
             row, pred = self.held.take(rows.ids[i + r], rows.ts[i + r])
         except PipelineError as exc:
             lab[r] = False
             out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
-            return _REFUSED
+            return REFUSED
         Xs[r] = row
         return pred
 
@@ -697,8 +485,8 @@ class Pipeline:
         served, joined = [], []
         for r in range(a, b):
             pred = self._take(rows, i, r, Xs, lab, out)
-            served.append(None if pred is _REFUSED else pred)
-            if pred is not _REFUSED:
+            served.append(None if pred is REFUSED else pred)
+            if pred is not REFUSED:
                 joined.append(r)
         if joined and self.prequential:
             sel = np.asarray(joined)
@@ -1016,77 +804,3 @@ def _published_at(rankings: list, row: int, method: str, n_seen: int) -> bool:
         if prev.method == method and prev.n_seen == n_seen:
             return True
     return False
-
-
-class _Rows:
-    """What one :meth:`Pipeline.process` call knows of its rows beside ``X`` and ``y``:
-    offsets, instance ids and times (for held rows), which rows are label events, and
-    each row's stream position (a label event stands at its latest instance's)."""
-
-    __slots__ = ("n", "ids", "ts", "offsets", "labels", "holding", "prefix", "pos")
-
-    @classmethod
-    def of(cls, n: int, start: int, ids, ts, labels, offsets) -> _Rows:
-        r = cls()
-        r.n = n
-        # ids as Python values: held rows are keyed by them and checkpointed (the bulk decoder
-        # gives arrays)
-        r.ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
-        r.ts, r.offsets = ts, offsets
-        r.labels = labels if labels is not None and labels.any() else None
-        r.holding = ids is not None and ts is not None
-        if r.labels is None:
-            r.prefix = None
-            r.pos = start + np.arange(n, dtype=np.int64)
-        else:
-            # instances among rows 0..k-1, for every k
-            r.prefix = np.concatenate(([0], np.cumsum(~r.labels, dtype=np.int64)))
-            r.pos = start + r.prefix[:-1] - r.labels.astype(np.int64)
-        return r
-
-    def instances(self, i: int, j: int) -> int:
-        """Instances among rows ``i:j``."""
-        return j - i if self.prefix is None else int(self.prefix[j] - self.prefix[i])
-
-    def after_instances(self, i: int, k: int) -> int:
-        """The row after the ``k``-th instance from row ``i`` (the row count when fewer)."""
-        if self.prefix is None:
-            return i + k
-        j = int(np.searchsorted(self.prefix, self.prefix[i] + k, side="left"))
-        return min(j, self.prefix.shape[0] - 1)
-
-    def hold(self, held, X, y_pred: list, i: int, j: int) -> None:
-        """Hold unlabelled rows ``i:j`` (``X``, ``y_pred``: theirs) for their labels."""
-        if self.holding:
-            for r in range(j - i):
-                held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
-
-    def hold_some(self, held, X, y_pred: list, i: int, which) -> None:
-        """Hold the unlabelled rows ``i + which`` (of ``X``, ``y_pred``: rows ``i:``)."""
-        if self.holding:
-            for r in which.tolist():
-                held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
-
-
-def _runs(lab: list, i: int, j: int):
-    """The runs ``(a, b)`` of equal ``lab`` values among rows ``i:j``."""
-    a = i
-    for r in range(i + 1, j + 1):
-        if r == j or lab[r] != lab[a]:
-            yield a, r
-            a = r
-
-
-#: what :meth:`Pipeline._take` answers for a refused label event (a served prediction may be
-#: ``None``)
-_REFUSED = object()
-
-
-class _Pending:
-    """The prediction of a row held within the kernel call that predicts it (known after the
-    call: :meth:`Pipeline._serve_fused`)."""
-
-    __slots__ = ("row",)
-
-    def __init__(self, row: int):
-        self.row = row
