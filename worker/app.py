@@ -47,17 +47,14 @@ generation (KIP-447).
 
 Anything else that goes wrong (a bug, memory, a fatal consumer error such as a deleted input
 topic or a failed authorization) ends the worker: the open transaction is aborted, no
-checkpoint is written, and :func:`run` returns a non-zero status for the orchestrator to
+checkpoint is written, and :func:`worker.run_command.run` returns a non-zero status for the orchestrator to
 restart the member, which restores from the last committed checkpoint. Before joining, the
 worker checks its brokers and topics (:mod:`worker.preflight`).
 """
 
 from __future__ import annotations
 
-import argparse
-import faulthandler
 import logging
-import signal
 import threading
 import time
 
@@ -75,7 +72,7 @@ from .logs import event
 from .metrics import MetricsServer, WorkerMetrics, serve_metrics
 from .output import Outbox, OutputEncoder
 from .poll import split_poll
-from .preflight import BrokersUnreachable, TopicProblem, preflight
+from .preflight import preflight
 from .progress_log import ThroughputLog, counter_total
 from .residency import Budget
 from .restore_on_demand import OnDemand
@@ -85,7 +82,7 @@ from .task import PartitionTask
 from .transactions import Transactions
 from .watchdog import Watchdog
 
-__all__ = ["Worker", "WorkerFailed", "run"]
+__all__ = ["Worker", "WorkerFailed"]
 
 log = logging.getLogger("streamforest.worker")
 
@@ -466,60 +463,3 @@ class Worker:
         due = self.policy.idle(self.tasks)
         if due:
             self.policy.write_alone(self.tasks, due, self.txn)
-
-
-def run(settings, faults: Faults | None = None) -> int:
-    """Run a worker until SIGTERM/SIGINT; the process exit status.
-
-    0 after a requested stop; 2 when a topic is missing or unfit (the message says what to
-    fix); 1 when the brokers cannot be reached at start or the worker failed (the open
-    transaction was aborted and no checkpoint written: a restart resumes exactly).
-    """
-    worker = Worker(settings, faults)
-    signal.signal(signal.SIGTERM, worker.request_stop)
-    signal.signal(signal.SIGINT, worker.request_stop)
-    try:
-        worker.run()
-    except TopicProblem as exc:
-        event(log, logging.ERROR, f"cannot start: {exc}")
-        return 2
-    except BrokersUnreachable as exc:
-        event(log, logging.ERROR, f"cannot start: {exc}")
-        return 1
-    except Exception as exc:  # noqa: BLE001 (the orchestrator restarts the member)
-        event(log, logging.ERROR, "worker failed: open transaction aborted, no checkpoint "
-              "written; restart it to resume from the last committed checkpoint",
-              error=f"{type(exc).__name__}: {exc}", exc_info=True)
-        return 1
-    return 0
-
-
-def add_parser(subparsers) -> None:
-    """Register ``streamforest run``."""
-    from .settings import add_kafka_arguments
-
-    p = subparsers.add_parser(
-        "run", help="run a worker (configured by STREAMFOREST_* env)",
-        description="Run one member of the worker group: consume the instances and features "
-        "topics, learn every stream test-then-train and publish predictions, drift alerts, "
-        "rankings and dead letters (exactly once unless worker.exactly_once is off) until "
-        "SIGTERM or Ctrl-C. Configured by STREAMFOREST_* variables (streamforest config "
-        "shows them) and -b/-X; logs are JSON lines on "
-        "stderr, librdkafka's own included. Exit code 0 after a requested stop, 1 when the "
-        "brokers cannot be reached or the worker failed (restart it: it resumes from its last "
-        "checkpoint), 2 for invalid settings or missing topics.")
-    # test-only fault injection (tests/integration): not part of the command's interface
-    p.add_argument("--test-fault", default=None, help=argparse.SUPPRESS)
-    add_kafka_arguments(p)
-    p.set_defaults(func=_cmd_run)
-
-
-def _cmd_run(args) -> int:
-    from .logs import setup
-    from .settings import settings_or_exit
-
-    settings = settings_or_exit(args)
-    setup(settings.worker.log_level, secrets=settings.secret_values())
-    # `kill -USR1 <pid>` prints every thread's stack to stderr: what a stuck member is waiting on
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
-    return run(settings, Faults(args.test_fault))

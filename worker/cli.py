@@ -39,7 +39,7 @@ class UsageError(Exception):
 # subcommand modules, in the order they appear in --help
 _COMMAND_MODULES = (
     "worker.settings", "worker.tools.catalog", "worker.tools.topics", "worker.tools.tail",
-    "worker.app", "worker.tools.warmup", "worker.tools.evaluate.cli",
+    "worker.run_command", "worker.tools.warmup", "worker.tools.evaluate.cli",
 )
 # development tools (the local broker, producers, the demo): registered when the package
 # ships them; the worker image leaves worker.tools.dev out
