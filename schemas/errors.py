@@ -24,6 +24,7 @@ MISSING_FEATURE = "missing_feature"  # a mapping row lacks one of the stream's f
 UNKNOWN_FEATURE = "unknown_feature"  # a mapping row has a name the stream does not know
 TOO_LONG = "too_long"  # a class label, string id or feature name over its length limit
 TOO_MANY_FEATURES = "too_many_features"  # a row wider than the limit
+UNKNOWN_KIND = "unknown_kind"  # an sf-kind header naming no record kind of the instances topic
 OUTPUT_TOO_LARGE = "output_too_large"  # an output bigger than its topic takes (not a decode error)
 
 CODES = frozenset(
@@ -42,6 +43,7 @@ CODES = frozenset(
         UNKNOWN_FEATURE,
         TOO_LONG,
         TOO_MANY_FEATURES,
+        UNKNOWN_KIND,
         OUTPUT_TOO_LARGE,
     }
 )

@@ -7,10 +7,10 @@ first valid record, :meth:`RecordDecoder.new_pipeline`). Every record it cannot 
 becomes a dead letter with its reason, in the poll's :class:`worker.output.Outbox`. The
 steady state (plain instances of known streams) goes through the bulk kernel of
 :mod:`worker.wire` with no per-message Python work; anything else is taken message by
-message.
+message, every kind of record read by one call (:func:`schemas.records.read_record`).
 
 An InstanceBatch record (header ``sf-kind: instance-batch``, :mod:`schemas.batches`) is many
-consecutive rows of one stream in one record. :class:`InstanceBatchIntake` validates every
+consecutive rows of one stream in one record. :meth:`RecordDecoder.decode` validates every
 row, checks the rows against the stream's pipeline (width, feature names, labels) and
 appends them to the stream's :class:`StreamRows` as one block, so they run through the same
 test-then-train pipeline as rows sent one per record, in the same order. A record is taken
@@ -36,18 +36,12 @@ from dataclasses import dataclass
 import numpy as np
 from confluent_kafka import Message
 
-from schemas.batches import NEW_STREAM, BatchRowError, read_instance_batch
-from schemas.codec import (
-    InstanceLimits,
-    decode,
-    decode_instance,
-    decode_label_event,
-    instance_features,
-)
+from schemas.batches import BatchRowError, BatchRows
+from schemas.codec import InstanceLimits, decode, instance_features
 from schemas.deadletter import ROW
 from schemas.errors import DecodeError
-from schemas.kinds import INSTANCE, INSTANCE_BATCH, LABEL, record_kind
-from schemas.messages import FeatureArrival
+from schemas.messages import FeatureArrival, LabelEvent
+from schemas.records import NOUNS, read_record
 
 from .keys import stream_of_key
 from .pipeline import PipelineError, Profiles, StreamPipeline, make_pipeline
@@ -179,8 +173,9 @@ class RecordDecoder:
     ----------
     created : int
         Pipelines created so far (the worker's stream gauges follow it).
-    instance_batches : InstanceBatchIntake
-        Takes the InstanceBatch records; counts their live rows beyond one per record.
+    extra_live_rows : int
+        Live rows of InstanceBatch records beyond one per record, in the last :meth:`decode`
+        (checkpoints are due after a number of instances, not of records).
     """
 
     def __init__(self, profiles: Profiles, caps: Caps):
@@ -188,7 +183,7 @@ class RecordDecoder:
         self.caps = caps
         self.created = 0
         self.keys: dict[bytes, str] = {}  # message key -> stream id (decoded once)
-        self.instance_batches = InstanceBatchIntake(self)
+        self.extra_live_rows = 0
 
     # -- the one place that creates pipelines --------------------------------------------------
 
@@ -220,7 +215,7 @@ class RecordDecoder:
         order: bulk-decoded ones as they are, the rest through :func:`decode_fast` or full
         validation, which also creates pipelines and reports errors.
         """
-        self.instance_batches.reset()
+        self.extra_live_rows = 0
         mkeys = list(map(_m_key, pm))
         values = list(map(_m_value, pm))
         headers = list(map(_m_headers, pm))
@@ -254,6 +249,16 @@ class RecordDecoder:
                 width[c], names[c] = pl.n_features, stream
         return codes, names, width
 
+    @staticmethod
+    def _labels_known(pipelines, D, codes, names) -> bool:
+        """Every label of the poll is one its stream has seen (new ones take the long way,
+        which checks the class cap and registers them)."""
+        for c, stream in enumerate(names):
+            sel = (codes == c) & D.has_y
+            if sel.any() and not pipelines[stream].task.knows(np.unique(D.y[sel]).tolist()):
+                return False
+        return True
+
     def _decode_each(self, task, pm, outbox, max_bytes, D, fast) -> dict[str, StreamRows]:
         """Message by message (new streams, unusual layouts or errors)."""
         streams: dict[str, StreamRows] = {}
@@ -269,64 +274,20 @@ class RecordDecoder:
                     D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
                     int(D.ids[i]), int(D.ts[i]), live)
                 continue
-            kind = record_kind(m.headers())
-            if kind == INSTANCE_BATCH:  # many rows in one record
-                self.instance_batches.take(task, m, live, outbox, max_bytes, streams)
-                continue
-            if kind != INSTANCE:
-                self._take_other(task, m, kind, live, outbox, max_bytes, streams)
-                continue
             taken = self._decode_fast(task.pipelines, m, stream, max_bytes)
-            if taken is None:  # first message of a stream, anything unusual, and errors
-                taken = self._decode_full(task, m, live, outbox, max_bytes)
             if taken is not None:
                 stream, row, y, ident, ts = taken
                 _rows_of(streams, stream).append(row, y, off, ident, ts, live)
+                continue
+            # first message of a stream, other kinds, anything unusual, and errors
+            try:
+                self._take(task.pipelines, m, live, max_bytes, streams)
+            except (DecodeError, PipelineError) as exc:
+                if live:  # replayed messages were dead-lettered before: only skipped
+                    row = getattr(exc, "row", None)  # the bad row of an InstanceBatch
+                    outbox.refuse(task, m, exc, exc.code, extra_headers=[
+                        (ROW, str(row).encode())] if row is not None else ())
         return streams
-
-    def _take_other(self, task, m, kind: str, live: bool, outbox, max_bytes: int,
-                    streams: dict) -> None:
-        """A LabelEvent joins its stream's rows; a record of a kind this worker does not
-        know is dead-lettered (when live)."""
-        try:
-            if kind != LABEL:
-                raise PipelineError("unknown_kind", f"header sf-kind {kind!r} names no record "
-                                    f"kind of the instances topic ({INSTANCE_BATCH!r} or "
-                                    f"{LABEL!r}; none for an Instance)")
-            stream, event = self._label_event(task.pipelines, m, max_bytes)
-        except (DecodeError, PipelineError) as exc:
-            if live:
-                outbox.refuse(task, m, exc, exc.code)
-            return
-        _rows_of(streams, stream).append_label(event.y, m.offset(), event.id, event.ts, live)
-
-    def _label_event(self, pipelines, m, max_bytes: int):
-        """``(stream, LabelEvent)`` of a valid label record for a stream held here."""
-        key = m.key()
-        stream = self.keys.get(key) if key is not None else None
-        if stream is None:
-            stream = stream_of_key(key)
-        event = decode_label_event(m.value(), m.headers(), max_bytes=max_bytes,
-                                   limits=self.caps.instance)
-        if event.stream != stream:
-            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
-                                f"label's stream {event.stream!r}")
-        pl = pipelines.get(stream)
-        if pl is None:
-            raise PipelineError("unknown_stream", f"no instance of stream {stream!r} has "
-                                "arrived: a LabelEvent follows the instance it labels")
-        pl.check_label_event(event.y)
-        return stream, event
-
-    @staticmethod
-    def _labels_known(pipelines, D, codes, names) -> bool:
-        """Every label of the poll is one its stream has seen (new ones take the long way,
-        which checks the class cap and registers them)."""
-        for c, stream in enumerate(names):
-            sel = (codes == c) & D.has_y
-            if sel.any() and not pipelines[stream].task.knows(np.unique(D.y[sel]).tolist()):
-                return False
-        return True
 
     def _decode_fast(self, pipelines, m, stream, max_bytes):
         """``(stream, row, y, id, ts)`` of a plain, well-formed instance of a known stream
@@ -346,41 +307,53 @@ class RecordDecoder:
             return None  # the long way says why, or registers the new label
         return stream, row, y, ident, ts
 
-    def _decode_full(self, task, m, live: bool, outbox, max_bytes: int):
-        """Full validation; creates the stream's pipeline at its first valid message.
-
-        Returns ``(stream, row, y, id, ts)``, or ``None`` after dead-lettering the message
-        (replayed messages were dead-lettered before: they are only skipped).
-        """
+    def _take(self, pipelines, m, live: bool, max_bytes: int, streams: dict) -> None:
+        """A record of any kind, fully validated (:func:`schemas.records.read_record`), joins
+        its stream's rows; the first valid record of a stream creates its pipeline. Raises
+        what the record is refused for."""
         key = m.key()
-        try:
+        stream = self.keys.get(key) if key is not None else None
+        if stream is None:
             stream = stream_of_key(key)
-        except PipelineError as exc:
-            if live:
-                outbox.refuse(task, m, exc, exc.code)
-            return None
-        if len(self.keys) < MAX_CACHED_KEYS:
-            self.keys[key] = stream
-        try:
-            stream, pl, inst = self._validated(task.pipelines, m, stream, max_bytes)
-            row = self._row(task.pipelines, stream, pl, inst)
-        except (DecodeError, PipelineError) as exc:
-            if live:
-                outbox.refuse(task, m, exc, exc.code)
-            return None
-        return stream, row, inst.y, inst.id, inst.ts
-
-    def _validated(self, pipelines, m, stream, max_bytes):
-        """``(stream, pipeline or None, Instance)`` of a message that passes validation."""
+            if len(self.keys) < MAX_CACHED_KEYS:
+                self.keys[key] = stream
         pl = pipelines.get(stream)
-        n_features, names = (pl.fixed_columns if pl is not None else None) or (None, None)
-        inst = decode_instance(
-            m.value(), m.headers(), max_bytes=max_bytes, n_features=n_features,
-            feature_names=names, limits=self.caps.instance)
-        if inst.stream != stream:
-            raise PipelineError("key_mismatch", f"message key {stream!r} differs from "
-                                f"the instance's stream {inst.stream!r}")
-        return stream, pl, inst
+        record = read_record(m.value(), m.headers(), max_bytes=max_bytes,
+                             limits=self.caps.instance,
+                             columns=pl.fixed_columns if pl is not None else None)
+        if record.stream != stream:
+            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
+                                f"{NOUNS[type(record)]}'s stream {record.stream!r}")
+        off = m.offset()  # the stream's rows are made once the record is taken
+        if type(record) is LabelEvent:
+            if pl is None:
+                raise PipelineError("unknown_stream", f"no instance of stream {stream!r} has "
+                                    "arrived: a LabelEvent follows the instance it labels")
+            pl.check_label_event(record.y)
+            _rows_of(streams, stream).append_label(record.y, off, record.id, record.ts, live)
+        elif type(record) is BatchRows:
+            self._check_batch(pipelines, stream, pl, record)
+            _rows_of(streams, stream).extend(record.X, record.y, off, record.ids, record.ts,
+                                             live)
+            if live:
+                self.extra_live_rows += record.X.shape[0] - 1
+        else:
+            row = self._row(pipelines, stream, pl, record)
+            _rows_of(streams, stream).append(row, record.y, off, record.id, record.ts, live)
+
+    def _check_batch(self, pipelines, stream, pl, rows: BatchRows) -> None:
+        """The rows of a batch fit its stream; the first record of a stream creates its
+        pipeline (a stream whose columns grow takes no batch)."""
+        created = pl is None
+        if created:
+            pl = self.new_pipeline(stream, rows.X.shape[1], rows.features)
+        pl.check_instance_batch()
+        if rows.X.shape[1] != pl.n_features:
+            raise BatchRowError("feature_count", f"the stream has {pl.n_features} features, "
+                                f"the batch's rows have {rows.X.shape[1]}", "X[0]", 0)
+        _check_labels(pl, rows.y)  # a refused first record creates no stream
+        if created:
+            self.register(pipelines, stream, pl)
 
     def _row(self, pipelines, stream, pl, inst):
         """The instance's row; a new stream's first row creates its pipeline.
@@ -462,69 +435,6 @@ class RecordDecoder:
             raise not_a_stream_of_features(stream)
         pl.check_arrival()
         return arrival
-
-
-class InstanceBatchIntake:
-    """Takes InstanceBatch records for a :class:`RecordDecoder` (see the module doc).
-
-    Attributes
-    ----------
-    extra_live_rows : int
-        Live rows taken beyond one per record since :meth:`reset` (checkpoints are due after a
-        number of instances, not of records).
-    """
-
-    def __init__(self, decoder: RecordDecoder):
-        self.decoder = decoder
-        self.extra_live_rows = 0
-
-    def reset(self) -> None:
-        self.extra_live_rows = 0
-
-    def take(self, task, m, live: bool, outbox, max_bytes: int, streams: dict) -> None:
-        """Append the rows of InstanceBatch record ``m`` to ``streams``, or dead-letter it
-        (when live; replayed records were dead-lettered before and are only skipped)."""
-        try:
-            rows = self._rows(task.pipelines, m, max_bytes)
-        except (BatchRowError, PipelineError) as exc:
-            if live:
-                row = getattr(exc, "row", None)
-                outbox.refuse(task, m, exc, exc.code,
-                              extra_headers=[(ROW, str(row).encode())] if row is not None else ())
-            return
-        _rows_of(streams, rows.stream).extend(rows.X, rows.y, m.offset(), rows.ids, rows.ts,
-                                              live)
-        if live:
-            self.extra_live_rows += rows.X.shape[0] - 1
-
-    def _rows(self, pipelines: dict, m, max_bytes: int):
-        """The :class:`schemas.batches.BatchRows` of a valid batch, read in its stream's
-        column order; the first record of a stream creates its pipeline."""
-        dec = self.decoder
-        key = m.key()
-        stream = dec.keys.get(key) if key is not None else None
-        if stream is None:
-            stream = stream_of_key(key)
-        pl = pipelines.get(stream)
-        # a stream whose columns grow takes no batch: refused below, whatever its columns
-        fixed = pl is not None and pl.fixed_columns is not None
-        rows = read_instance_batch(
-            m.value(), m.headers(), max_bytes=max_bytes, limits=dec.caps.instance,
-            feature_names=pl.feature_names if fixed else NEW_STREAM)
-        if rows.stream != stream:
-            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
-                                f"batch's stream {rows.stream!r}")
-        created = pl is None
-        if created:
-            pl = dec.new_pipeline(stream, rows.X.shape[1], rows.features)
-        pl.check_instance_batch()
-        if rows.X.shape[1] != pl.n_features:
-            raise BatchRowError("feature_count", f"the stream has {pl.n_features} features, "
-                                f"the batch's rows have {rows.X.shape[1]}", "X[0]", 0)
-        _check_labels(pl, rows.y)  # a refused first record creates no stream
-        if created:
-            dec.register(pipelines, stream, pl)
-        return rows
 
 
 def _check_labels(pl, ys: list) -> None:

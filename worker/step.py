@@ -210,7 +210,7 @@ class StreamStep:
         if rel.a:
             out.streams = self.decoder.decode(task, rel.a, rel.a_offsets, outbox,
                                               self.max_bytes)
-            out.extra_rows = self.decoder.instance_batches.extra_live_rows
+            out.extra_rows = self.decoder.extra_live_rows
         if rel.b:
             out.arrivals = self.decoder.decode_arrivals(task, rel.b, outbox, self.max_bytes)
         instances, held = _by_kind(task.pipelines, out.streams)

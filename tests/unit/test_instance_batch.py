@@ -204,7 +204,7 @@ def test_batched_rows_give_the_predictions_of_the_same_rows_one_per_record():
         [(p.id, p.y_pred, p.proba, p.y_true) for p in single]
     # rows share their record's offset; within it they are told apart by their id
     assert [p.offset for p in batched] == [i // 20 for i in range(60)]
-    assert dec.instance_batches.extra_live_rows == 57  # 60 rows in 3 records
+    assert dec.extra_live_rows == 57  # 60 rows in 3 records
 
 
 def test_prediction_batches_hold_the_rows_in_order():
