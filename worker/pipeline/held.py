@@ -18,6 +18,7 @@ Everything here is part of the stream's checkpointed state.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import numpy as np
 
@@ -66,11 +67,13 @@ class HeldInstances:
         self.n_features = int(n_features)
         self.max_rows = int(max_rows)
         self.max_age_ms = int(max_age_ms)
-        # dicts keep their insertion order: the oldest entry is the first. Ids are integers
-        # or strings (the contracts refuse anything else), so ``7`` and ``"7"`` are two keys
-        self.rows: dict = {}  # id -> (row, served prediction, ts)
-        self.expired: dict = {}  # ids that fell out, newest last
-        self.labelled: dict = {}  # ids labelled, newest last
+        # in insertion order: the oldest entry is the first. Ordered dicts, not dicts: they
+        # drop their oldest entry in constant time, where a dict emptied from the front scans
+        # the holes left there to find its first entry. Ids are integers or strings (the
+        # contracts refuse anything else), so ``7`` and ``"7"`` are two keys
+        self.rows: OrderedDict = OrderedDict()  # id -> (row, served prediction, ts)
+        self.expired: OrderedDict = OrderedDict()  # ids that fell out, newest last
+        self.labelled: OrderedDict = OrderedDict()  # ids labelled, newest last
         self.dropped = 0  # rows that fell out, ever
 
     def __len__(self) -> int:
@@ -104,9 +107,7 @@ class HeldInstances:
         if self.max_age_ms > 0:
             self._age_out(int(ts))
         if len(rows) > self.max_rows:
-            oldest = next(iter(rows))
-            del rows[oldest]
-            self._fall_out(oldest)
+            self._fall_out(rows.popitem(last=False)[0])
 
     def settle(self, ident, placeholder_row: int, served) -> None:
         """Instance ``ident``'s prediction, known only after the call that held its row (its
@@ -209,9 +210,9 @@ def _checked_served(pred):
     raise ValueError(f"held instances: {pred!r} is not a prediction the pipeline serves")
 
 
-def _remember(ids: dict, ident, limit: int) -> None:
+def _remember(ids: OrderedDict, ident, limit: int) -> None:
     """``ident`` as the newest of ``ids``, which keep the newest ``limit``."""
     ids.pop(ident, None)
     ids[ident] = None
     if len(ids) > limit:
-        del ids[next(iter(ids))]
+        ids.popitem(last=False)

@@ -107,16 +107,16 @@ class SegmentPlanning:
         bounds = self._planned_bounds(labelled, lab, rows)
         calls = self._mixed_calls(bounds, events, lab, keep, rows)
         ys = [y[r] if lab[r] else None for r in keep]
-        y_k, proba, classes, known = self._call_segments(
-            Xs[keep], ys, np.array([events[r] for r in keep], dtype=bool),
-            [end for end, _, _ in calls])
+        quiet = np.zeros(len(keep), dtype=bool) if rows.labels is None else rows.labels[keep]
+        y_k, proba, classes, known = self._call_segments(Xs[keep], ys, quiet,
+                                                         [end for end, _, _ in calls])
         for ident, k in pending:  # the predictions now known of the rows still held
             self.held.settle(ident, k, y_k[k])
         kernel = np.full(n, -1, dtype=np.int64)
         kernel[keep] = np.arange(len(keep))
         preds = [None] * n
-        for r in keep:
-            preds[r] = y_k[kernel[r]]
+        for k, r in enumerate(keep):  # kernel row k is input row keep[k]
+            preds[r] = y_k[k]
         for r, pred in served.items():
             preds[r] = y_k[pred.row] if isinstance(pred, Pending) else pred
         plan, c = [], 0
@@ -131,8 +131,11 @@ class SegmentPlanning:
                 full = None
                 if emit:
                     full = np.zeros((j - i, K))
-                    inst = [r for r in range(i, j) if kernel[r] >= 0 and not events[r]]
-                    full[np.asarray(inst, dtype=np.int64) - i] = proba[kernel[inst], :K]
+                    inst = kernel[i:j] >= 0  # the segment's instances (not label events)
+                    if rows.labels is not None:
+                        inst &= ~rows.labels[i:j]
+                    inst = np.flatnonzero(inst)
+                    full[inst] = proba[kernel[i + inst], :K]
                 blocks.append(PredictionBlock(i, j, classes[:K], preds[i:j], full))
             else:
                 for a, b in runs(lab, i, j):

@@ -77,17 +77,18 @@ def run_ours(X, y, delay: int, seed: int, every: int = 1, **params) -> tuple[flo
     rows, ys, ids, ts, lab = late_rows(X, y, delay, every)
     p = Pipeline("bench", cfg, X.shape[1], held_rows=max(1000, 2 * delay))
     hits = scored = answered = 0
-    t0 = time.process_time()
+    cpu = 0.0  # the pipeline's own time: the scoring below is this benchmark's, as in run_plain
     for a in range(0, len(ys), CONSUME):
         b = a + CONSUME
+        t0 = time.process_time()
         res = p.process(rows[a:b], ys[a:b], ids=ids[a:b], ts=ts[a:b], labels=lab[a:b])
+        cpu += time.process_time() - t0
         for _pos, served, truth in res.scored:
             # as river scores: a prediction made before anything was learned (None) is not
             # counted (at a delay of 1,000 that is the first 1,000 instances)
             hits += sum(s == t for s, t in zip(served, truth))
             answered += sum(s is not None for s in served)
             scored += len(truth)
-    cpu = time.process_time() - t0
     assert scored == len(y), (scored, len(y))
     return hits / answered, len(y) / cpu
 
