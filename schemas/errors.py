@@ -25,6 +25,7 @@ UNKNOWN_FEATURE = "unknown_feature"  # a mapping row has a name the stream does 
 TOO_LONG = "too_long"  # a class label, string id or feature name over its length limit
 TOO_MANY_FEATURES = "too_many_features"  # a row wider than the limit
 UNKNOWN_KIND = "unknown_kind"  # an sf-kind header naming no record kind of the instances topic
+KEY_MISMATCH = "key_mismatch"  # a record whose stream is not the one its message key names
 OUTPUT_TOO_LARGE = "output_too_large"  # an output bigger than its topic takes (not a decode error)
 
 CODES = frozenset(
@@ -44,6 +45,7 @@ CODES = frozenset(
         TOO_LONG,
         TOO_MANY_FEATURES,
         UNKNOWN_KIND,
+        KEY_MISMATCH,
         OUTPUT_TOO_LARGE,
     }
 )

@@ -37,16 +37,16 @@ import numpy as np
 from confluent_kafka import Message
 
 from schemas.batches import BatchRowError, BatchRows
-from schemas.codec import InstanceLimits, decode, instance_features
+from schemas.codec import InstanceLimits, decode
 from schemas.deadletter import ROW
-from schemas.errors import DecodeError
+from schemas.errors import KEY_MISMATCH, DecodeError
 from schemas.messages import FeatureArrival, LabelEvent
-from schemas.records import NOUNS, read_record
+from schemas.records import InstanceRow, read_record
 
 from .keys import stream_of_key
 from .pipeline import PipelineError, Profiles, StreamPipeline, make_pipeline
 from .pipeline.protocol import not_a_stream_of_features
-from .wire import decode_bulk, decode_fast
+from .wire import decode_bulk
 
 # unbound accessors, for map() over a poll
 _m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
@@ -212,8 +212,9 @@ class RecordDecoder:
         every message is a plain instance of a known stream with the stream's width (the
         steady state), rows are grouped by stream with array operations and no per-message
         Python work beyond reading the messages. Otherwise messages are taken one by one, in
-        order: bulk-decoded ones as they are, the rest through :func:`decode_fast` or full
-        validation, which also creates pipelines and reports errors.
+        order: bulk-decoded ones as they are, the rest read by
+        :func:`schemas.records.read_record` (the first record of a stream creates its
+        pipeline; a refused one is dead-lettered).
         """
         self.extra_live_rows = 0
         mkeys = list(map(_m_key, pm))
@@ -274,13 +275,7 @@ class RecordDecoder:
                     D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
                     int(D.ids[i]), int(D.ts[i]), live)
                 continue
-            taken = self._decode_fast(task.pipelines, m, stream, max_bytes)
-            if taken is not None:
-                stream, row, y, ident, ts = taken
-                _rows_of(streams, stream).append(row, y, off, ident, ts, live)
-                continue
-            # first message of a stream, other kinds, anything unusual, and errors
-            try:
+            try:  # any other record, of any kind
                 self._take(task.pipelines, m, live, max_bytes, streams)
             except (DecodeError, PipelineError) as exc:
                 if live:  # replayed messages were dead-lettered before: only skipped
@@ -288,24 +283,6 @@ class RecordDecoder:
                     outbox.refuse(task, m, exc, exc.code, extra_headers=[
                         (ROW, str(row).encode())] if row is not None else ())
         return streams
-
-    def _decode_fast(self, pipelines, m, stream, max_bytes):
-        """``(stream, row, y, id, ts)`` of a plain, well-formed instance of a known stream
-        with the stream's width and a label it knows, or ``None``."""
-        if stream is None or m.headers() is not None:
-            return None
-        fast = decode_fast(m.value(), max_bytes)
-        if fast is None or fast[0] != stream:
-            return None
-        pl = pipelines.get(stream)
-        if pl is None or len(fast[3]) != pl.n_features or not pl.bulk_ready:
-            return None
-        _stream, ident, ts, row, y = fast
-        longest = self.caps.instance.max_label_length
-        if (type(ident) is str and len(ident) > longest) or (
-                y is not None and not pl.task.knows((y,))):
-            return None  # the long way says why, or registers the new label
-        return stream, row, y, ident, ts
 
     def _take(self, pipelines, m, live: bool, max_bytes: int, streams: dict) -> None:
         """A record of any kind, fully validated (:func:`schemas.records.read_record`), joins
@@ -318,12 +295,9 @@ class RecordDecoder:
             if len(self.keys) < MAX_CACHED_KEYS:
                 self.keys[key] = stream
         pl = pipelines.get(stream)
-        record = read_record(m.value(), m.headers(), max_bytes=max_bytes,
+        record = read_record(m.value(), m.headers(), stream=stream, max_bytes=max_bytes,
                              limits=self.caps.instance,
                              columns=pl.fixed_columns if pl is not None else None)
-        if record.stream != stream:
-            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
-                                f"{NOUNS[type(record)]}'s stream {record.stream!r}")
         off = m.offset()  # the stream's rows are made once the record is taken
         if type(record) is LabelEvent:
             if pl is None:
@@ -355,7 +329,7 @@ class RecordDecoder:
         if created:
             self.register(pipelines, stream, pl)
 
-    def _row(self, pipelines, stream, pl, inst):
+    def _row(self, pipelines, stream, pl, record: InstanceRow):
         """The instance's row; a new stream's first row creates its pipeline.
 
         The label is checked by the stream's task (the first label fixes it when the
@@ -364,38 +338,23 @@ class RecordDecoder:
         turn comes.
         """
         if pl is None:
-            return self._first_row(pipelines, stream, inst)
-        if pl.fixed_columns is None:
-            if inst.y is not None:
-                pl.check_label(inst.y)
-            return inst.x
-        if pl.feature_names is None and isinstance(inst.x, dict):
-            # names mean nothing to a stream whose columns have none: reading the map by
-            # position would put values under the wrong features
-            raise DecodeError("unknown_feature", "x is a map, but this stream's features have "
-                              "no names (its first instance sent x as a list): send x as a list "
-                              "in the stream's order", "x")
-        row = instance_features(inst, pl.feature_names)
-        if len(row) != pl.n_features:
-            raise DecodeError("feature_count", f"expected {pl.n_features} features,"
-                              f" got {len(row)}", "x")
-        if inst.y is not None:
-            pl.check_label(inst.y)
-        return row
+            return self._first_row(pipelines, stream, record)
+        if record.y is not None:
+            pl.check_label(record.y)
+        return record.row if pl.fixed_columns is not None else record.x
 
-    def _first_row(self, pipelines, stream, inst):
+    def _first_row(self, pipelines, stream, record: InstanceRow):
         """The first instance of a stream: its columns fix the new pipeline's."""
-        names = list(inst.x) if isinstance(inst.x, dict) else None
-        row = instance_features(inst, names)
-        if not row and not self.profiles.for_stream(stream).arrivals:
+        if not record.row and not self.profiles.for_stream(stream).arrivals:
             raise DecodeError("feature_count", "x is empty: only a stream of features (a "
                               "profile with predictor feature_stream) may start without "
                               "features", "x")
-        pl = self.new_pipeline(stream, len(row), names)
-        if inst.y is not None:
-            pl.check_label(inst.y)  # a stream whose first label is refused is not created
+        names = list(record.x) if isinstance(record.x, dict) else None
+        pl = self.new_pipeline(stream, len(record.row), names)
+        if record.y is not None:
+            pl.check_label(record.y)  # a stream whose first label is refused is not created
         self.register(pipelines, stream, pl)
-        return row if pl.fixed_columns is not None else inst.x
+        return record.row if pl.fixed_columns is not None else record.x
 
     # -- feature records -----------------------------------------------------------------------
 
@@ -419,8 +378,8 @@ class RecordDecoder:
         stream = stream_of_key(m.key())
         arrival = decode(m.value(), FeatureArrival, m.headers(), max_bytes=max_bytes)
         if arrival.stream != stream:
-            raise PipelineError("key_mismatch", f"message key {stream!r} differs from the "
-                                f"arrival's stream {arrival.stream!r}")
+            raise DecodeError(KEY_MISMATCH, f"message key {stream!r} differs from the "
+                              f"arrival's stream {arrival.stream!r}")
         stream = arrival.stream
         limit = self.caps.instance.max_feature_name_length
         if len(arrival.feature) > limit:

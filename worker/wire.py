@@ -3,12 +3,6 @@
 Per-message Python work bounds a worker's throughput, so the two steps every instance
 goes through are done here in bulk:
 
-* :func:`decode_fast` unpacks a message and accepts it only in the plain, well-typed case
-  (a msgpack map without headers, list ``x`` of finite floats, int/str ids and labels, no
-  weight); anything else is left to :func:`schemas.codec.decode_instance`, which validates
-  fully and raises the exact :class:`~schemas.errors.DecodeError`. The fast path never
-  accepts a message the full validation would refuse, and yields the same values (tested
-  against it).
 * :func:`decode_bulk` parses a whole poll's records at once with a numba kernel, straight
   from the msgpack bytes into columns (ids, timestamps, labels, one flat array of features),
   for the plainest layout (integer ids and labels, ``x`` of float 64); it accepts only what
@@ -31,7 +25,6 @@ import json
 import msgpack
 import numpy as np
 
-from schemas.codec import plain_instance_fields
 from schemas.messages import MAX_NAME_LENGTH
 from schemas.values import MAX_MAGNITUDE
 
@@ -39,40 +32,18 @@ _unpackb = msgpack.unpackb
 _packb = msgpack.Packer(use_bin_type=True).pack
 
 
-def decode_fast(value: bytes, max_bytes: int):
-    """``(stream, id, ts, x, y)`` of a plain instance, or ``None`` to use full validation.
-
-    ``value`` must come without headers (a ``content-type`` header goes the full way). The
-    type checks are those of :func:`schemas.codec.plain_instance_fields`, narrowed to the
-    worker's plain case: a list ``x``, a class label (or none) and no weight.
-    """
-    if value is None or not 0 < len(value) <= max_bytes or not 0x80 <= value[0] <= 0x8F:
-        return None  # only small msgpack maps (fixmap) are taken here
-    try:
-        d = _unpackb(value)
-    except Exception:  # noqa: BLE001 (the full path reports the exact error)
-        return None
-    fields = plain_instance_fields(d)
-    if fields is None:
-        return None
-    _v, stream, ident, ts, x, y, weight = fields
-    if type(x) is not list or type(y) is list or weight is not None:
-        return None
-    return stream, ident, ts, x, y
-
-
 # --- bulk decoding (numba) -------------------------------------------------------------------
 #
 # The kernel parses the plain msgpack layout of an instance straight from the concatenated
-# message bytes into columns. It accepts what :func:`decode_fast` accepts, narrowed to
+# message bytes into columns. It accepts what :func:`schemas.records.read_plain_instance` accepts, narrowed to
 # integer ids and labels, ``x`` of float 64 only, map keys as fixstr, no repeated key and the
 # message key equal to the stream, and yields the same values. One difference: ``x`` is checked
-# value by value for finiteness, where ``decode_fast`` checks the sum (a sum that overflows
+# value by value for finiteness, where ``read_plain_instance`` checks the sum (a sum that overflows
 # sends it to full validation, which accepts such a row). Values beyond +-1e100 (whose squares
 # would overflow; full validation refuses them) are found after the kernel, in one vectorized
 # pass. So every accepted message is one that full validation accepts, with the same values
 # (tested against it); every other message is marked so the caller takes it the per-message
-# way (``decode_fast``, full validation).
+# way (:func:`schemas.records.read_record`).
 
 _F_STREAM, _F_ID, _F_TS, _F_X, _F_Y, _F_V = 1, 2, 4, 8, 16, 32
 

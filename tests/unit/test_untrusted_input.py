@@ -30,6 +30,7 @@ from schemas import DriftAlert, Prediction, Ranking
 from schemas.checkpoint import StreamCheckpoint
 from schemas.codec import decode, decode_instance
 from schemas.errors import DecodeError
+from schemas.records import read_plain_instance
 from worker.checkpoint_store import encode_blob
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
@@ -37,7 +38,7 @@ from worker.output import Outbox, OutputEncoder
 from worker.pipeline import PipelineConfig, Profiles
 from worker.settings import load_settings
 from worker.task import PartitionTask
-from worker.wire import decode_bulk, decode_fast
+from worker.wire import decode_bulk
 
 MAX = 1 << 16
 LONE = ["\ud800", "\udfff", "a\udc80b"]  # lone surrogates: Python text UTF-8 cannot encode
@@ -115,7 +116,7 @@ def test_the_hot_path_never_accepts_what_full_validation_refuses(record):
         return  # a LabelEvent never takes the hot path (it has a header)
     full = _full(value, headers)
     if headers is None:
-        fast = decode_fast(value, MAX)
+        fast = read_plain_instance(value, MAX)
         if fast is not None:
             assert full is not None
             assert fast == (full.stream, full.id, full.ts, full.x, full.y)

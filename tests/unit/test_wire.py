@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from schemas import Prediction
 from schemas.codec import decode, decode_instance
 from schemas.errors import DecodeError
-from worker.wire import decode_bulk, decode_fast, encode_predictions, merge_blocks
+from schemas.records import read_plain_instance
+from worker.wire import decode_bulk, encode_predictions, merge_blocks
 
 MAX = 4096
 
@@ -66,7 +67,7 @@ def _full(value):
 @settings(max_examples=600, deadline=None)
 @given(messages())
 def test_fast_decode_never_accepts_what_full_validation_refuses(value):
-    fast = decode_fast(value, MAX)
+    fast = read_plain_instance(value, MAX)
     full = _full(value)
     if fast is not None:
         assert full is not None
@@ -77,15 +78,15 @@ def test_fast_decode_never_accepts_what_full_validation_refuses(value):
 
 def test_fast_decode_accepts_the_plain_case_and_declines_the_rest():
     ok = {"v": 1, "stream": "s1", "id": 7, "ts": 3, "x": [0.5, 1.5], "y": "UP"}
-    assert decode_fast(msgpack.packb(ok), MAX) == ("s1", 7, 3, [0.5, 1.5], "UP")
-    assert decode_fast(msgpack.packb({**ok, "y": None}), MAX)[4] is None
+    assert read_plain_instance(msgpack.packb(ok), MAX) == ("s1", 7, 3, [0.5, 1.5], "UP")
+    assert read_plain_instance(msgpack.packb({**ok, "y": None}), MAX)[4] is None
     for bad in ({**ok, "x": [0.5, math.nan]}, {**ok, "x": [1, 2.0]}, {**ok, "v": True},
                 {**ok, "weight": 1.0}, {**ok, "x": {"a": 1.0}}, {**ok, "y": True},
                 {**ok, "y": [1.0]}, {**ok, "ts": -1}):
-        assert decode_fast(msgpack.packb(bad), MAX) is None
-    assert decode_fast(msgpack.packb(ok), 10) is None  # over the size limit
-    assert decode_fast(b"\xc1", MAX) is None
-    assert decode_fast(b'{"v":1}', MAX) is None  # JSON goes the full way
+        assert read_plain_instance(msgpack.packb(bad), MAX) is None
+    assert read_plain_instance(msgpack.packb(ok), 10) is None  # over the size limit
+    assert read_plain_instance(b"\xc1", MAX) is None
+    assert read_plain_instance(b'{"v":1}', MAX) is None  # JSON goes the full way
 
 
 @pytest.mark.parametrize("labels", [[0, 1], ["DOWN", "UP"], [3, "x", 10**12]])
@@ -150,7 +151,7 @@ def _check_bulk(values, keys, max_bytes=MAX):
         row = d.rows(np.array([i]), len(full.x))[0]
         assert d.nx[i] == len(full.x) and row.tolist() == full.x
         # and the per-message fast path, where it takes the message, agrees
-        fast = decode_fast(value, max_bytes)
+        fast = read_plain_instance(value, max_bytes)
         if fast is not None:
             assert fast == (full.stream, full.id, full.ts, full.x, full.y)
     return d
@@ -219,7 +220,7 @@ def test_bulk_decode_declines_the_rest():
     # a repeated key (msgpack readers keep the last value): left to the per-message way
     plain = msgpack.packb({"stream": "s1", "id": 7, "ts": 3, "x": [0.5]})
     values.append(b"\x85" + plain[1:] + msgpack.packb("ts") + msgpack.packb(4))
-    assert decode_fast(values[-1], MAX) == ("s1", 7, 4, [0.5], None)
+    assert read_plain_instance(values[-1], MAX) == ("s1", 7, 4, [0.5], None)
     keys = [b"s1"] * len(values)
     d = _check_bulk(values, keys)
     assert not d.ok.any()
