@@ -25,9 +25,9 @@ Per poll (one ``consume()`` result; numbers match the comments in
    streams of features with their arrivals (:mod:`worker.step`); rows below a
    partition's replay mark only update state;
 4. in one transaction: produce the poll's :class:`worker.output.Outbox` (predictions,
-   alerts, rankings and dead letters), the due checkpoints, send the consumed offsets of
-   both topics (KIP-447 group metadata; the instances offset carries the merge's cuts) and
-   commit. The two round trips that end the transaction run on a commit thread while the
+   alerts, rankings, their latest state and dead letters), the due checkpoints, send the
+   consumed offsets of both topics (KIP-447 group metadata; the instances offset carries the
+   merge's cuts) and commit. The two round trips that end the transaction run on a commit thread while the
    next poll is consumed and computed; every later use of the producer, restore, rebalance callback and
    shutdown waits for them first, and a failed commit rewinds exactly as before (the state
    computed meanwhile is dropped with the rest).
@@ -430,6 +430,7 @@ class Worker:
             return  # pure replay: nothing to commit
         self.txn.begin()  # once the previous poll's commit ended (it ran while this was computed)
         self.txn.send(outbox.records, self.encoder.headers)
+        self.txn.send(outbox.latest_groups(), None)  # the latest state, in the same transaction
         self.faults.raise_if("raise_after_begin", self.n_polls)
         self.txn.send_dead(outbox.dead)
         if self.policy.write_due(self.tasks, list(released), self.txn.writer):

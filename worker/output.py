@@ -10,8 +10,9 @@ record above its topic's limit dead-letters its input instead.
 
 :class:`Outbox` collects what one poll sends in its transaction: the output records and
 the dead letters (refused records with their explanation, rows a pipeline refused, outputs
-too large for their topic). Neither knows about transactions: the worker produces the outbox
-(:mod:`worker.transactions`).
+too large for their topic), and the latest-state records that repeat the poll's last ranking
+and alert of each key (:mod:`worker.latest`). Neither knows about transactions: the worker
+produces the outbox (:mod:`worker.transactions`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from schemas.errors import OUTPUT_TOO_LARGE
 from schemas.kinds import KIND_HEADER
 from schemas.messages import DriftAlert, Prediction, Ranking
 
+from .latest import DRIFT_ALERT, RANKING, LatestState, alert_key, ranking_key
 from .settings import OUTPUT_KINDS
 from .wire import dumps_json, encode_predictions, encode_predictions_json, merge_blocks
 
@@ -78,14 +80,21 @@ class Outbox:
         :meth:`worker.kafka_io.TransactionalProducer.produce_many`.
     dead : list
         Dead letters ``(key, value, headers, code)``, in order.
+    latest : worker.latest.LatestState or None
+        The latest-state records (made by the encoder when the topic is on).
     """
 
-    __slots__ = ("version", "records", "dead")
+    __slots__ = ("version", "records", "dead", "latest")
 
     def __init__(self, version: str):
         self.version = version
         self.records: list[tuple] = []
         self.dead: list[tuple] = []
+        self.latest: LatestState | None = None
+
+    def latest_groups(self) -> list[tuple]:
+        """The latest-state records, grouped as :attr:`records` (none when off)."""
+        return [] if self.latest is None else self.latest.groups()
 
     def __bool__(self) -> bool:
         return bool(self.records or self.dead)
@@ -167,6 +176,8 @@ class OutputEncoder:
         self.prediction_batches = bool(getattr(output, "prediction_batches", False))
         json_header = [(CONTENT_TYPE, JSON.encode())]
         self.headers = {getattr(topics, k): json_header for k in json_kinds}
+        # the compacted topic repeating the last ranking and alert of each key (None: off)
+        self.latest_topic = getattr(topics, "latest", None)
 
     def set_limits(self, max_bytes: dict[str, int]) -> None:
         """Largest record each output topic takes (its ``max.message.bytes``)."""
@@ -311,7 +322,11 @@ class OutputEncoder:
                 DriftAlert, stream=stream, source=a.source, level=a.level,
                 position=a.position, feature=a.feature, detail=a.detail,
                 ts=int(sr.ts[lo + a.row])))
-            self._add_one(task, stream, key, topic, value, sr.offsets[lo + a.row], outbox)
+            offset = sr.offsets[lo + a.row]
+            if self._add_one(task, stream, key, topic, value, offset, outbox) \
+                    and self.latest_topic is not None:
+                self._latest(task, stream, key, topic, value, offset, outbox,
+                             alert_key(stream, a.source, a.level), DRIFT_ALERT)
             self.metrics.drift_alerts.labels(profile=profile, source=a.source,
                                              level=a.level).inc()
         if res.alerts:
@@ -323,7 +338,27 @@ class OutputEncoder:
         value = self._dump_ranking(record(
             Ranking, stream=stream, method=rk.method, features=rk.features, scores=rk.scores,
             n_seen=rk.n_seen, ts=int(ts)))
-        return self._add_one(task, stream, key, self.topics.rankings, value, offset, outbox)
+        topic = self.topics.rankings
+        if not self._add_one(task, stream, key, topic, value, offset, outbox):
+            return False
+        if self.latest_topic is not None:
+            self._latest(task, stream, key, topic, value, offset, outbox,
+                         ranking_key(stream, rk.method), RANKING)
+        return True
+
+    def _latest(self, task, stream, key, topic, value, offset, outbox, latest_key: bytes,
+                kind: str) -> None:
+        """Repeat a record of ``topic`` just added on the latest-state topic, under
+        ``latest_key`` (:mod:`worker.latest`). A record that topic would refuse dead-letters
+        its input, as any output too large for its topic does."""
+        latest = self.latest_topic
+        if not self._fits(latest, latest_key, [value]):
+            self._too_large(task, stream, key, offset, latest, len(value) + len(latest_key),
+                            outbox)
+            return
+        if outbox.latest is None:
+            outbox.latest = LatestState(latest)
+        outbox.latest.put(latest_key, value, self.headers.get(topic, []), kind)
 
     def _rankings(self, task, stream, key, res, sr, lo, outbox) -> None:
         for rk in res.rankings:

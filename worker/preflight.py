@@ -9,7 +9,8 @@ state later. :func:`preflight` fails fast instead, with a message that says what
   rounds, so SIGTERM ends the wait at once): :class:`BrokersUnreachable`;
 * the instances, features, output and dead-letter topics exist, the features topic has as
   many partitions as the instances topic (they are co-partitioned), the checkpoints topic is
-  compacted and has at least as many partitions as the instances topic: :class:`TopicProblem`.
+  compacted and has at least as many partitions as the instances topic, the latest-state
+  topic (when on) is compacted: :class:`TopicProblem`.
 
 It also reads each output topic's ``max.message.bytes``, the largest record the broker will
 take (:attr:`Preflight.max_bytes`): outputs that would exceed it are dead-lettered with reason
@@ -87,6 +88,7 @@ def check_topics(settings, topics_md, configs: dict[str, dict]) -> list[str]:
     missing = [n for n in (t.instances, t.features, t.predictions, t.drift, t.rankings,
                            t.deadletter, t.checkpoints) if n not in topics_md]
     problems = [f"topic {n} does not exist; {hint}" for n in missing]
+    problems += latest_problems(t.latest, topics_md, configs, hint)
     if t.instances in topics_md and t.features in topics_md:
         n_in = len(topics_md[t.instances].partitions)
         n_ft = len(topics_md[t.features].partitions)
@@ -113,13 +115,30 @@ def check_topics(settings, topics_md, configs: dict[str, dict]) -> list[str]:
     return problems
 
 
+def latest_problems(topic: str | None, topics_md, configs: dict[str, dict], hint: str) -> list[str]:
+    """Problems of the latest-state topic: missing, or not compacted (its records would expire
+    with retention, and a new subscriber would not see the streams that were quiet since)."""
+    if topic is None:
+        return []
+    off = "; or set STREAMFOREST_TOPICS__LATEST= (empty) to not write the latest state"
+    if topic not in topics_md:
+        return [f"topic {topic} does not exist; {hint}{off}"]
+    policy = configs.get(topic, {}).get("cleanup.policy", "")
+    if "compact" not in policy:
+        return [f"topic {topic} has cleanup.policy={policy or 'delete'}: the latest state needs a "
+                "compacted topic (an auto-created topic is not one); delete it and create it with "
+                f"`streamforest topics create`{off}"]
+    return []
+
+
 def preflight(settings, stopping=lambda: False, admin: AdminClient | None = None) -> Preflight:
     """Run the checks of the module doc; raise :class:`BrokersUnreachable` or :class:`TopicProblem`."""
     t = settings.topics
     w = settings.worker
     admin = admin or AdminClient(admin_config(settings))
     md = metadata(admin, settings, stopping)
-    outputs = [n for n in (t.predictions, t.drift, t.rankings, t.deadletter) if n in md.topics]
+    outputs = [n for n in (t.predictions, t.drift, t.rankings, t.deadletter, t.latest)
+               if n in md.topics]
     present = outputs + ([t.checkpoints] if t.checkpoints in md.topics else [])
     configs = _topic_configs(admin, present, w.startup_timeout_s) if present else {}
     problems = check_topics(settings, md.topics, configs)

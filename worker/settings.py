@@ -246,11 +246,25 @@ class KafkaSettings(Section):
 
 #: the product's topics by their logical names (the fields of :class:`TopicSettings`)
 TOPIC_KINDS = ("instances", "features", "predictions", "drift", "rankings", "deadletter",
-               "checkpoints")
+               "checkpoints", "latest")
+
+
+def _optional_topic(value: Any) -> Any:
+    """An optional topic: empty (``VAR=`` in a shell, ``""`` in TOML) turns it off."""
+    return None if isinstance(value, str) and value.strip() == "" else value
 
 
 class TopicSettings(Section):
-    """Topic names and the layout ``streamforest topics create`` uses (``STREAMFOREST_TOPICS__*``)."""
+    """Topic names and the layout ``streamforest topics create`` uses (``STREAMFOREST_TOPICS__*``).
+
+    ``latest`` is the compacted topic of the latest ranking and alert state
+    (:mod:`worker.latest`); empty turns it off (None).
+
+    Examples
+    --------
+    >>> load_settings({"STREAMFOREST_TOPICS__LATEST": ""}).topics.latest is None
+    True
+    """
 
     instances: str = "sf.instances"
     features: str = "sf.features"
@@ -259,12 +273,17 @@ class TopicSettings(Section):
     rankings: str = "sf.rankings"
     deadletter: str = "sf.deadletter"
     checkpoints: str = "sf.checkpoints"
+    latest: Annotated[str | None, BeforeValidator(_optional_topic)] = Field(
+        "sf.latest", description="compacted topic of the latest ranking per stream and method "
+        "and the latest alert per stream, detector and level; empty: not written")
     partitions: Positive = 4
     replication_factor: Positive = 1
 
     @field_validator(*TOPIC_KINDS)
     @classmethod
-    def _legal_name(cls, name: str) -> str:
+    def _legal_name(cls, name: str | None) -> str | None:
+        if name is None:  # an optional topic turned off
+            return name
         if not _TOPIC_NAME.match(name) or name in (".", ".."):
             raise ValueError(
                 "a topic name is 1 to 249 characters among letters, digits, '.', '_' and '-'"
@@ -276,6 +295,8 @@ class TopicSettings(Section):
         seen: dict[str, str] = {}
         for field in TOPIC_KINDS:
             name = getattr(self, field)
+            if name is None:
+                continue
             if name in seen:
                 raise _field_error(field, f"topic {name!r} is already used for {seen[name]}")
             seen[name] = field

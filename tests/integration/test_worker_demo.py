@@ -24,7 +24,7 @@ def test_demo_consumes_every_stream_and_stops_its_workers(kafka_bootstrap):
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert "all streams consumed" in out
-    # its 7 topics are deleted at the end
+    # its 8 topics are deleted at the end
     prefix = re.search(r"topics (demo-[0-9a-f]+)\.\*", out).group(1)
     assert f"deleted the topics {prefix}.*" in out
     topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics

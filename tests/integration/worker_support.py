@@ -40,6 +40,7 @@ def worker_env(bootstrap: str, prefix: str, member: str, **over) -> dict[str, st
         "TOPICS__RANKINGS": f"{prefix}.rankings",
         "TOPICS__DEADLETTER": f"{prefix}.deadletter",
         "TOPICS__CHECKPOINTS": f"{prefix}.checkpoints",
+        "TOPICS__LATEST": f"{prefix}.latest",
         "TOPICS__PARTITIONS": "2",
         "LEARNERS__PREDICTOR": "forgetful_tree",
         "LEARNERS__DETECTORS": "adwin",
@@ -289,7 +290,8 @@ def produce_streams(bootstrap: str, topic: str, streams: dict, start: int = 0,
 def reference_outputs(settings, streams: dict) -> dict:
     """Uninterrupted in-process run of every stream: {stream: [prediction tuples]}.
 
-    Also returns drift alerts and rankings per stream, keyed "drift:<s>" / "rank:<s>".
+    Also returns drift alerts and rankings per stream, keyed "drift:<s>" / "rank:<s>", and
+    the latest state they leave, keyed "latest:<s>" (see :func:`latest_of`).
     """
     from worker.pipeline import Pipeline
     from worker.settings import stream_profiles
@@ -307,7 +309,48 @@ def reference_outputs(settings, streams: dict) -> dict:
         ref[s] = preds
         ref["drift:" + s] = [(a.level, a.position) for a in res.alerts]
         ref["rank:" + s] = [(k.method, k.features, k.scores, k.n_seen) for k in res.rankings]
+        ref["latest:" + s] = latest_of(
+            [{"method": k.method, "features": k.features, "scores": k.scores, "n_seen": k.n_seen}
+             for k in res.rankings],
+            [{"source": a.source, "level": a.level, "position": a.position} for a in res.alerts])
     return ref
+
+
+def latest_of(rankings: list[dict], alerts: list[dict]) -> dict:
+    """The last ranking of each method and the last alert of each (source, level), in order:
+    ``{("ranking", method): (features, scores, n_seen), ("drift-alert", source, level):
+    position}``, what the latest-state topic keeps of one stream."""
+    out: dict[tuple, Any] = {}
+    for r in rankings:
+        out["ranking", r["method"]] = (r["features"], r["scores"], r["n_seen"])
+    for a in alerts:
+        out["drift-alert", a["source"], a["level"]] = a["position"]
+    return out
+
+
+def read_latest(bootstrap: str, topic: str, timeout_s: float = 60.0) -> dict:
+    """The latest-state topic as a new subscriber sees it: every record from the beginning,
+    the last value of each key kept, decoded (``{key bytes: (headers, record)}``)."""
+    from schemas.codec import load
+
+    last: dict[bytes, tuple] = {}
+    for m in read_topic(bootstrap, topic, timeout_s=timeout_s, idle_s=2.0):
+        if m.value() is None:
+            last.pop(m.key(), None)
+        else:
+            last[m.key()] = (m.headers(), load(m.value(), m.headers()))
+    return last
+
+
+def latest_by_stream(bootstrap: str, topic: str) -> dict:
+    """The latest-state topic per stream, keyed like :func:`reference_outputs`."""
+    rankings: dict[str, list] = {}
+    alerts: dict[str, list] = {}
+    for headers, d in read_latest(bootstrap, topic).values():
+        kind = dict(headers)["sf-kind"].decode()
+        (rankings if kind == "ranking" else alerts).setdefault(d["stream"], []).append(d)
+    return {"latest:" + s: latest_of(rankings.get(s, []), alerts.get(s, []))
+            for s in set(rankings) | set(alerts)}
 
 
 def predictions_by_stream(msgs) -> dict:
@@ -360,6 +403,13 @@ def assert_same_alerts_and_rankings(ref: dict, bootstrap: str, settings, streams
         n_alerts += len(ref.get("drift:" + s, []))
         n_rankings += len(ref.get("rank:" + s, []))
     assert n_rankings > 0, "the reference run published no ranking: the comparison is empty"
+    if settings.topics.latest is not None:
+        # what a new subscriber of the latest state sees: the last of each key of the reference
+        latest = latest_by_stream(bootstrap, settings.topics.latest)
+        for s in streams:
+            want, have = ref.get("latest:" + s, {}), latest.get("latest:" + s, {})
+            assert have == want, f"latest:{s}: keys {sorted(have)} vs {sorted(want)} in the " \
+                f"reference run, differing: {[k for k in want if have.get(k) != want[k]]}"
 
 
 def regression_stream(n_rows: int, seed: int = 0, d: int = 5):

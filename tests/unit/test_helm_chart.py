@@ -412,6 +412,13 @@ def test_topics_job_is_a_pre_install_and_pre_upgrade_hook(helm):
     assert not [d for d in render(helm, {"topics": {"create": {"enabled": False}}}) if d["kind"] == "Job"]
 
 
+def test_latest_state_topic_is_on_by_default_and_empty_turns_it_off(helm):
+    assert load_settings(plain_env(worker_container(render(helm)))).topics.latest == "sf.latest"
+    docs = render(helm, {"topics": {"latest": ""}})
+    for container in (worker_container(docs), one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]):
+        assert load_settings(plain_env(container)).topics.latest is None
+
+
 @pytest.mark.parametrize("partitions", [1, 4, 12])
 def test_keda_scales_on_lag_up_to_the_partition_count(helm, partitions):
     docs = render(helm, {"topics": {"partitions": partitions}, **STATIC}, apis=KEDA_API)

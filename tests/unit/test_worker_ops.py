@@ -174,7 +174,7 @@ def test_topic_specs_compact_the_checkpoints():
     assert specs[s.topics.deadletter].config["max.message.bytes"] == ck.config["max.message.bytes"]
     assert set(specs) == {s.topics.instances, s.topics.features, s.topics.predictions,
                           s.topics.drift, s.topics.rankings, s.topics.deadletter,
-                          s.topics.checkpoints}
+                          s.topics.checkpoints, s.topics.latest}
 
 
 def _closed_port() -> int:

@@ -7,7 +7,7 @@ can read any topic.
 
 Topics are named as configured (``sf.predictions``) or by their logical name
 (``instances``, ``features``, ``predictions``, ``drift``, ``rankings``, ``deadletter``,
-``checkpoints``: the ``STREAMFOREST_TOPICS__*`` setting of that name), or as
+``checkpoints``, ``latest``: the ``STREAMFOREST_TOPICS__*`` setting of that name), or as
 ``streamforest evaluate --publish PREFIX`` names the topics it writes:
 ``PREFIX.predictions``, ``PREFIX.drift`` and ``PREFIX.rankings`` are read as their kind.
 
@@ -33,7 +33,8 @@ Then, only when they apply, in this order:
   parsed, as it is;
 * ``error``: ``{"code", "where", "reason"}`` of a value that is not a valid contract of its
   topic (instances: ``Instance``, features: ``FeatureArrival``, predictions: ``Prediction``,
-  drift: ``DriftAlert``, rankings: ``Ranking``), as :func:`schemas.codec.decode` reports it;
+  drift: ``DriftAlert``, rankings: ``Ranking``, latest: the contract its ``sf-kind`` header
+  names), as :func:`schemas.codec.decode` reports it;
 * ``deadletter``: for the dead-letter topic, the explanation from the ``sf-*`` headers
   (``error_class``, ``code``, ``reason``, ``topic``, ``partition``, ``offset``, ``version``);
   the value is the refused record's, parsed when possible (its contract is not checked);
@@ -55,9 +56,15 @@ starts each partition at its first record from then on). It stops at the end off
 at start, or with ``--follow`` keeps waiting for new records. Records of one partition come
 in offset order; partitions are interleaved as they arrive. ``--stream GLOB`` keeps the
 records of matching streams (the message key; for checkpoints, the chunk's stream, and the
-matching part of each manifest); ``--max N`` stops after N records. Ctrl-C and a closed
+matching part of each manifest; for the latest state, the stream of the key); ``--max N``
+stops after N records. Ctrl-C and a closed
 pipe (``| head``) end it quietly with exit code 0; an unknown topic, a bad ``--start`` or bad
 settings, with exit code 2; unreachable brokers, 1.
+
+The latest-state topic (:mod:`worker.latest`) is shown as the current picture: up to the end
+offsets read at start, only the last record of each key is kept (a record with a null value
+deletes its key), then written in key order (stream first); with ``--follow``, every later
+record as it comes.
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ from schemas.messages import DriftAlert, FeatureArrival, Instance, Prediction, R
 from .. import consume_errors
 from ..checkpoint_store import inflate
 from ..kafka_io import quiet_client_logs
+from ..latest import DRIFT_ALERT, RANKING, parse_key
 from ..settings import TOPIC_KINDS, add_kafka_arguments
 
 #: logical names of the product's topics (fields of ``worker.settings.TopicSettings``)
@@ -94,6 +102,8 @@ CONTRACTS = {"instances": Instance, "features": FeatureArrival, "predictions": P
 PUBLISHED_KINDS = ("predictions", "drift", "rankings")
 #: contracts of records whose ``sf-kind`` header names a batch (instances, predictions topics)
 BATCH_CONTRACTS = {b"instance-batch": InstanceBatch, b"prediction-batch": PredictionBatch}
+#: contracts of the latest-state topic's records, by their ``sf-kind`` header
+LATEST_CONTRACTS = {RANKING.encode(): Ranking, DRIFT_ALERT.encode(): DriftAlert}
 _FORMATS = {MSGPACK: "msgpack", JSON: "json"}
 # values are read whole, whatever their size: this tool shows, it does not guard a worker
 _NO_LIMIT = 1 << 62
@@ -119,6 +129,9 @@ def resolve_topic(topics, name: str) -> tuple[str, str]:
     ...
     worker.tools.tail.UnknownTopic: unknown topic 'sf.prediction': give a logical name (instances, ...
     """
+    if name in KINDS and getattr(topics, name) is None:
+        raise UnknownTopic(f"the {name} topic is turned off (STREAMFOREST_TOPICS__"
+                           f"{name.upper()} is empty)")
     if name in KINDS:
         return name, getattr(topics, name)
     for kind in KINDS:
@@ -127,7 +140,7 @@ def resolve_topic(topics, name: str) -> tuple[str, str]:
     prefix, _, last = name.rpartition(".")
     if prefix and last in PUBLISHED_KINDS:
         return last, name
-    configured = ", ".join(getattr(topics, kind) for kind in KINDS)
+    configured = ", ".join(t for t in (getattr(topics, kind) for kind in KINDS) if t)
     raise UnknownTopic(f"unknown topic {name!r}: give a logical name ({', '.join(KINDS)}), "
                        f"a configured topic name ({configured}; STREAMFOREST_TOPICS__*) or "
                        "PREFIX.predictions, .drift or .rankings (evaluate --publish PREFIX)")
@@ -204,6 +217,26 @@ def _contract(kind: str, value, headers, out: dict) -> None:
             validate(obj, model or CONTRACTS[kind])
         except DecodeError as exc:
             out["error"] = _error(exc)
+
+
+def _latest(value, headers, out: dict) -> None:
+    """A latest-state record: the contract its ``sf-kind`` header names; a null value deletes
+    its key (no error)."""
+    if value is None:
+        return
+    model = next((LATEST_CONTRACTS.get(v) for k, v in headers or () if k == KIND_HEADER), None)
+    obj = _parsed(value, headers, out)
+    if obj is None:
+        return
+    if model is None:
+        out["error"] = {"code": "unknown_kind", "where": KIND_HEADER,
+                        "reason": f"a latest-state record names its contract in its {KIND_HEADER} "
+                        f"header: {RANKING} or {DRIFT_ALERT}"}
+        return
+    try:
+        validate(obj, model)
+    except DecodeError as exc:
+        out["error"] = _error(exc)
 
 
 def _deadletter(value, headers, out: dict) -> None:
@@ -327,13 +360,22 @@ def render(kind: str, msg, pattern: str | None = None) -> dict | None:
             return None
         out["checkpoint"] = summary
         return out
-    if pattern is not None and (out["key"] is None or not fnmatch.fnmatchcase(out["key"], pattern)):
+    if pattern is not None and not _stream_matches(kind, out["key"], pattern):
         return None
     if kind == "deadletter":
         _deadletter(value, headers, out)
+    elif kind == "latest":
+        _latest(value, headers, out)
     else:
         _contract(kind, value, headers, out)
     return out
+
+
+def _stream_matches(kind: str, key: str | None, pattern: str) -> bool:
+    """The key is the stream (on the latest-state topic: its ``stream`` field)."""
+    if key is not None and kind == "latest":
+        key = (parse_key(key.encode()) or {}).get("stream")
+    return key is not None and fnmatch.fnmatchcase(key, pattern)
 
 
 def _keep_checkpoint(summary: dict, pattern: str) -> bool:
@@ -389,6 +431,41 @@ class Ends:
             self.pending.discard(partition)
 
 
+class Picture:
+    """The latest-state topic up to its ends: the last record of each key, then in key order.
+
+    Examples
+    --------
+    >>> lines = []
+    >>> pic = Picture(lines.append)
+    >>> for key, value in ((b"b", 1), (b"a", 2), (b"b", 3), (b"c", 4), (b"c", None)):
+    ...     pic.add(key, {"key": key.decode(), "value": value})
+    >>> pic.flush(None)
+    2
+    >>> [line.decode().strip() for line in lines]
+    ['{"key":"a","value":2}', '{"key":"b","value":3}']
+    """
+
+    def __init__(self, write: Callable[[bytes], Any]):
+        self.write = write
+        self.last: dict[bytes | None, dict] = {}
+
+    def add(self, key: bytes | None, record: dict) -> None:
+        """A record; one with a null value deletes its key, as compaction will."""
+        self.last.pop(key, None)  # re-inserted last: the dict keeps the latest only
+        if record["value"] is not None or "error" in record:
+            self.last[key] = record
+
+    def flush(self, limit: int | None) -> int:
+        """Write the picture in key order (at most ``limit`` lines); the number written."""
+        records = sorted(self.last.values(), key=lambda r: (r["key"] is None, r["key"] or ""))
+        self.last = {}
+        records = records if limit is None else records[:limit]
+        for record in records:
+            self.write(dumps(record))
+        return len(records)
+
+
 def tail(consumer, kind: str, topic: str, write: Callable[[bytes], Any], *,
          from_end: bool = False, start: tuple[str, int | None] | None = None,
          follow: bool = False, pattern: str | None = None, limit: int | None = None,
@@ -418,6 +495,8 @@ def tail(consumer, kind: str, topic: str, write: Callable[[bytes], Any], *,
     # from the beginning, whatever retention deleted since the watermarks were read
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING if start[0] == "earliest"
                                     else starts[p]) for p in parts])
+    # the latest state: held as a picture until every partition reached its end
+    picture = Picture(write) if kind == "latest" and ends.pending else None
     written = 0
     while follow or ends.pending:
         msgs = consumer.consume(500, 0.5)
@@ -429,13 +508,22 @@ def tail(consumer, kind: str, topic: str, write: Callable[[bytes], Any], *,
                 elif consume_errors.consumer_error_kind(err) != "transient":
                     raise KafkaException(err)
                 continue  # librdkafka retries: a follower rides out a broker restart
-            if not follow and not ends.shown(m.partition(), m.offset()):
+            shown = ends.shown(m.partition(), m.offset())
+            if not follow and not shown:
                 continue
             record = render(kind, m, pattern)
             if record is None:
                 continue
+            if picture is not None:
+                picture.add(m.key(), record)
+                continue
             write(dumps(record))
             written += 1
+            if limit is not None and written >= limit:
+                return written
+        if picture is not None and not ends.pending:
+            written += picture.flush(limit)
+            picture = None
             if limit is not None and written >= limit:
                 return written
         if msgs:
@@ -468,7 +556,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("topic", metavar="TOPIC",
                    help="logical name (" + ", ".join(KINDS) + "), configured topic name, or "
                    "PREFIX.predictions, .drift or .rankings (what evaluate --publish PREFIX "
-                   "writes)")
+                   "writes); latest prints the current picture: the last record of each key")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", dest="from_end", action="store_false",
                        help="start at the beginning of every partition (the default)")

@@ -5,7 +5,11 @@
   partition), ``cleanup.policy=compact`` (only the latest chunk of each stream and the latest
   manifest matter) and ``max.message.bytes = checkpoint.topic_max_message_bytes``;
 * dead letters: the same larger ``max.message.bytes``, so an oversized instance can be kept
-  whole next to its reason.
+  whole next to its reason;
+* latest state (unless ``topics.latest`` is empty): ``topics.partitions`` partitions,
+  ``cleanup.policy=compact`` (a subscriber reads the last record of each key,
+  :mod:`worker.latest`), segments rolled hourly so that superseded records are cleaned
+  within about an hour even when few are written.
 
 Creating topics that exist already is not an error; a checkpoints topic with fewer
 partitions than the instances topic is (recovery could not find a partition's state).
@@ -19,6 +23,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from ..kafka_io import admin_config, quiet_client_logs
 from ..preflight import metadata
 from ..settings import add_kafka_arguments
+
+#: the latest-state topic's configuration: compacted; the log cleaner never touches the active
+#: segment, so an hourly roll bounds how long superseded records stay (the default is a week)
+LATEST_CONFIG = {"cleanup.policy": "compact", "segment.ms": str(3_600_000),
+                 "min.cleanable.dirty.ratio": "0.2"}
 
 
 def topic_specs(settings, partitions: int | None = None) -> list[NewTopic]:
@@ -36,6 +45,8 @@ def topic_specs(settings, partitions: int | None = None) -> list[NewTopic]:
         "segment.bytes": str(64 * 1024 * 1024),
         "min.cleanable.dirty.ratio": "0.2",
     }))
+    if t.latest is not None:
+        specs.append(NewTopic(t.latest, n, rf, config=LATEST_CONFIG))
     return specs
 
 
@@ -92,7 +103,7 @@ def check_partitions(settings, admin: AdminClient, timeout_s: float = 30.0) -> N
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("topics", help="manage the worker's Kafka topics")
     sub = p.add_subparsers(dest="topics_command", metavar="ACTION")
-    c = sub.add_parser("create", help="create every topic (checkpoints compacted)")
+    c = sub.add_parser("create", help="create every topic (checkpoints and latest state compacted)")
     c.add_argument("--partitions", type=int, default=None,
                    help="partitions per topic (default: topics.partitions)")
     add_kafka_arguments(c)

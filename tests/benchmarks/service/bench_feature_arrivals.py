@@ -51,7 +51,7 @@ def env_for(bootstrap: str, prefix: str, rows: int) -> dict:
         "PROFILES": json.dumps([{"match": "fs-*", "predictor": "feature_stream"}]),
     }
     for t in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
-              "checkpoints"):
+              "checkpoints", "latest"):
         env[f"TOPICS__{t.upper()}"] = f"{prefix}.{t}"
     return {"STREAMFOREST_" + k: v for k, v in env.items()}
 

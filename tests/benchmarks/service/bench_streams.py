@@ -89,7 +89,7 @@ def env_for(bootstrap: str, prefix: str, metrics_port: int, budget_mb: float,
         "WORKER__STATE_BUDGET_MB": str(budget_mb), "WORKER__MEMBER_NAME": f"{prefix}-m",
     }
     for t in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
-              "checkpoints"):
+              "checkpoints", "latest"):
         over[f"TOPICS__{t.upper()}"] = f"{prefix}.{t}"
     env.update({"STREAMFOREST_" + k: v for k, v in over.items()})
     return env

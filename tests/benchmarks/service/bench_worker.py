@@ -77,7 +77,7 @@ def env_for(bootstrap: str, prefix: str, **over) -> dict:
         "CHECKPOINT__EVERY_INSTANCES": "50000",
     }
     for t in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
-              "checkpoints"):
+              "checkpoints", "latest"):
         env[f"TOPICS__{t.upper()}"] = f"{prefix}.{t}"
     env.update(over)
     return {"STREAMFOREST_" + k: v for k, v in env.items()}

@@ -11,7 +11,7 @@
    (hyperplane) and the drift alerts committed so far, with the most recent alerts below. On
    a terminal it is one table updated in place (``rich``); otherwise the new alerts and the
    table are printed as plain lines every second;
-5. when every instance has its prediction, stops the workers, deletes the demo's 7 topics
+5. when every instance has its prediction, stops the workers, deletes the demo's 8 topics
    (unless ``--keep-topics``) and stops the broker it started.
 """
 
@@ -60,7 +60,7 @@ def demo_env(bootstrap: str, prefix: str, partitions: int) -> dict[str, str]:
         "WORKER__LOG_LEVEL": "WARNING",
     }
     for t in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
-              "checkpoints"):
+              "checkpoints", "latest"):
         env[f"TOPICS__{t.upper()}"] = f"{prefix}.{t}"
     return {"STREAMFOREST_" + k: v for k, v in env.items()}
 

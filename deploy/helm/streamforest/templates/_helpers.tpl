@@ -158,7 +158,7 @@ app.kubernetes.io/part-of: streamforest
 - name: STREAMFOREST_KAFKA__EXTRA
   value: {{ toJson . | quote }}
 {{- end }}
-{{- range $field := list "instances" "features" "predictions" "drift" "rankings" "deadletter" "checkpoints" }}
+{{- range $field := list "instances" "features" "predictions" "drift" "rankings" "deadletter" "checkpoints" "latest" }}
 - name: STREAMFOREST_TOPICS__{{ upper $field }}
   value: {{ index $v.topics $field | quote }}
 {{- end }}
