@@ -13,17 +13,23 @@ predicted, then learned (prequential, one row at a time, as river is used):
   ``learn_one(x, y)`` on the same dicts.
 
 Ours is ARF-10 with river's rules and subset size (``flavour="river", max_features="sqrt"``)
-so that both forests do the same work; the adapter's cost does not depend on them. Each path
-runs once per seed, in a rotating order (slow phases of a shared machine fall on each alike);
-throughput is rows per CPU-second of this process; medians over the seeds, with their range.
-Every path is run on 500 rows first, so numba's compilation (and Python's first calls) stay
-out of the timings; the start-up is measured apart, in child processes: importing and the
-first row through the adapter with an empty numba cache (compiling the forest's kernels) and
-with the cache this run filled, beside river's import and first row.
+so that both forests do the same work; the adapter's cost does not depend on them.
 
-The scikit-learn-style adapter is fed mini-batches (``--batches``, rows each):
-``predict_proba(Xb)`` then ``partial_fit(Xb, yb)`` against the learner's ``predict_proba_many``
-then ``learn_many``; its overhead is given per batch (microseconds of CPU) and as a ratio.
+The paths run in lockstep: a block of rows (``--block``) through each path in turn, the
+order rotating from block to block, each block timed on its own. A slow phase of the shared
+machine (other engineers' jobs on its two cores) thus falls on every path alike, where whole
+runs one after the other differed by up to a third between seeds, more than the adapter
+costs. Throughput is rows per CPU-second of this process; the ratios are taken per seed and
+given as the median (range) over the seeds. Every path runs on 500 rows first, so numba's
+compilation (and Python's first calls) stay out of the timings; the start-up is measured
+apart, in child processes: importing and the first rows through the adapter with an empty
+numba cache (compiling the forest's kernels) and with the cache this run filled, beside
+river's import and first rows.
+
+The scikit-learn-style adapter is fed mini-batches (``--batches``, rows each), also in
+lockstep with the learner: ``predict_proba(Xb)`` then ``partial_fit(Xb, yb)`` against the
+learner's ``predict_proba_many`` then ``learn_many`` (the first batch only learned); its
+overhead is given per batch (microseconds of CPU) and as a ratio of CPU time.
 
 Run::
 
@@ -37,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -65,60 +72,68 @@ def _arf(seed: int) -> AdaptiveRandomForest:
     return AdaptiveRandomForest(n_models=10, seed=seed, **RIVER_RULES)
 
 
-def run_direct(X, dicts, y, seed: int) -> tuple[float, float]:
-    """``(rows per CPU-second, accuracy)`` of the learner's own one-row path."""
-    learner, hits = _arf(seed), 0
-    t0 = time.process_time()
-    for i in range(len(y)):
-        proba = learner.predict_proba_many(X[i:i + 1])[0]
-        hits += proba.size > 0 and learner.classes[int(np.argmax(proba))] == y[i]
-        learner.learn_one(X[i], y[i])
-    return len(y) / (time.process_time() - t0), hits / len(y)
+def lockstep(steps: dict[str, Callable[[int], None]], n: int, block: int) -> dict[str, float]:
+    """CPU seconds each path spent on steps ``0 .. n-1``, run a block at a time in turn (the
+    order rotating from block to block)."""
+    cpu = dict.fromkeys(steps, 0.0)
+    names = list(steps)
+    for b, start in enumerate(range(0, n, block)):
+        k = b % len(names)
+        for name in names[k:] + names[:k]:
+            step = steps[name]
+            t0 = time.process_time()
+            for i in range(start, min(n, start + block)):
+                step(i)
+            cpu[name] += time.process_time() - t0
+    return cpu
 
 
-def run_adapter(X, dicts, y, seed: int) -> tuple[float, float]:
-    """The same learner through :class:`RiverStyleClassifier`, a dict per row."""
-    model, hits = RiverStyleClassifier(_arf(seed)), 0
-    t0 = time.process_time()
-    for x, t in zip(dicts, y):
-        proba = model.predict_proba_one(x)
-        hits += bool(proba) and max(proba, key=proba.get) == t
-        model.learn_one(x, t)
-    return len(y) / (time.process_time() - t0), hits / len(y)
-
-
-def run_river(X, dicts, y, seed: int) -> tuple[float, float]:
-    """river's ARF-10 on the same dicts."""
+def row_paths(X, dicts, y, seed: int) -> tuple[dict, dict]:
+    """The one-row paths (one step: predict a row, then learn it) and their hit counters."""
     from river import forest
 
-    model, hits = forest.ARFClassifier(n_models=10, seed=seed), 0
-    t0 = time.process_time()
-    for x, t in zip(dicts, y):
-        proba = model.predict_proba_one(x)
-        hits += bool(proba) and max(proba, key=proba.get) == t
-        model.learn_one(x, t)
-    return len(y) / (time.process_time() - t0), hits / len(y)
+    hits = {"direct": 0, "adapter": 0, "river": 0}
+    learner, model = _arf(seed), RiverStyleClassifier(_arf(seed))
+    theirs = forest.ARFClassifier(n_models=10, seed=seed)
+
+    def direct(i: int) -> None:
+        proba = learner.predict_proba_many(X[i:i + 1])[0]
+        hits["direct"] += proba.size > 0 and learner.classes[int(np.argmax(proba))] == y[i]
+        learner.learn_one(X[i], y[i])
+
+    def adapter(i: int) -> None:
+        proba = model.predict_proba_one(dicts[i])
+        hits["adapter"] += bool(proba) and max(proba, key=proba.get) == y[i]
+        model.learn_one(dicts[i], y[i])
+
+    def river_arf(i: int) -> None:
+        proba = theirs.predict_proba_one(dicts[i])
+        hits["river"] += bool(proba) and max(proba, key=proba.get) == y[i]
+        theirs.learn_one(dicts[i], y[i])
+
+    return {"direct": direct, "adapter": adapter, "river": river_arf}, hits
 
 
-PATHS = {"direct": run_direct, "adapter": run_adapter, "river": run_river}
-
-
-def run_batches(X, y, size: int, seed: int) -> tuple[float, float]:
-    """CPU seconds of ``(learner, adapter)`` feeding ``size``-row batches test-then-train."""
+def batch_paths(X, y, size: int, seed: int) -> dict:
+    """One step per batch of ``size`` rows: predicted (from the second batch on), then learned,
+    by the learner's batch methods and by :class:`SklearnStyleClassifier`."""
     learner = _arf(seed)
     clf = SklearnStyleClassifier(AdaptiveRandomForest, n_models=10, seed=seed, **RIVER_RULES)
     labels = np.asarray(y)
-    t0 = time.process_time()
-    learner.learn_many(X[:size], y[:size])  # the first batch: no model to ask yet
-    for a in range(size, len(y), size):
-        learner.predict_proba_many(X[a:a + size])
+
+    def direct(b: int) -> None:
+        a = b * size
+        if b:
+            learner.predict_proba_many(X[a:a + size])
         learner.learn_many(X[a:a + size], y[a:a + size])
-    t1 = time.process_time()
-    clf.partial_fit(X[:size], labels[:size])
-    for a in range(size, len(y), size):
-        clf.predict_proba(X[a:a + size])
+
+    def adapter(b: int) -> None:
+        a = b * size
+        if b:
+            clf.predict_proba(X[a:a + size])
         clf.partial_fit(X[a:a + size], labels[a:a + size])
-    return t1 - t0, time.process_time() - t1
+
+    return {"direct": direct, "adapter": adapter}
 
 
 _COLD_OURS = """
@@ -155,81 +170,96 @@ def warm_start() -> tuple[float, ...]:
     return tuple(float(v) for v in out.split())
 
 
-def _med(values) -> str:
-    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+def _med(values, fmt: str = ",.0f", unit: str = "") -> str:
+    return (f"{statistics.median(values):{fmt}}{unit} "
+            f"({min(values):{fmt}}-{max(values):{fmt}}{unit})")
+
+
+def measure_rows(X, dicts, y, seeds: int, block: int) -> list[str]:
+    """The one-row table and its ratios, as markdown lines."""
+    n = len(y)
+    warm, _ = row_paths(X[:WARM_ROWS], dicts[:WARM_ROWS], y[:WARM_ROWS], 1)
+    lockstep(warm, WARM_ROWS, block)
+    rates: dict[str, list[float]] = {"direct": [], "adapter": [], "river": []}
+    acc: dict[str, list[float]] = {k: [] for k in rates}
+    for seed in range(1, seeds + 1):
+        steps, hits = row_paths(X, dicts, y, seed)
+        cpu = lockstep(steps, n, block)
+        for k in rates:
+            rates[k].append(n / cpu[k])
+            acc[k].append(hits[k] / n)
+        print(f"seed {seed}: " + ", ".join(f"{k} {n / cpu[k]:,.0f} rows/CPU-s" for k in cpu),
+              flush=True)
+    ratio = [a / d for a, d in zip(rates["adapter"], rates["direct"])]
+    added = [1e6 * (1 / a - 1 / d) for a, d in zip(rates["adapter"], rates["direct"])]
+    vs_river = [a / r for a, r in zip(rates["adapter"], rates["river"])]
+    what = {"direct": "ARF-10, the learner's one-row path (arrays)",
+            "adapter": "ARF-10 through `RiverStyleClassifier` (dicts)",
+            "river": "river `forest.ARFClassifier` (dicts)"}
+    lines = ["| path | rows/CPU-s | accuracy |", "|---|---|---|"]
+    lines += [f"| {what[k]} | {_med(rates[k])} | {statistics.median(acc[k]):.4f} |" for k in rates]
+    return lines + [
+        "",
+        "| ratio, per seed | median (range) |",
+        "|---|---|",
+        f"| adapter / direct, rows per CPU-s | {_med(ratio, '.3f')} |",
+        f"| CPU time the adapter adds per row (predict and learn), µs | {_med(added, '.1f')} |",
+        f"| ours through the adapter / river, rows per CPU-s | {_med(vs_river, '.1f', 'x')} |",
+    ]
+
+
+def measure_batches(X, y, sizes, seeds: int) -> list[str]:
+    """The scikit-learn-style table, as markdown lines."""
+    lines = ["| rows per batch | learner, CPU ms | adapter, CPU ms | adapter / learner, CPU time | "
+             "added per batch, µs |", "|---|---|---|---|---|"]
+    for size in sizes:
+        batches = -(-len(y) // size)
+        per_block = max(1, 2000 // size)  # about 2,000 rows per timed block
+        lockstep(batch_paths(X[:WARM_ROWS], y[:WARM_ROWS], size, 1), -(-WARM_ROWS // size),
+                 per_block)
+        cpu = [lockstep(batch_paths(X, y, size, seed), batches, per_block)
+               for seed in range(1, seeds + 1)]
+        learner = [c["direct"] for c in cpu]
+        adapter = [c["adapter"] for c in cpu]
+        ratio = [a / d for a, d in zip(adapter, learner)]
+        added = [1e6 * (a - d) / batches for a, d in zip(adapter, learner)]
+        lines.append(f"| {size:,} | {1e3 * statistics.median(learner):,.0f} | "
+                     f"{1e3 * statistics.median(adapter):,.0f} | {_med(ratio, '.3f')} | "
+                     f"{_med(added, '.1f')} |")
+        print(lines[-1], flush=True)
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--block", type=int, default=100, help="rows per timed block of a path")
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 10, 100, 1000])
     ap.add_argument("--out", type=Path, default=ROOT / "tests/benchmarks/learners/results/adapters.md")
     args = ap.parse_args(argv)
 
     X, dicts, y = electricity(args.rows)
-    for run in PATHS.values():  # compile the kernels, warm every path
-        run(X[:WARM_ROWS], dicts[:WARM_ROWS], y[:WARM_ROWS], 1)
-    rates: dict[str, list[float]] = {p: [] for p in PATHS}
-    acc: dict[str, list[float]] = {p: [] for p in PATHS}
-    order = list(PATHS)
-    for seed in range(1, args.seeds + 1):
-        k = (seed - 1) % len(order)
-        for p in order[k:] + order[:k]:
-            rate, a = PATHS[p](X, dicts, y, seed)
-            rates[p].append(rate)
-            acc[p].append(a)
-            print(f"seed {seed} {p}: {rate:,.0f} rows/CPU-s, accuracy {a:.4f}", flush=True)
-    ratio_ad = [a / d for a, d in zip(rates["adapter"], rates["direct"])]
-    ratio_river = [a / r for a, r in zip(rates["adapter"], rates["river"])]
-    added_us = [1e6 * (1 / a - 1 / d) for a, d in zip(rates["adapter"], rates["direct"])]
-
+    rows = measure_rows(X, dicts, y, args.seeds, args.block)
+    batches = measure_batches(X, y, args.batches, args.seeds)
+    ours_imp, ours_first = cold_compile(_COLD_OURS)
+    cached_imp, cached_first = warm_start()
+    river_imp, river_first = cold_compile(_COLD_RIVER)
     lines = [
         "# The adapters' cost: river-style over our ARF-10, against river's ARF-10",
         "",
         f"Electricity, first {len(y):,} rows, prequential one row at a time (predict, then "
-        f"learn); seeds 1-{args.seeds}; rows per CPU-second, median (range) over the seeds; "
-        "compilation excluded (every path warmed up first). Protocol in the script's docstring.",
+        f"learn); seeds 1-{args.seeds}; the paths in lockstep, blocks of {args.block} rows "
+        "in rotating order; rows per CPU-second, median (range) over the seeds; compilation "
+        "excluded (every path warmed up first). Protocol in the script's docstring.",
         "",
-        "| path | rows/CPU-s | accuracy |",
-        "|---|---|---|",
-    ]
-    what = {"direct": "ARF-10, the learner's one-row path (arrays)",
-            "adapter": "ARF-10 through `RiverStyleClassifier` (dicts)",
-            "river": "river `forest.ARFClassifier` (dicts)"}
-    for p in PATHS:
-        lines.append(f"| {what[p]} | {_med(rates[p])} | {statistics.median(acc[p]):.4f} |")
-    lines += [
-        "",
-        "| ratio | median (range) |",
-        "|---|---|",
-        f"| adapter / direct (rows per CPU-s) | {statistics.median(ratio_ad):.3f} "
-        f"({min(ratio_ad):.3f}-{max(ratio_ad):.3f}) |",
-        f"| adapter's added CPU time per row (predict + learn), µs | "
-        f"{statistics.median(added_us):.1f} ({min(added_us):.1f}-{max(added_us):.1f}) |",
-        f"| ours through the adapter / river (rows per CPU-s) | {statistics.median(ratio_river):.1f}x "
-        f"({min(ratio_river):.1f}-{max(ratio_river):.1f}x) |",
+        *rows,
         "",
         "`SklearnStyleClassifier` against the learner's batch methods, test-then-train per batch "
-        f"(`predict_proba` then `partial_fit`), seeds 1-{args.seeds}, medians:",
+        f"(`predict_proba` then `partial_fit`), in lockstep, seeds 1-{args.seeds}; CPU time of "
+        "the whole stream, median (range) of the per-seed figures:",
         "",
-        "| rows per batch | learner, CPU ms | adapter, CPU ms | adapter / learner (time) | "
-        "added per batch, µs |",
-        "|---|---|---|---|---|",
-    ]
-    for size in args.batches:
-        run_batches(X[:WARM_ROWS], y[:WARM_ROWS], size, 1)
-        times = [run_batches(X, y, size, seed) for seed in range(1, args.seeds + 1)]
-        direct = statistics.median(t[0] for t in times)
-        adapter = statistics.median(t[1] for t in times)
-        per_batch = statistics.median(1e6 * (t[1] - t[0]) / -(-len(y) // size) for t in times)
-        lines.append(f"| {size:,} | {1e3 * direct:,.0f} | {1e3 * adapter:,.0f} | {adapter / direct:.3f} | "
-                     f"{per_batch:.1f} |")
-        print(lines[-1], flush=True)
-    ours_imp, ours_first = cold_compile(_COLD_OURS)
-    cached_imp, cached_first = warm_start()
-    river_imp, river_first = cold_compile(_COLD_RIVER)
-    lines += [
+        *batches,
         "",
         "Start-up (child processes, wall seconds): ours with an empty numba cache, import "
         f"{ours_imp:.1f} s and the first rows through the adapter (compiling the forest's "
