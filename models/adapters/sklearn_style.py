@@ -123,11 +123,13 @@ class _SklearnStyle:
         for name in ("learner_", "_names"):
             self.__dict__.pop(name, None)
 
-    def _start(self, y) -> None:
-        """A fresh learner from the parameters (those it does not take: its ``TypeError``)."""
+    def _require_y(self, y) -> None:
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
                              "is None")
+
+    def _start(self) -> None:
+        """A fresh learner from the parameters (those it does not take: its ``TypeError``)."""
         if not isinstance(self.learner_class, type):
             raise TypeError(f"learner_class must be a learner class, got {self.learner_class!r}")
         self._adopt(build(self.learner_class, self._params))
@@ -258,8 +260,9 @@ class SklearnStyleClassifier(_SklearnStyle):
             appearing mid-stream.
         """
         X, names = self._matrix(X, learning=True)
+        self._require_y(y)
         if "learner_" not in self.__dict__:
-            self._start(y)
+            self._start()
         if classes is not None:
             self._codes.encode(_label_list(classes))
         self.learner_.learn_many(X, self._codes.encode(_label_list(y)))
@@ -360,8 +363,7 @@ class SklearnStyleRegressor(_SklearnStyle):
         """Learn the rows ``X`` with their targets ``y`` (``(n,)`` or ``(n, m)``), in
         order; returns self."""
         X, names = self._matrix(X, learning=True)
-        if y is None:
-            self._start(y)  # refuses it
+        self._require_y(y)
         Y = np.asarray(y, dtype=np.float64)
         if Y.ndim not in (1, 2):
             raise ValueError(f"y must be (n,) or (n, n_targets), got shape {Y.shape}")
@@ -370,7 +372,7 @@ class SklearnStyleRegressor(_SklearnStyle):
             raise ValueError("y must have the shape it had in the first fit "
                              f"({'(n,)' if self._single else '(n, n_targets)'})")
         if "learner_" not in self.__dict__:
-            self._start(y)
+            self._start()
         self.learner_.learn_many(X, Y.reshape(-1, 1) if single else Y)
         self._single = single
         self._learned(names)
