@@ -1,11 +1,18 @@
 """The numba core of streamforest: online tree-ensemble learners and drift detectors.
 
 Only numpy and numba are imported here; the learners know nothing about Kafka or any wire
-format. Every learner follows the surface described in :mod:`models.core.base`.
+format. Every learner follows the surface described in :mod:`models.core.base`; the adapters
+of :mod:`models.adapters` give them river's and scikit-learn's surfaces.
 """
 
 from __future__ import annotations
 
+from .adapters import (
+    RiverStyleClassifier,
+    RiverStyleRegressor,
+    SklearnStyleClassifier,
+    SklearnStyleRegressor,
+)
 from .cart.block_forest import BlockForestRanker
 from .cart.block_forest_regression import BlockForestRegressionRanker
 from .cart.feature_stream_forest import FeatureStreamForest
@@ -29,4 +36,5 @@ __all__ = ["ABFS", "ABFSClassifier", "ADWIN", "ADWINBank", "AdaptiveRandomForest
            "DriftDetectionClassifier", "FeatureStreamForest", "ForgetfulDecisionTree",
            "ForgetfulRandomForest", "HoeffdingTree", "ISOUPSymRF", "ISOUPTree", "NaiveBayes",
            "OnlineRandomForest", "RotatingHyperplane", "ClassIndex", "Learner", "check_X",
-           "learner_class"]
+           "learner_class", "RiverStyleClassifier", "RiverStyleRegressor",
+           "SklearnStyleClassifier", "SklearnStyleRegressor"]
