@@ -2,11 +2,14 @@
 of the worker's per-row CPU in process.
 
 Run: ``python tests/benchmarks/service/bench_output_format.py [--repeats N] [--streams K ...]
-[--pipeline NAME ...] [--rows N]``; writes ``results/output_format.md``.
+[--pipeline NAME ...] [--labels KIND ...] [--rows N]``; writes ``results/output_format.md``.
 
 Electricity (45,312 rows, 7 features, packaged) as msgpack Instance records, in polls of the
 worker's consume batch (2,000 records; with ``--streams K`` the rows are cut into K streams of
-consecutive rows, each poll holding an equal share of every stream). Each poll goes through
+consecutive rows, each poll holding an equal share of every stream). Its labels as they are
+(``text``: ``UP``/``DOWN``, which the worker decodes record by record) or as integers (``int``:
+0/1, which it decodes in bulk, about 1 µs per row: the cheaper decode makes JSON's share
+larger). Each poll goes through
 the worker's own steps in process, no broker: decode (:class:`worker.intake.RecordDecoder`),
 learn (:func:`worker.step.learn_streams`), then encode the same results twice, with the
 msgpack and the JSON :class:`worker.output.OutputEncoder` (predictions, drift alerts and
@@ -60,11 +63,15 @@ WARM_POLLS = 2
 TOPIC = "sf.instances"
 
 
-def polls(n_rows: int | None, n_streams: int, consume_batch: int) -> list[list[Message]]:
+def polls(n_rows: int | None, n_streams: int, consume_batch: int, labels: str) -> list[list[Message]]:
     """Electricity as the worker's polls: msgpack Instance records of ``n_streams`` streams
-    (consecutive rows each), every poll an equal share of each stream, offsets in order."""
+    (consecutive rows each), every poll an equal share of each stream, offsets in order;
+    ``labels`` ``text`` as in the data, ``int`` as 0/1."""
     data = load("electricity")
     X, y = data.X[:n_rows], data.y[:n_rows]
+    if labels == "int":
+        classes = sorted(set(y))
+        y = [classes.index(v) for v in y]
     n = len(y) // n_streams
     values = {f"elec-{k}": instance_values(f"elec-{k}", X[k * n:(k + 1) * n], y[k * n:(k + 1) * n],
                                            start_id=k * n)
@@ -126,10 +133,10 @@ def one_pass(env: dict, batches: list[list[Message]]) -> dict:
     return {"cpu": cpu, "rows": rows, "bytes": size}
 
 
-def measure(pipeline: str, n_streams: int, repeats: int, n_rows: int | None) -> dict:
+def measure(pipeline: str, n_streams: int, labels: str, repeats: int, n_rows: int | None) -> dict:
     env = dict(PIPELINES[pipeline])
     consume_batch = load_settings(env).worker.consume_batch
-    batches = polls(n_rows, n_streams, consume_batch)
+    batches = polls(n_rows, n_streams, consume_batch, labels)
     runs = [one_pass(env, batches) for _ in range(repeats)]
     rows = runs[0]["rows"]
 
@@ -140,7 +147,8 @@ def measure(pipeline: str, n_streams: int, repeats: int, n_rows: int | None) -> 
     base = [d + lrn for d, lrn in zip(per["decode"], per["learn"])]
     total = {fmt: [b + e for b, e in zip(base, per[fmt])] for fmt in FORMATS}
     extra = [j - m for j, m in zip(per["json"], per["msgpack"])]
-    return {"pipeline": pipeline, "streams": n_streams, "rows": rows, "repeats": repeats,
+    return {"pipeline": pipeline, "streams": n_streams, "labels": labels, "rows": rows,
+            "repeats": repeats,
             "per_row_us": {k: statistics.median(v) for k, v in per.items()},
             "per_row_us_range": {k: (min(v), max(v)) for k, v in per.items()},
             "total_us": {fmt: statistics.median(v) for fmt, v in total.items()},
@@ -152,10 +160,10 @@ def measure(pipeline: str, n_streams: int, repeats: int, n_rows: int | None) -> 
 
 
 def table(results: list[dict]) -> str:
-    head = ("| pipeline | streams | rows timed | decode µs | learn µs | encode msgpack µs | "
+    head = ("| pipeline | streams | labels | rows timed | decode µs | learn µs | encode msgpack µs | "
             "encode JSON µs | JSON extra µs | rows/CPU-s msgpack | rows/CPU-s JSON | JSON's share "
             "of the worker's per-row CPU | bytes/prediction msgpack / JSON |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     for r in results:
         p, rng = r["per_row_us"], r["per_row_us_range"]
@@ -165,12 +173,26 @@ def table(results: list[dict]) -> str:
             return f"{p[step]:.2f} ({lo:.2f}-{hi:.2f})"
 
         lines.append(
-            f"| {r['pipeline']} | {r['streams']} | {r['rows']:,} | {cell('decode')} | "
+            f"| {r['pipeline']} | {r['streams']} | {r['labels']} | {r['rows']:,} | {cell('decode')} | "
             f"{cell('learn')} | {cell('msgpack')} | {cell('json')} | {r['json_extra_us']:.2f} | "
             f"{r['rows_per_cpu_s']['msgpack']:,.0f} | {r['rows_per_cpu_s']['json']:,.0f} | "
             f"{100 * r['json_share']:.1f}% | {r['bytes_per_prediction']['msgpack']:.0f} / "
             f"{r['bytes_per_prediction']['json']:.0f} |")
     return head + "\n".join(lines) + "\n"
+
+
+def summary(results: list[dict]) -> str:
+    """JSON's share of the worker's per-row CPU, lowest to highest, per pipeline."""
+    parts = []
+    for pipeline in dict.fromkeys(r["pipeline"] for r in results):
+        shares = [100 * r["json_share"] for r in results if r["pipeline"] == pipeline]
+        extra = [r["json_extra_us"] for r in results if r["pipeline"] == pipeline]
+        parts.append(f"{pipeline} pipeline {min(shares):.1f}-{max(shares):.1f}% "
+                     f"(+{min(extra):.2f}-{max(extra):.2f} µs per row)")
+    return ("JSON predictions cost the worker, of its CPU per row in process: " + "; ".join(parts)
+            + ". End to end the worker also spends CPU on the Kafka clients and transactions "
+            "(results/worker.md), so the share there is lower; JSON records are also larger "
+            "(last column).\n")
 
 
 def main(argv=None) -> int:
@@ -179,23 +201,28 @@ def main(argv=None) -> int:
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 20],
                     help="streams the rows are cut into (one case each)")
     ap.add_argument("--pipeline", choices=list(PIPELINES), nargs="+", default=list(PIPELINES))
+    ap.add_argument("--labels", choices=["text", "int"], nargs="+", default=["text", "int"],
+                    help="Electricity's labels as text (UP/DOWN) or as integers (one case each)")
     ap.add_argument("--rows", type=int, default=None, help="first N rows only (a quick run)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "output_format.md"))
     args = ap.parse_args(argv)
     results = []
     for pipeline in args.pipeline:
         for k in args.streams:
-            r = measure(pipeline, k, args.repeats, args.rows)
-            results.append(r)
-            print(f"{pipeline}, {k} stream(s): encode msgpack {r['per_row_us']['msgpack']:.2f} µs, "
-                  f"JSON {r['per_row_us']['json']:.2f} µs per row; worker in process "
-                  f"{r['total_us']['msgpack']:.2f} / {r['total_us']['json']:.2f} µs per row; "
-                  f"JSON's share {100 * r['json_share']:.1f}%", flush=True)
+            for labels in args.labels:
+                r = measure(pipeline, k, labels, args.repeats, args.rows)
+                results.append(r)
+                print(f"{pipeline}, {k} stream(s), {labels} labels: encode msgpack "
+                      f"{r['per_row_us']['msgpack']:.2f} µs, "
+                      f"JSON {r['per_row_us']['json']:.2f} µs per row; worker in process "
+                      f"{r['total_us']['msgpack']:.2f} / {r['total_us']['json']:.2f} µs per row; "
+                      f"JSON's share {100 * r['json_share']:.1f}%", flush=True)
     text = ("# Output formats: what JSON predictions cost\n\n"
             "Per row, CPU µs, median over the passes (range in parentheses); the worker's steps in "
-            "process on Electricity, no broker (see the script's docstring).\n\n" + table(results))
+            "process on Electricity, no broker (see the script's docstring).\n\n" + table(results)
+            + "\n" + summary(results))
     path = write_results(args.out, text)
-    print(f"\n{table(results)}\nwritten to {path}")
+    print(f"\n{table(results)}\n{summary(results)}\nwritten to {path}")
     return 0
 
 
