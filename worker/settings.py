@@ -442,8 +442,8 @@ OUTPUT_KINDS = ("predictions", "drift", "rankings")
 #: each output topic's format when neither its own setting nor ``output.format`` is set. Drift
 #: alerts and rankings are few records that people and tools read: JSON, which kcat, ksqlDB,
 #: Kafka Connect and Kafka UIs show as text. Predictions are one record per instance: JSON costs
-#: the worker 8-13% of its CPU per row in process, so they stay msgpack
-#: (tests/benchmarks/service/results/output_format.md).
+#: the worker 6-17% of its CPU per row in process on the default pipeline and 10-58% on the
+#: lightest, so they stay msgpack (tests/benchmarks/service/results/output_format.md).
 DEFAULT_FORMATS = {"predictions": "msgpack", "drift": "json", "rankings": "json"}
 
 
