@@ -29,10 +29,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, ClassVar, NamedTuple
+from typing import Annotated, Any, ClassVar, NamedTuple
 
 import numpy as np
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import errors as E
 from .checkpoint import state_equal
@@ -43,9 +43,15 @@ from .messages import (
     INT64_MAX,
     INT64_MIN,
     MAX_NAME_LENGTH,
+    Bounded,
     Contract,
     Count,
+    Finite,
+    InputTarget,
+    Label,
     Name,
+    Target,
+    Timestamp,
     cross_field_error,
 )
 from .values import MAX_MAGNITUDE, is_text
@@ -224,6 +230,18 @@ def _check_columns(X: np.ndarray, y: Any, ids: Any, ts: Any, features: Any) -> N
 # =========================================================================== contracts
 
 
+class TaggedArray(BaseModel):
+    """A numpy array in JSON as the codec writes it: dtype, shape and base64 bytes."""
+    # for the JSON Schema of the batches' matrices only: the codec reads the tag itself
+
+    model_config = ConfigDict(extra="forbid")
+
+    dtype: str = Field(alias="__ndarray__", description="numpy dtype string, e.g. <f8")
+    shape: list[Annotated[int, Field(ge=0)]] = Field(description="rows, columns")
+    data: str = Field(description="the values' little-endian bytes in row order, base64")
+
+
+
 class InstanceBatch(Contract):
     """Consecutive rows of one stream in one message (record header ``sf-kind:
     instance-batch``).
@@ -263,6 +281,15 @@ class InstanceBatch(Contract):
                               arbitrary_types_allowed=True)
     wire_arrays: ClassVar[bool] = True  # X travels as an array extension type
     record_kind: ClassVar[str] = INSTANCE_BATCH  # its sf-kind header (schemas.kinds)
+    #: the JSON form of the fields the validator below checks (typed Any for it): what the
+    #: contract's JSON Schema says of them
+    json_forms: ClassVar[dict[str, Any]] = {
+        "X": Annotated[list[Annotated[list[Bounded], Field(min_length=1)]], Field(min_length=1)]
+        | TaggedArray,
+        "y": list[InputTarget | None] | None,
+        "ids": list[Label] | None,
+        "ts": Timestamp | list[Timestamp],
+    }
 
     stream: Name
     X: Any
@@ -340,6 +367,15 @@ class PredictionBatch(Contract):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False,
                               arbitrary_types_allowed=True)
     wire_arrays: ClassVar[bool] = True
+    #: the JSON form of the fields the validator below checks (as the worker writes them)
+    json_forms: ClassVar[dict[str, Any]] = {
+        "ids": list[Label],
+        "y_pred": list[Target | None],
+        "classes": list[Label] | None,
+        "proba": list[list[Finite]] | None,
+        "y_true": list[InputTarget | None],
+        "ts": list[Timestamp],
+    }
 
     stream: Name
     model: Name

@@ -1,4 +1,4 @@
-"""Wire codec of the contracts: msgpack by default, JSON accepted and optionally produced.
+"""Wire codec of the contracts: msgpack or JSON, both read and written.
 
 Format
 ------

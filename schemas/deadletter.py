@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 ERROR_CLASS = "sf-error-class"
 ERROR_CODE = "sf-error-code"
 REASON = "sf-reason"
@@ -46,6 +48,60 @@ _FIELDS = {
     WORKER_VERSION: ("version", False),
     ROW: ("row", True),
 }
+
+
+#: a decimal header value (partition, offset, row)
+_DECIMAL = r"^(0|[1-9][0-9]*)$"
+
+
+def _optional(schema: dict) -> None:
+    """A header that may be absent has no default value (a header is never null)."""
+    schema.pop("default", None)
+
+
+class DeadLetterHeaders(BaseModel):
+    """The headers the worker adds to a dead letter: header name to UTF-8 text.
+
+    A dead letter is the refused record as it came (key, value and its own headers) plus
+    these headers, which follow its own. An instance's rows refused without a record of their
+    own (a row whose output is over its topic's limit, a row a stream's pipeline refused)
+    carry a msgpack map ``{"stream", "offset"}`` as value instead.
+
+    Parameters
+    ----------
+    error_class : str
+        Exception class, e.g. ``DecodeError``.
+    code : str
+        Machine code when there is one (``non_finite``, ``unknown_field``, ...).
+    reason : str
+        What is wrong, for a person (at most 2,000 characters).
+    topic : str
+        Topic the refused record was read from.
+    partition, offset : str
+        Its partition and offset, in decimal.
+    version : str
+        streamforest version of the worker that refused it.
+    row : str
+        An InstanceBatch refused for one row: the row's index, in decimal.
+
+    Examples
+    --------
+    >>> h = deadletter_headers("DecodeError", "bad", "sf.instances", 2, 41, "0.1.0")
+    >>> DeadLetterHeaders.model_validate({k: v.decode() for k, v in h}).offset
+    '41'
+    """
+
+    # the original record's own headers are kept beside these
+    model_config = ConfigDict(extra="allow", validate_by_alias=True, validate_by_name=False)
+
+    error_class: str = Field(alias=ERROR_CLASS)
+    code: str = Field(None, alias=ERROR_CODE, json_schema_extra=_optional)
+    reason: str = Field(alias=REASON, max_length=MAX_REASON_CHARS)
+    topic: str = Field(alias=SOURCE_TOPIC)
+    partition: str = Field(alias=SOURCE_PARTITION, pattern=_DECIMAL)
+    offset: str = Field(alias=SOURCE_OFFSET, pattern=_DECIMAL)
+    version: str = Field(alias=WORKER_VERSION)
+    row: str = Field(None, alias=ROW, pattern=_DECIMAL, json_schema_extra=_optional)
 
 
 def _clip(text: str) -> str:

@@ -41,6 +41,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from .kinds import LABEL
@@ -78,8 +79,11 @@ Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Timestamp = Annotated[int, Field(ge=0, le=INT64_MAX, description="milliseconds since the epoch")]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
+#: the bounds of a number a producer sends, for its JSON Schema (the validator checks them)
+_BOUNDS = {"minimum": -MAX_MAGNITUDE, "maximum": MAX_MAGNITUDE}
 #: a number a producer sends: finite and within +-MAX_MAGNITUDE
-Bounded = Annotated[float, Field(allow_inf_nan=False), AfterValidator(_bounded)]
+Bounded = Annotated[float, Field(allow_inf_nan=False, json_schema_extra=_BOUNDS),
+                    AfterValidator(_bounded)]
 Text = Annotated[str, AfterValidator(_text)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH), AfterValidator(_text)]
 
@@ -246,7 +250,9 @@ class Instance(Contract):
     ts: Timestamp
     x: Row
     y: InputTarget | None = None
-    weight: Annotated[Bounded, Field(ge=0.0)] | None = None
+    # its JSON Schema said whole: pydantic writes a bound that follows a validator as "ge"
+    weight: Annotated[Bounded, Field(ge=0.0), WithJsonSchema(
+        {"type": "number", "minimum": 0.0, "maximum": MAX_MAGNITUDE})] | None = None
 
 
 class LabelEvent(Contract):

@@ -38,7 +38,8 @@ class UsageError(Exception):
 
 # subcommand modules, in the order they appear in --help
 _COMMAND_MODULES = (
-    "worker.settings", "worker.tools.catalog", "worker.tools.topics", "worker.tools.tail",
+    "worker.settings", "worker.tools.catalog", "worker.tools.contract_schemas",
+    "worker.tools.topics", "worker.tools.tail",
     "worker.run_command", "worker.tools.warmup", "worker.tools.evaluate.cli",
 )
 # development tools (the local broker, producers, the demo): registered when the package

@@ -139,7 +139,8 @@ class OutputEncoder:
     max_bytes : dict of str to int, optional
         Largest record of each output topic (see :meth:`set_limits`).
     output : worker.settings.OutputSettings, optional
-        Wire format of predictions, drift alerts and rankings (default: msgpack for all).
+        Wire format of predictions, drift alerts and rankings; ``None``: msgpack for all
+        (not the settings' defaults, which make drift alerts and rankings JSON).
 
     Attributes
     ----------
@@ -152,9 +153,9 @@ class OutputEncoder:
     --------
     >>> from worker.metrics import WorkerMetrics
     >>> from worker.settings import load_settings
-    >>> s = load_settings({"STREAMFOREST_OUTPUT__PREDICTIONS": "json"})
+    >>> s = load_settings({"STREAMFOREST_OUTPUT__RANKINGS": "msgpack"})
     >>> OutputEncoder(s.topics, WorkerMetrics(), output=s.output).headers
-    {'sf.predictions': [('content-type', b'application/json')]}
+    {'sf.drift': [('content-type', b'application/json')]}
     """
 
     #: bytes of a record beyond its value: key, headers, record and batch framing (generous)

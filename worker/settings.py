@@ -448,52 +448,69 @@ def _bind_host(host: str) -> str:
     return host
 
 
-def _format(value: Any) -> Any:
-    """A wire format name, in any case."""
-    return value.strip().lower() if isinstance(value, str) else value
-
-
 def _optional_format(value: Any) -> Any:
-    """An override: a wire format name, or empty for "not set" (``VAR=`` in a shell)."""
-    value = _format(value)
+    """A wire format name in any case, or empty for "not set" (``VAR=`` in a shell)."""
+    value = value.strip().lower() if isinstance(value, str) else value
     return None if value == "" else value
 
 
-WireFormat = Annotated[Literal["msgpack", "json"], BeforeValidator(_format)]
-FormatOverride = Annotated[Literal["msgpack", "json"] | None, BeforeValidator(_optional_format)]
+OptionalFormat = Annotated[Literal["msgpack", "json"] | None, BeforeValidator(_optional_format)]
 
 #: output topics whose wire format is configurable (dead letters keep the bytes they refused,
 #: checkpoints stay msgpack: only the worker reads them back)
 OUTPUT_KINDS = ("predictions", "drift", "rankings")
 
+#: each output topic's format when neither its own setting nor ``output.format`` is set. Drift
+#: alerts and rankings are few records that people and tools read: JSON, which kcat, ksqlDB,
+#: Kafka Connect and Kafka UIs show as text. Predictions are one record per instance: JSON costs
+#: the worker 6-17% of its CPU per row in process on the default pipeline and 10-58% on the
+#: lightest, so they stay msgpack (tests/benchmarks/service/results/output_format.md).
+DEFAULT_FORMATS = {"predictions": "msgpack", "drift": "json", "rankings": "json"}
+
 
 class OutputSettings(Section):
     """Wire format of the output topics (``STREAMFOREST_OUTPUT__*``).
 
-    ``format`` applies to predictions, drift alerts and rankings; ``predictions``, ``drift``
-    and ``rankings`` override it for one topic. msgpack records carry no header (as they
-    always have); JSON records carry ``content-type: application/json``. Readers that use
-    :func:`schemas.codec.decode` read either.
+    Each topic's format is, first to last: its own setting (``predictions``, ``drift``,
+    ``rankings``), then ``format`` (all three at once), then its default
+    (:data:`DEFAULT_FORMATS`: msgpack predictions, JSON drift alerts and rankings). So
+    ``STREAMFOREST_OUTPUT__FORMAT=msgpack`` makes all three msgpack, and
+    ``STREAMFOREST_OUTPUT__FORMAT=json`` all three JSON. Loading resolves the three fields, so
+    they hold each topic's effective format (what ``streamforest config`` prints; a copy made
+    with ``model_copy(update=...)`` is not resolved again: build a new one instead). msgpack
+    records carry no header (as they always have); JSON records carry ``content-type:
+    application/json``. Readers that use :func:`schemas.codec.decode` read either.
 
     Examples
     --------
+    >>> [load_settings({}).output.format_of(kind) for kind in OUTPUT_KINDS]
+    ['msgpack', 'json', 'json']
     >>> s = load_settings({"STREAMFOREST_OUTPUT__FORMAT": "json",
     ...                    "STREAMFOREST_OUTPUT__RANKINGS": "msgpack"})
     >>> [s.output.format_of(kind) for kind in OUTPUT_KINDS]
     ['json', 'json', 'msgpack']
     """
 
-    format: WireFormat = Field("msgpack", description="predictions, drift and rankings")
-    predictions: FormatOverride = Field(None, description="default: format")
-    drift: FormatOverride = Field(None, description="default: format")
-    rankings: FormatOverride = Field(None, description="default: format")
+    format: OptionalFormat = Field(
+        None, description="predictions, drift and rankings at once; unset: each topic's default")
+    predictions: OptionalFormat = Field(None, description="default: format, else msgpack")
+    drift: OptionalFormat = Field(None, description="default: format, else json")
+    rankings: OptionalFormat = Field(None, description="default: format, else json")
     prediction_batches: bool = Field(
         False, description="one PredictionBatch per input InstanceBatch (rows in input order) "
         "instead of one Prediction per row")
 
+    @model_validator(mode="after")
+    def _resolve(self) -> OutputSettings:
+        """Each topic's effective format: its own, else ``format``, else its default."""
+        for kind in OUTPUT_KINDS:
+            if getattr(self, kind) is None:
+                object.__setattr__(self, kind, self.format or DEFAULT_FORMATS[kind])
+        return self
+
     def format_of(self, kind: str) -> str:
         """``"msgpack"`` or ``"json"``: the format of output ``kind`` (one of OUTPUT_KINDS)."""
-        return getattr(self, kind) or self.format
+        return getattr(self, kind)
 
 
 class WorkerSettings(Section):

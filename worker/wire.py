@@ -13,7 +13,7 @@ goes through are done here in bulk:
   ones (id, probabilities, offset, timestamp) are written as fixed-width msgpack numbers
   (``int 64``, ``float 64``) into one numpy buffer, which is then cut into messages. Every
   msgpack reader decodes them to the same values as a plain ``packb`` of the map.
-* :func:`encode_predictions_json` writes the same messages as JSON (``output.format=json``):
+* :func:`encode_predictions_json` writes the same messages as JSON (``output.predictions=json``):
   the constant fields are encoded once into a text template, only the varying ones per row.
   Floats are written by ``repr``, so they read back bit for bit.
 """

@@ -1,10 +1,12 @@
 """JSON outputs and ``streamforest tail`` on a real broker.
 
-A worker writes predictions as JSON (with their ``content-type`` header) and rankings as
-msgpack (no header, as before); ``tail`` then prints every record of a topic as one JSON
-object per line: predictions with the contract's fields, a malformed input's dead letter with
-its reason, only the streams ``--stream`` matches, and exits 2 for a topic that is not the
-product's. Ctrl-C and a closed pipe end it with exit code 0.
+A worker writes predictions as JSON (with their ``content-type`` header), drift alerts as
+JSON by default, and rankings as msgpack (no header, as configured); every record it wrote,
+and the dead letter's headers, validate against the published JSON Schemas
+(``docs/schemas/``). ``tail`` then prints every record of a topic as one JSON object per
+line: predictions with the contract's fields, a malformed input's dead letter with its reason,
+only the streams ``--stream`` matches, and exits 2 for a topic that is not the product's.
+Ctrl-C and a closed pipe end it with exit code 0.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import signal
 import subprocess
 import sys
 
+import msgpack
 import pytest
+from jsonschema import Draft202012Validator
 from worker_support import (
     REPO,
     WorkerProc,
@@ -103,6 +107,28 @@ def test_json_predictions_carry_their_content_type_and_msgpack_rankings_none(ran
     for m in ranks:
         assert m.headers() is None and m.value()[0] >= 0x80  # a msgpack map, as before
         decode(m.value(), Ranking)
+
+
+def _schema(name: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads((REPO / "docs" / "schemas" / f"{name}.schema.json").read_text()))
+
+
+def test_every_record_the_worker_wrote_validates_against_the_published_schemas(ran):
+    env, settings, _streams, preds = ran
+    bootstrap = env["STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS"]
+    prediction = _schema("prediction")
+    for m in preds:
+        prediction.validate(json.loads(m.value()))
+    drift = read_topic(bootstrap, settings.topics.drift, timeout_s=30, idle_s=1.0)
+    for m in drift:  # JSON by default
+        assert m.headers() == [("content-type", b"application/json")]
+        _schema("drift-alert").validate(json.loads(m.value()))
+    ranks = read_topic(bootstrap, settings.topics.rankings, timeout_s=30, idle_s=1.0)
+    assert ranks
+    for m in ranks:  # msgpack here: the schema describes the map whatever its format
+        _schema("ranking").validate(msgpack.unpackb(m.value()))
+    [dead] = read_topic(bootstrap, settings.topics.deadletter, expected=1, timeout_s=30, idle_s=0.5)
+    _schema("dead-letter-headers").validate({k: v.decode() for k, v in dead.headers()})
 
 
 def test_tail_prints_one_json_object_per_prediction(ran):

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from schemas.codec import load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -250,7 +251,9 @@ def count_committed(bootstrap: str, topic: str) -> int:
 
 
 def unpack(m) -> dict:
-    return msgpack.unpackb(m.value(), raw=False)
+    """The map of an output record, msgpack or JSON (by its content-type header, else its
+    first byte): drift alerts and rankings are JSON by default, predictions msgpack."""
+    return load(m.value(), m.headers())
 
 
 def make_streams(n_streams: int, n_rows: int, seed: int = 0, d: int = 5):

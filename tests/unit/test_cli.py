@@ -92,6 +92,8 @@ def test_a_property_librdkafka_refuses_is_a_usage_error_with_its_secret_masked()
      "streamforest produce hyperplane: --label-delay sends one Instance per record"),
     (("tail", "drift", "--max", "abc"),
      "streamforest tail: error: argument --max: 'abc' is not a whole number of 1 or more"),
+    (("schemas", "predictions"),
+     "streamforest schemas: no contract matches 'predictions'; contracts: instance, label-event"),
 ])
 def test_usage_errors_are_one_message_and_exit_2(args, message):
     proc = cli(*args)
@@ -100,7 +102,7 @@ def test_usage_errors_are_one_message_and_exit_2(args, message):
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("args", [("learners", "--json"), ("config",)], ids=" ".join)
+@pytest.mark.parametrize("args", [("learners", "--json"), ("config",), ("schemas",)], ids=" ".join)
 def test_a_closed_stdout_ends_a_command_quietly(args):
     # the reader is gone before the command writes: every write meets a closed pipe
     read, write = os.pipe()

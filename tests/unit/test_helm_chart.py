@@ -26,7 +26,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from worker.settings import load_settings, stream_profiles
+from worker.settings import OUTPUT_KINDS, load_settings, stream_profiles
 from worker.tools.evaluate import configs as evaluate_configs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,9 +53,11 @@ SASL_TLS = {
 }
 STATIC = {"worker": {"staticMembership": True}}
 NO_AUTOSCALING = {"autoscaling": {"enabled": False}, "replicas": 3}
-# every template branch at once: StatefulSet, SASL and TLS Secrets, more partitions, another budget
+# every template branch at once: StatefulSet, SASL and TLS Secrets, more partitions, another budget,
+# output formats
 EVERYTHING = {**SASL_TLS, "worker": {"staticMembership": True, "stateBudgetMB": 2048, "shutdownTimeoutSeconds": 45.5},
-              "topics": {"partitions": 12}, "env": {"STREAMFOREST_LEARNERS__BATCH_SIZE": 50}}
+              "topics": {"partitions": 12}, "env": {"STREAMFOREST_LEARNERS__BATCH_SIZE": 50},
+              "output": {"format": "json"}}
 CASES = {"defaults": {}, "sasl-tls": SASL_TLS, "static": STATIC, "no-autoscaling": NO_AUTOSCALING,
          "everything": EVERYTHING}
 
@@ -525,6 +527,31 @@ def test_default_configuration_file_is_valid_and_env_overrides_it(helm, tmp_path
     docs = render(helm, {**LEARNERS, "env": {"STREAMFOREST_LEARNERS__BATCH_SIZE": 70}})
     path = config_file_of(docs, tmp_path)
     assert load_settings(plain_env(worker_container(docs)), config_file=path).learners.batch_size == 70
+
+
+def test_output_formats_are_rendered_into_the_file_and_default_to_the_workers(helm, tmp_path):
+    docs = render(helm)
+    path = config_file_of(docs, tmp_path)
+    assert "output" not in tomllib.loads(path.read_text())
+    output = load_settings(plain_env(worker_container(docs)), config_file=path).output
+    assert [output.format_of(k) for k in OUTPUT_KINDS] == ["msgpack", "json", "json"]
+    docs = render(helm, {"output": {"format": "json", "predictions": "msgpack", "drift": None,
+                                    "prediction_batches": True}})
+    path = config_file_of(docs, tmp_path)
+    assert tomllib.loads(path.read_text())["output"] == {"format": "json", "predictions": "msgpack",
+                                                         "prediction_batches": True}
+    output = load_settings(plain_env(worker_container(docs)), config_file=path).output
+    assert [output.format_of(k) for k in OUTPUT_KINDS] == ["msgpack", "json", "json"]
+    assert output.prediction_batches is True
+    # `env` overrides the file key by key: format from the environment, predictions still from the file
+    docs = render(helm, {"output": {"predictions": "json"}, "env": {"STREAMFOREST_OUTPUT__FORMAT": "msgpack"}})
+    output = load_settings(plain_env(worker_container(docs)), config_file=config_file_of(docs, tmp_path)).output
+    assert [output.format_of(k) for k in OUTPUT_KINDS] == ["json", "msgpack", "msgpack"]
+
+
+@pytest.mark.parametrize("values", [{"output": {"formats": "json"}}, {"output": {"drift": "avro"}}])
+def test_misspelt_or_invalid_output_values_are_refused(helm, values):
+    assert "schema" in render_error(helm, values)
 
 
 @pytest.mark.parametrize("values", [{"learners": {"batchsize": 5}}, {"learners": {"batch_size": 0}},

@@ -1,7 +1,8 @@
 """Output formats and ``streamforest tail`` without a broker.
 
-* ``output.*`` settings: msgpack by default, JSON for all or per topic, bad values refused at
-  start naming the variable (exit code 2);
+* ``output.*`` settings: msgpack predictions and JSON drift alerts and rankings by default,
+  ``format`` for all three, a topic's own setting over it, bad values refused at start naming
+  the variable (exit code 2);
 * every output kind encoded as JSON decodes to the same contract as its msgpack encoding
   (floats bit for bit), JSON records carry ``content-type: application/json`` and msgpack
   ones stay without a header;
@@ -54,16 +55,41 @@ def _formats(env: dict) -> list[str]:
     return [load_settings(env).output.format_of(kind) for kind in OUTPUT_KINDS]
 
 
-def test_outputs_are_msgpack_unless_configured():
-    assert _formats({}) == ["msgpack"] * 3
+def test_drift_alerts_and_rankings_are_json_and_predictions_msgpack_unless_configured():
+    assert _formats({}) == ["msgpack", "json", "json"]
+    # format sets all three, whatever each one's default
+    assert _formats({"STREAMFOREST_OUTPUT__FORMAT": "msgpack"}) == ["msgpack"] * 3
     assert _formats({"STREAMFOREST_OUTPUT__FORMAT": "json"}) == ["json"] * 3
-    assert _formats({"STREAMFOREST_OUTPUT__PREDICTIONS": "JSON"}) == ["json", "msgpack", "msgpack"]
+    # a topic's own setting wins over format, which wins over the topic's default
+    assert _formats({"STREAMFOREST_OUTPUT__PREDICTIONS": "JSON"}) == ["json"] * 3
+    assert _formats({"STREAMFOREST_OUTPUT__DRIFT": "msgpack"}) == ["msgpack", "msgpack", "json"]
+    assert _formats({"STREAMFOREST_OUTPUT__FORMAT": "msgpack", "STREAMFOREST_OUTPUT__RANKINGS": "json"}) == [
+        "msgpack", "msgpack", "json"]
     assert _formats({"STREAMFOREST_OUTPUT__FORMAT": "json", "STREAMFOREST_OUTPUT__RANKINGS": "msgpack",
                      "STREAMFOREST_OUTPUT__DRIFT": ""}) == ["json", "json", "msgpack"]
-    assert _formats({"STREAMFOREST_OUTPUT": '{"drift": "json"}'}) == ["msgpack", "json", "msgpack"]
+    assert _formats({"STREAMFOREST_OUTPUT__FORMAT": ""}) == ["msgpack", "json", "json"]
+    assert _formats({"STREAMFOREST_OUTPUT": '{"drift": "msgpack"}'}) == ["msgpack", "msgpack", "json"]
+    # `streamforest config` prints each topic's effective format
     assert load_settings({}).masked_dict()["output"] == {
-        "format": "msgpack", "predictions": None, "drift": None, "rankings": None,
+        "format": None, "predictions": "msgpack", "drift": "json", "rankings": "json",
         "prediction_batches": False}
+    everything = load_settings({"STREAMFOREST_OUTPUT__FORMAT": "msgpack"}).masked_dict()["output"]
+    assert [everything[k] for k in OUTPUT_KINDS] == ["msgpack"] * 3
+
+
+def test_a_topics_own_format_in_the_file_wins_over_format_in_the_environment(tmp_path):
+    # the environment overrides the file key by key; then the topic's own key wins over format
+    path = tmp_path / "streamforest.toml"
+    path.write_text('[output]\nformat = "json"\ndrift = "msgpack"\n')
+    assert [load_settings({}, config_file=path).output.format_of(k) for k in OUTPUT_KINDS] == [
+        "json", "msgpack", "json"]
+    env = {"STREAMFOREST_OUTPUT__FORMAT": "msgpack"}
+    assert [load_settings(env, config_file=path).output.format_of(k) for k in OUTPUT_KINDS] == [
+        "msgpack", "msgpack", "msgpack"]
+    path.write_text('[output]\nformat = "msgpack"\n')
+    env = {"STREAMFOREST_OUTPUT__RANKINGS": "json"}
+    assert [load_settings(env, config_file=path).output.format_of(k) for k in OUTPUT_KINDS] == [
+        "msgpack", "msgpack", "json"]
 
 
 @pytest.mark.parametrize("env, where, text", [
@@ -235,15 +261,18 @@ def test_every_output_kind_in_json_equals_its_msgpack():
     def call(enc, outbox):
         enc.encode(task, "s", pl, res, sr, 0, outbox)
 
-    packed = _encoder({})
+    packed = _encoder({"STREAMFOREST_OUTPUT__FORMAT": "msgpack"})
     assert packed.headers == {}
+    default = _encoder({})
+    assert default.headers == {"sf.drift": JSON_HEADER, "sf.rankings": JSON_HEADER}
     everything = _encoder({"STREAMFOREST_OUTPUT__FORMAT": "json"})
     assert everything.headers == {t: JSON_HEADER for t in ("sf.predictions", "sf.drift", "sf.rankings")}
     mixed = _encoder({"STREAMFOREST_OUTPUT__PREDICTIONS": "json", "STREAMFOREST_OUTPUT__RANKINGS": "msgpack"})
-    assert mixed.headers == {"sf.predictions": JSON_HEADER}
+    assert mixed.headers == {"sf.predictions": JSON_HEADER, "sf.drift": JSON_HEADER}
     want = _encoded(packed, call)
     assert {k: len(v) for k, v in want.items()} == {
         "sf.predictions": 600, "sf.drift": len(res.alerts), "sf.rankings": len(res.rankings)}
+    assert _encoded(default, call) == want
     assert _encoded(everything, call) == want
     assert _encoded(mixed, call) == want
 

@@ -36,7 +36,7 @@ from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
 from worker.pipeline import PipelineConfig, Profiles
-from worker.settings import load_settings
+from worker.settings import OutputSettings, load_settings
 from worker.task import PartitionTask
 from worker.wire import decode_bulk
 
@@ -131,7 +131,7 @@ def _worker_pass(batch, output_format):
     settings = load_settings({})
     task = PartitionTask("g", "in", 0, "in.features")
     decoder = RecordDecoder(Profiles(PipelineConfig(batch_size=2)), Caps())
-    output = settings.output.model_copy(update={"format": output_format})
+    output = OutputSettings(format=output_format)
     encoder = OutputEncoder(settings.topics, WorkerMetrics(), output=output)
     msgs = [Message(topic="in", partition=0, offset=i, key=k, value=v, headers=h)
             for i, (k, v, h) in enumerate(batch)]

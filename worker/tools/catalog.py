@@ -35,22 +35,24 @@ _SENTENCE_END = re.compile(r"\.\s")
 _MARKUP = re.compile(r"``|:\w+:`~?([^`]*)`")
 
 
-def parameter_docs(cls: type) -> dict[str, str]:
-    """The first sentence of each parameter's description in ``cls``'s numpydoc
-    ``Parameters`` section (``{}`` without one).
+def parameter_texts(cls: type) -> dict[str, str]:
+    """The description of each parameter in ``cls``'s numpydoc ``Parameters`` section, as
+    plain text (``{}`` without one); an entry naming several parameters (``a, b : int``)
+    describes each.
 
     Examples
     --------
-    >>> class Learner:
-    ...     \"\"\"A learner.
+    >>> class Message:
+    ...     \"\"\"A message.
     ...
     ...     Parameters
     ...     ----------
-    ...     n_trees : int, default 10
-    ...         Trees in the forest. More is slower.
+    ...     stream, key : str
+    ...         Stream id; also the
+    ...         ``Kafka`` message key.
     ...     \"\"\"
-    >>> parameter_docs(Learner)
-    {'n_trees': 'Trees in the forest.'}
+    >>> parameter_texts(Message)
+    {'stream': 'Stream id; also the Kafka message key.', 'key': 'Stream id; also the Kafka message key.'}
     """
     lines = (inspect.getdoc(cls) or "").splitlines()
     starts = [i for i in range(len(lines) - 1)
@@ -71,12 +73,40 @@ def parameter_docs(cls: type) -> dict[str, str]:
         elif line.strip():
             for name in names:
                 docs[name].append(line.strip())
-    return {name: _first_sentence(" ".join(words)) for name, words in docs.items() if words}
+    return {name: plain_text(" ".join(words)) for name, words in docs.items() if words}
+
+
+def parameter_docs(cls: type) -> dict[str, str]:
+    """The first sentence of each parameter's description in ``cls``'s numpydoc
+    ``Parameters`` section (``{}`` without one).
+
+    Examples
+    --------
+    >>> class Learner:
+    ...     \"\"\"A learner.
+    ...
+    ...     Parameters
+    ...     ----------
+    ...     n_trees : int, default 10
+    ...         Trees in the forest. More is slower.
+    ...     \"\"\"
+    >>> parameter_docs(Learner)
+    {'n_trees': 'Trees in the forest.'}
+    """
+    return {name: _first_sentence(text) for name, text in parameter_texts(cls).items()}
+
+
+def plain_text(text: str) -> str:
+    """``text`` without the reStructuredText a terminal or a JSON Schema would show as is.
+
+    >>> plain_text("the ``ts`` of :class:`~schemas.Instance`")
+    'the ts of schemas.Instance'
+    """
+    return _MARKUP.sub(lambda m: m.group(1) or "", text)
 
 
 def _first_sentence(text: str) -> str:
-    """Up to the first full stop outside parentheses, in plain text (no RST markup)."""
-    text = _MARKUP.sub(lambda m: m.group(1) or "", text)
+    """Up to the first full stop outside parentheses."""
     for end in _SENTENCE_END.finditer(text):
         head = text[:end.start() + 1]
         if head.count("(") == head.count(")"):

@@ -28,7 +28,6 @@ import uuid
 from collections import defaultdict, deque
 from pathlib import Path
 
-import msgpack
 import numpy as np
 from confluent_kafka import Consumer
 from rich import box
@@ -36,6 +35,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+from schemas.codec import load
 
 from ...kafka_io import CLIENT_LOG, quiet_client_logs
 from .produce import hyperplane, make_producer, produce_stream
@@ -248,7 +249,7 @@ class LiveView:
             for m in self.c.consume(5000, 0.2):
                 if m.error() is not None:
                     continue
-                d = msgpack.unpackb(m.value(), raw=False)
+                d = load(m.value(), m.headers())  # msgpack or JSON: each topic's format
                 t = m.topic()
                 if t == self.topics.predictions:
                     self.board.prediction(d)

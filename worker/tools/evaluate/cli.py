@@ -332,12 +332,13 @@ class _Backfill:
             update={"extra": extra})})
         self.producer = TransactionalProducer(long, f"streamforest-evaluate-{prefix}",
                                               timeout_s=60.0)
-        self.encoder = OutputEncoder(names, WorkerMetrics())
+        # the formats of the workers' outputs (settings.output), so their readers read both
+        self.encoder = OutputEncoder(names, WorkerMetrics(), output=settings.output)
         self.producer.begin()
 
     def send(self, outputs: list) -> None:
         if outputs:
-            self.producer.produce_many(outputs)
+            self.producer.produce_many(outputs, self.encoder.headers)
 
     def commit(self) -> None:
         self.producer.commit()

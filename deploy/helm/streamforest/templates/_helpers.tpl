@@ -214,11 +214,20 @@ app.kubernetes.io/part-of: streamforest
      `profiles`. Every value is written as TOML's inline form of its JSON (numbers stay whole where
      YAML had them whole: Helm's toToml would write 50 as 50.0); a null value is left out. */}}
 {{- define "streamforest.configFile" -}}
-# rendered by the streamforest chart from its values `learners` and `profiles`;
+# rendered by the streamforest chart from its values `learners`, `profiles` and `output`;
 # STREAMFOREST_* variables (the chart's `env`) override it key by key
 {{- with .Values.learners }}
 
 [learners]
+{{- range $key, $value := . }}
+{{- if not (kindIs "invalid" $value) }}
+{{ toJson $key }} = {{ include "streamforest.tomlValue" $value }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.output }}
+
+[output]
 {{- range $key, $value := . }}
 {{- if not (kindIs "invalid" $value) }}
 {{ toJson $key }} = {{ include "streamforest.tomlValue" $value }}
