@@ -3,12 +3,11 @@
 ``sklearn.utils.get_tags`` calls ``estimator.__sklearn_tags__()`` and refuses an estimator
 that has none (scikit-learn 1.6 on), so ``is_classifier``, ``cross_val_score``' stratified
 folds and the search classes need tags; its checks expect its own ``NotFittedError`` and
-``DataConversionWarning``. Only
-scikit-learn asks for tags, and it has then loaded ``sklearn.utils``; an unfitted adapter
-raises scikit-learn's error class too, and warns with its warning class, when scikit-learn is
-loaded. Both are taken from the
-modules as found in ``sys.modules``, so that ``models/`` stays free of any import of
-scikit-learn and costs nothing to those who do not use it.
+``DataConversionWarning``. Only scikit-learn asks for tags, and it has then loaded
+``sklearn.utils``; an unfitted adapter raises scikit-learn's error class too, and warns with
+its warning class, when scikit-learn is loaded. Both are taken from the modules as found in
+``sys.modules``, so that ``models/`` stays free of any import of scikit-learn and costs
+nothing to those who do not use it.
 """
 
 from __future__ import annotations
