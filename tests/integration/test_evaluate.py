@@ -401,7 +401,7 @@ def test_served_scores_labels_that_came_later_as_in_process(late):
     assert labels["held_rows"] == LATE_HELD
     never = sum(st["unlabelled"] for st in cfg["streams"].values())
     assert f"never labelled: {never:,} predictions not scored" in r.stdout
-    assert {row[6] for row in summary_rows(report)} == {"-"}  # alerts: not read
+    assert {row["alerts"] for row in summary_rows(report)} == {"-"}  # alerts: not read
 
 
 def test_an_empty_range_or_no_matching_stream_exits_2(late):

@@ -247,3 +247,29 @@ def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
+
+
+def test_the_summary_reads_at_80_columns(capsys, monkeypatch):
+    """Two configurations, two tasks and long names: every line fits 80 columns and every
+    number stands whole on one line (names fold)."""
+    from rich.console import Console
+
+    from worker.tools.evaluate import summary
+
+    monkeypatch.setattr(summary, "_tty", lambda: True)
+    monkeypatch.setattr("rich.console.Console", lambda **kw: Console(width=80, **kw))
+    stream = {"task": "classification", "instances": 90624, "labelled": 90624,
+              "alerts": [{}] * 17, "cumulative": {"accuracy": 0.8912},
+              "window": {"accuracy": 0.87}}
+    bikes = {"task": "regression", "instances": 20000, "labelled": 20000, "alerts": [],
+             "cumulative": {"mae": 34.0}, "window": {"mae": 30.1}}
+    cfgs = [{"name": name, "throughput": {"per_second": 21345.2},
+             "streams": {"electricity-of-a-long-name": stream, "bikes": bikes}}
+            for name in ("default", "a-much-longer-candidate-name")]
+    summary.print_summary({"mode": "replay", "records": {"read": 110624, "malformed": {}},
+                           "configurations": cfgs})
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for number in ("90,624", "accuracy 0.8912", "0.8700", "mae 34.0000", "30.1000", "17"):
+        assert number in out
+    assert "instances/s: default 21,345, a-much-longer-candidate-name 21,345" in out
