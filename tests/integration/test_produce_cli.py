@@ -163,6 +163,13 @@ def test_produce_file_refuses_a_bad_value_naming_its_line(kafka_bootstrap, tmp_p
     proc = produce(env, "-", "--format", "jsonl", "--stream", "s", source=("file",),
                    stdin='{"a": 1}\n{"b": 1}\n')
     assert proc.returncode == 2 and "line 2: the worker would refuse" in proc.stderr
+    # and labels of another kind than the stream's first (a class, then regression targets)
+    proc = produce(env, "-", "--format", "jsonl", "--stream-column", "s", "--label", "y",
+                   source=("file",), stdin='{"s": "a", "x": 1, "y": "UP"}\n'
+                   '{"s": "b", "x": 1, "y": [1.5]}\n{"s": "a", "x": 2, "y": [0.5]}\n')
+    assert proc.returncode == 2
+    assert "line 3: the worker would refuse this row: invalid_target" in proc.stderr
+    assert "(the stream's first label is on line 1)" in proc.stderr
     assert read_topic(kafka_bootstrap, settings.topics.instances, idle_s=1.0) == []
 
 

@@ -36,6 +36,8 @@ from schemas.codec import InstanceLimits, decode_instance
 from schemas.errors import DecodeError
 
 from ...cli import UsageError
+from ...pipeline.errors import PipelineError
+from ...pipeline.tasks import make_task, task_of_label
 
 _pack = msgpack.Packer(use_bin_type=True).pack
 _WHOLE = re.compile(r"[+-]?\d+")
@@ -238,6 +240,7 @@ def _checked(rows, cols: Columns, where: str, max_bytes: int,
     """Pack every row and decode it as the worker does; the first refusal is a usage error."""
     out = Records()
     names: dict[str, list[str]] = {}  # stream -> the feature names its first row fixed
+    tasks: dict[str, tuple] = {}  # stream -> (its task as its first label fixed it, that line)
     for line, d in rows:
         try:
             value = _pack(d)
@@ -251,9 +254,25 @@ def _checked(rows, cols: Columns, where: str, max_bytes: int,
             if not inst.x:
                 raise UsageError(f"{where}, line {line}: the row has no feature")
             names[inst.stream] = list(inst.x)
+        if inst.y is not None:
+            _check_label(tasks, inst.stream, inst.y, where, line)
         out.values.append((inst.stream, value))
         out.streams[inst.stream] = out.streams.get(inst.stream, 0) + 1
         out.labelled += inst.y is not None
     if not out.values:
         raise UsageError(f"{where} has no rows")
     return out
+
+
+def _check_label(tasks: dict, stream: str, y, where: str, line: int) -> None:
+    """A label of the kind the stream's first label fixed (a class, or as many regression
+    targets), as the worker holds a stream to it; else a usage error naming both lines."""
+    if stream not in tasks:
+        tasks[stream] = (make_task(task_of_label(y), y), line)
+        return
+    task, first = tasks[stream]
+    try:
+        task.check_label(y)
+    except PipelineError as exc:
+        raise UsageError(f"{where}, line {line}: the worker would refuse this row: {exc} "
+                         f"(the stream's first label is on line {first})") from None
