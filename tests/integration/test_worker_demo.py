@@ -26,9 +26,14 @@ def test_demo_consumes_every_stream_and_stops_its_workers(kafka_bootstrap):
     assert "all streams consumed" in out
     # its 8 topics are deleted at the end
     prefix = re.search(r"topics (demo-[0-9a-f]+)\.\*", out).group(1)
-    assert f"deleted the topics {prefix}.*" in out
-    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=10).topics
+    assert f"deleted the topics {prefix}.* and the consumer groups {prefix}-workers, demo-view-" \
+        in out
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topics = admin.list_topics(timeout=10).topics
     assert [t for t in topics if t.startswith(prefix + ".")] == []
+    # and so are the consumer groups of its workers and of its live view
+    groups = [g.group_id for g in admin.list_consumer_groups().result(timeout=10).valid]
+    assert [g for g in groups if g.startswith((prefix, "demo-view-"))] == []
     final = out.split("final view:")[1]
     assert "1500/1500" in final and "1000/1000" in final and "800/800" in final
     # the live view shows the importance ranking beside the true weights

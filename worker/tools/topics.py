@@ -71,6 +71,14 @@ def delete_topics(settings, timeout_s: float = 30.0,
     return _outcomes(futures, "deleted", KafkaError.UNKNOWN_TOPIC_OR_PART, "absent")
 
 
+def delete_groups(settings, groups: list[str], timeout_s: float = 30.0) -> dict[str, str]:
+    """Delete consumer groups that have no member left (the demo's workers and live view);
+    returns ``{group: "deleted" | "absent"}``."""
+    admin = AdminClient(admin_config(settings))
+    futures = admin.delete_consumer_groups(groups, request_timeout=timeout_s)
+    return _outcomes(futures, "deleted", KafkaError.GROUP_ID_NOT_FOUND, "absent")
+
+
 def _outcomes(futures: dict, done: str, benign: int, benign_word: str) -> dict[str, str]:
     """``{topic: done}`` once each admin future completed, ``benign_word`` for a topic whose
     request failed with the ``benign`` error code (already there, already gone); any other

@@ -234,7 +234,8 @@ class LiveView:
     """Reads the output topics (read_committed) into a :class:`Board`."""
 
     def __init__(self, bootstrap: str, topics, board: Board):
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-view-{uuid.uuid4()}",
+        self.group = f"demo-view-{uuid.uuid4()}"
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": self.group,
                            "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                            "enable.auto.commit": False, "logger": CLIENT_LOG})
         self.c.subscribe([topics.predictions, topics.drift, topics.rankings])
@@ -306,7 +307,7 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
              bike_rows: int | None = None, keep_topics: bool = False) -> int:
     """Run the demo (see module doc); returns 0 when every instance got its prediction."""
     from ...settings import load_settings
-    from ..topics import create_topics, delete_topics
+    from ..topics import create_topics, delete_groups, delete_topics
     from .datasets import load
 
     quiet_client_logs()  # librdkafka's own lines would tear the view
@@ -397,11 +398,15 @@ def run_demo(bootstrap: str | None = None, rows: int = 30000, electricity_rows: 
         if logs is not None and ok:  # kept when something went wrong, for a look
             shutil.rmtree(logs, ignore_errors=True)
         if settings is not None and not keep_topics:
+            groups = [settings.kafka.group_id] + ([view.group] if view is not None else [])
             try:
                 delete_topics(settings)
-                print(f"deleted the topics {prefix}.*", file=out, flush=True)
+                delete_groups(settings, groups)
+                print(f"deleted the topics {prefix}.* and the consumer groups "
+                      f"{', '.join(groups)}", file=out, flush=True)
             except Exception as exc:  # noqa: BLE001 (the demo's own outcome matters more)
-                print(f"could not delete the topics {prefix}.*: {exc}", file=out, flush=True)
+                print(f"could not delete the topics {prefix}.* or the consumer groups: {exc}",
+                      file=out, flush=True)
         if broker is not None:
             broker.stop()
             shutil.rmtree(broker.data_dir, ignore_errors=True)
