@@ -13,6 +13,7 @@ from worker_support import (
     assert_same_alerts_and_rankings,
     count_committed,
     crash_run,
+    latest_of_result,
     read_topic,
     scenario,
     wait_for,
@@ -113,6 +114,7 @@ def _reference(settings, streams: dict) -> dict:
         ref[s] = preds
         ref["drift:" + s] = [(a.level, a.position) for a in res.alerts]
         ref["rank:" + s] = [(k.method, k.features, k.scores, k.n_seen) for k in res.rankings]
+        ref["latest:" + s] = latest_of_result(res)
     return ref
 
 

@@ -312,11 +312,16 @@ def reference_outputs(settings, streams: dict) -> dict:
         ref[s] = preds
         ref["drift:" + s] = [(a.level, a.position) for a in res.alerts]
         ref["rank:" + s] = [(k.method, k.features, k.scores, k.n_seen) for k in res.rankings]
-        ref["latest:" + s] = latest_of(
-            [{"method": k.method, "features": k.features, "scores": k.scores, "n_seen": k.n_seen}
-             for k in res.rankings],
-            [{"source": a.source, "level": a.level, "position": a.position} for a in res.alerts])
+        ref["latest:" + s] = latest_of_result(res)
     return ref
+
+
+def latest_of_result(res) -> dict:
+    """:func:`latest_of` the rankings and alerts of an in-process run's result."""
+    return latest_of(
+        [{"method": k.method, "features": k.features, "scores": k.scores, "n_seen": k.n_seen}
+         for k in res.rankings],
+        [{"source": a.source, "level": a.level, "position": a.position} for a in res.alerts])
 
 
 def latest_of(rankings: list[dict], alerts: list[dict]) -> dict:

@@ -397,7 +397,7 @@ def test_sklearn_wrapped_learners_and_their_templates():
 
 
 def test_sklearn_frames_name_the_features():
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     X, y = _stream(300)
     frame = pd.DataFrame(X, columns=list(NAMES))
     clf = SklearnStyleClassifier(AdaptiveRandomForest, n_models=3, seed=1).fit(frame, pd.Series(y))
@@ -409,7 +409,7 @@ def test_sklearn_frames_name_the_features():
 
 
 def test_sklearn_feature_stream_forest_takes_arriving_columns():
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     X, y = _stream(300)
     clf = SklearnStyleClassifier(FeatureStreamForest, n_trees=5, seed=1)
     direct = FeatureStreamForest(n_trees=5, seed=1)

@@ -17,6 +17,8 @@ partitions than the instances topic is (recovery could not find a partition's st
 
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -72,11 +74,29 @@ def delete_topics(settings, timeout_s: float = 30.0,
 
 
 def delete_groups(settings, groups: list[str], timeout_s: float = 30.0) -> dict[str, str]:
-    """Delete consumer groups that have no member left (the demo's workers and live view);
-    returns ``{group: "deleted" | "absent"}``."""
+    """Delete consumer groups whose members have left (the demo's workers and live view);
+    returns ``{group: "deleted" | "absent"}``. A group is still "not empty" for a moment after
+    its last member left (the coordinator completes the rebalance the leave started): it is
+    asked again until ``timeout_s``."""
     admin = AdminClient(admin_config(settings))
-    futures = admin.delete_consumer_groups(groups, request_timeout=timeout_s)
-    return _outcomes(futures, "deleted", KafkaError.GROUP_ID_NOT_FOUND, "absent")
+    deadline = time.monotonic() + timeout_s
+    left, result = list(groups), {}
+    while left:
+        futures = admin.delete_consumer_groups(left, request_timeout=timeout_s)
+        busy = []
+        for group, fut in futures.items():
+            try:
+                result.update(_outcomes({group: fut}, "deleted", KafkaError.GROUP_ID_NOT_FOUND,
+                                        "absent"))
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.NON_EMPTY_GROUP or \
+                        time.monotonic() > deadline:
+                    raise
+                busy.append(group)
+        left = busy
+        if left:
+            time.sleep(0.5)
+    return result
 
 
 def _outcomes(futures: dict, done: str, benign: int, benign_word: str) -> dict[str, str]:
