@@ -364,7 +364,7 @@ class SklearnStyleRegressor(_SklearnStyle):
         order; returns self."""
         X, names = self._matrix(X, learning=True)
         self._require_y(y)
-        Y = np.asarray(y, dtype=np.float64)
+        Y = np.ascontiguousarray(y, dtype=np.float64)  # the kernels' layout, as for X
         if Y.ndim not in (1, 2):
             raise ValueError(f"y must be (n,) or (n, n_targets), got shape {Y.shape}")
         single = Y.ndim == 1
@@ -422,14 +422,17 @@ def _column_names(X) -> list[str] | None:
 
 
 def _dense(X) -> np.ndarray:
-    """``X`` as a 2-D float64 array (no copy when it is one), with scikit-learn's refusals."""
+    """``X`` as a 2-D C-ordered float64 array (no copy when it is one), with scikit-learn's
+    refusals."""
     if hasattr(X, "toarray"):  # scipy's sparse matrices and arrays, without importing scipy
         raise TypeError("Sparse data was passed, but dense data is required: the learners "
                         "take dense rows (X.toarray())")
     arr = np.asarray(X)
     if arr.dtype.kind == "c":
         raise ValueError("Complex data not supported")
-    arr = arr.astype(np.float64, copy=False)
+    # C order and float64 whatever came in (a frame's values are often in Fortran order):
+    # the kernels are compiled for that layout, another one would compile them again
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
     if arr.ndim != 2:
         raise ValueError(f"Expected 2D array, got {arr.ndim}D array instead. Reshape your data "
                          "either using array.reshape(-1, 1) if your data has a single feature "
