@@ -838,17 +838,39 @@ def decode_instance(
     ...
     schemas.errors.DecodeError: feature_count at x: the stream has 3 features, this instance has 2
     """
+    return decode_instance_row(value, headers, max_bytes=max_bytes, n_features=n_features,
+                               feature_names=feature_names, limits=limits)[0]
+
+
+def decode_instance_row(
+    value: bytes,
+    headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    n_features: int | None = None,
+    feature_names: Sequence[str] | None = None,
+    limits: InstanceLimits | None = None,
+) -> tuple[Instance, list[float] | None]:
+    """:func:`decode_instance` and the row it checked: the features in ``feature_names``'
+    order (:func:`instance_features`), ``None`` without names. The checks, and the order in
+    which they fail, are :func:`decode_instance`'s.
+
+    Examples
+    --------
+    >>> value, _ = encode(Instance(stream="s1", id=7, ts=0, x={"b": 2.0, "a": 1.0}))
+    >>> decode_instance_row(value, feature_names=["a", "b"])[1]
+    [1.0, 2.0]
+    """
     d = load(value, headers, max_bytes=max_bytes)
     inst = _fast_instance(d)
     if inst is None:
         inst = validate(d, Instance)
     if limits is not None:
         check_limits(inst, limits)
-    if feature_names is not None:
-        instance_features(inst, feature_names)
+    row = instance_features(inst, feature_names) if feature_names is not None else None
     if n_features is not None and len(inst.x) != n_features:
         raise _count_error(n_features, len(inst.x))
-    return inst
+    return inst, row
 
 
 def decode_label_event(

@@ -20,7 +20,7 @@ from .batches import NEW_STREAM, BatchRows, read_instance_batch
 from .codec import (
     DEFAULT_MAX_BYTES,
     InstanceLimits,
-    decode_instance,
+    decode_instance_row,
     decode_label_event,
     instance_features,
     plain_instance_fields,
@@ -129,19 +129,21 @@ def _same_stream(record, stream: str | None) -> None:
 def _instance_row(value, headers, stream, columns, max_bytes, limits) -> InstanceRow:
     """An Instance fully validated, its row in the stream's column order."""
     n_features, names = columns if columns is not None else (None, None)
-    inst = decode_instance(value, headers, max_bytes=max_bytes, n_features=n_features,
-                           feature_names=names, limits=limits)
-    record = InstanceRow(inst.stream, inst.id, inst.ts, inst.y, inst.x, None)
+    inst, row = decode_instance_row(value, headers, max_bytes=max_bytes, n_features=n_features,
+                                    feature_names=names, limits=limits)
+    record = InstanceRow(inst.stream, inst.id, inst.ts, inst.y, inst.x, row)
     _same_stream(record, stream)
-    if columns is None:  # a new stream (or one whose columns grow): the record's own order
-        names = list(inst.x) if isinstance(inst.x, dict) else None
-    elif names is None and isinstance(inst.x, dict):
+    if row is not None:  # read in the stream's named columns
+        return record
+    if columns is not None and isinstance(inst.x, dict):
         # names mean nothing to a stream whose columns have none: reading the map by
         # position would put values under the wrong features
         raise DecodeError(UNKNOWN_FEATURE, "x is a map, but this stream's features have no "
                           "names (its first instance sent x as a list): send x as a list in "
                           "the stream's order", "x")
-    return record._replace(row=instance_features(inst, names))
+    # a list in a stream without names; a new stream's (or one whose columns grow) first
+    # record: in its own order
+    return record._replace(row=instance_features(inst))
 
 
 def read_plain_instance(value: bytes, max_bytes: int):
