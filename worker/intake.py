@@ -10,7 +10,7 @@ steady state (plain instances of known streams) goes through the bulk kernel of
 message, every kind of record read by one call (:func:`schemas.records.read_record`).
 
 An InstanceBatch record (header ``sf-kind: instance-batch``, :mod:`schemas.batches`) is many
-consecutive rows of one stream in one record. :meth:`RecordDecoder.decode` validates every
+consecutive rows of one stream in one record. :meth:`RecordDecoder.read_instances` validates every
 row, checks the rows against the stream's pipeline (width, feature names, labels) and
 appends them to the stream's :class:`StreamRows` as one block, so they run through the same
 test-then-train pipeline as rows sent one per record, in the same order. A record is taken
@@ -79,7 +79,7 @@ class StreamRows:
         sr.X, sr.ys, sr.offsets, sr.ids, sr.ts, sr.live = X, ys, offsets, ids, ts, live
         return sr
 
-    def append(self, row, y, offset: int, ident, ts: int, live: bool) -> None:
+    def add_row(self, row, y, offset: int, ident, ts: int, live: bool) -> None:
         """One more row, in partition order (replayed rows all come before live ones)."""
         if not live:
             self.live += 1
@@ -89,15 +89,15 @@ class StreamRows:
         self.ids.append(ident)
         self.ts.append(ts)
 
-    def append_label(self, y, offset: int, ident, ts: int, live: bool) -> None:
+    def add_label(self, y, offset: int, ident, ts: int, live: bool) -> None:
         """A LabelEvent, in partition order: a row without features (``ident`` names the
         instance it labels)."""
         if self.labels is None:
             self.labels = []
         self.labels.append(len(self.ys))
-        self.append(None, y, offset, ident, ts, live)
+        self.add_row(None, y, offset, ident, ts, live)
 
-    def extend(self, X: np.ndarray, ys: list, offset: int, ids: list, ts: list,
+    def add_rows(self, X: np.ndarray, ys: list, offset: int, ids: list, ts: list,
                live: bool) -> None:
         """The rows of one InstanceBatch (all at ``offset``), kept as one block."""
         n = X.shape[0]
@@ -174,7 +174,7 @@ class RecordDecoder:
     created : int
         Pipelines created so far (the worker's stream gauges follow it).
     extra_live_rows : int
-        Live rows of InstanceBatch records beyond one per record, in the last :meth:`decode`
+        Live rows of InstanceBatch records beyond one per record, in the last :meth:`read_instances`
         (checkpoints are due after a number of instances, not of records).
     """
 
@@ -203,7 +203,7 @@ class RecordDecoder:
 
     # -- instance records ----------------------------------------------------------------------
 
-    def decode(self, task, pm: list, offsets: np.ndarray, outbox,
+    def read_instances(self, task, pm: list, offsets: np.ndarray, outbox,
                max_bytes: int) -> dict[str, StreamRows]:
         """Decode one partition's messages into per-stream rows; refused ones are
         dead-lettered in ``outbox`` (:class:`worker.output.Outbox`).
@@ -271,7 +271,7 @@ class RecordDecoder:
             stream = self.keys.get(m.key())
             if fast_l[i]:  # decoded in bulk: a plain instance of this known stream
                 a = int(D.xstart[i])
-                _rows_of(streams, stream).append(
+                _rows_of(streams, stream).add_row(
                     D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
                     int(D.ids[i]), int(D.ts[i]), live)
                 continue
@@ -304,16 +304,16 @@ class RecordDecoder:
                 raise PipelineError("unknown_stream", f"no instance of stream {stream!r} has "
                                     "arrived: a LabelEvent follows the instance it labels")
             pl.check_label_event(record.y)
-            _rows_of(streams, stream).append_label(record.y, off, record.id, record.ts, live)
+            _rows_of(streams, stream).add_label(record.y, off, record.id, record.ts, live)
         elif type(record) is BatchRows:
             self._check_batch(pipelines, stream, pl, record)
-            _rows_of(streams, stream).extend(record.X, record.y, off, record.ids, record.ts,
+            _rows_of(streams, stream).add_rows(record.X, record.y, off, record.ids, record.ts,
                                              live)
             if live:
                 self.extra_live_rows += record.X.shape[0] - 1
         else:
             row = self._row(pipelines, stream, pl, record)
-            _rows_of(streams, stream).append(row, record.y, off, record.id, record.ts, live)
+            _rows_of(streams, stream).add_row(row, record.y, off, record.id, record.ts, live)
 
     def _check_batch(self, pipelines, stream, pl, rows: BatchRows) -> None:
         """The rows of a batch fit its stream; the first record of a stream creates its
@@ -358,7 +358,7 @@ class RecordDecoder:
 
     # -- feature records -----------------------------------------------------------------------
 
-    def decode_arrivals(self, task, records: list, outbox, max_bytes: int) -> list[Arrival]:
+    def read_arrivals(self, task, records: list, outbox, max_bytes: int) -> list[Arrival]:
         """The feature records a merge released (``(message, instances before it)``), as
         :class:`Arrival` s in order; refused ones are dead-lettered (when live)."""
         out = []

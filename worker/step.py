@@ -24,10 +24,14 @@ instances its rows at once, a stream of features its rows and arrivals in merged
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .pipeline import PipelineError
+
+if TYPE_CHECKING:  # the annotations only
+    from .intake import RecordDecoder
 
 
 @dataclass
@@ -196,8 +200,8 @@ class StreamStep:
         Largest input record taken.
     """
 
-    def __init__(self, decoder, encoder, metrics, max_bytes: int):
-        self.decoder = decoder
+    def __init__(self, decoder: RecordDecoder, encoder, metrics, max_bytes: int):
+        self.decoder: RecordDecoder = decoder
         self.encoder = encoder if encoder is not None else _Unencoded()
         self.metrics = metrics
         self.max_bytes = max_bytes
@@ -208,11 +212,11 @@ class StreamStep:
         dead letters go to ``outbox`` (:class:`worker.output.Outbox`)."""
         out = Stepped()
         if rel.a:
-            out.streams = self.decoder.decode(task, rel.a, rel.a_offsets, outbox,
-                                              self.max_bytes)
+            out.streams = self.decoder.read_instances(task, rel.a, rel.a_offsets, outbox,
+                                                      self.max_bytes)
             out.extra_rows = self.decoder.extra_live_rows
         if rel.b:
-            out.arrivals = self.decoder.decode_arrivals(task, rel.b, outbox, self.max_bytes)
+            out.arrivals = self.decoder.read_arrivals(task, rel.b, outbox, self.max_bytes)
         instances, held = _by_kind(task.pipelines, out.streams)
         out.learned = learn_streams(task, instances)
         if out.learned.scored:

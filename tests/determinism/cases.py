@@ -279,7 +279,7 @@ def wire_case(name: str) -> str:
         batch = msgs[a:a + 700]
         outbox = Outbox("test")
         offsets = np.array([m.offset() for m in batch], dtype=np.int64)
-        for s, sr in dec.decode(task, batch, offsets, outbox, 1 << 20).items():
+        for s, sr in dec.read_instances(task, batch, offsets, outbox, 1 << 20).items():
             pl = task.pipelines[s]
             sr.finish(pl.n_features)
             enc.encode(task, s, pl, pl.process(sr.X, sr.ys, sr.offsets), sr, 0, outbox)

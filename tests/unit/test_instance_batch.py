@@ -181,7 +181,7 @@ def _run(msgs, batches_out=True, committed=0):
     dec = _decoder()
     outbox = Outbox("test")
     offsets = np.array([m.offset() for m in msgs], dtype=np.int64)
-    streams = dec.decode(task, msgs, offsets, outbox, 1 << 20)
+    streams = dec.read_instances(task, msgs, offsets, outbox, 1 << 20)
     learned = learn_streams(task, streams)
     s = load_settings({"STREAMFOREST_OUTPUT__PREDICTION_BATCHES": str(batches_out).lower()})
     enc = OutputEncoder(s.topics, WorkerMetrics(), output=s.output)
@@ -297,7 +297,7 @@ def test_a_new_stream_may_start_with_a_named_batch():
                     headers=list(BATCH_HEADERS)) for i, v in enumerate((value, swapped))]
     task = PartitionTask("g", "in", 0, "in.features")
     outbox = Outbox("test")
-    streams = _decoder().decode(task, msgs, np.array([0, 1]), outbox, 1 << 20)
+    streams = _decoder().read_instances(task, msgs, np.array([0, 1]), outbox, 1 << 20)
     assert not outbox and task.pipelines["n"].feature_names == ["a", "b", "c"]
     sr = streams["n"]
     sr.finish(3)
@@ -312,7 +312,7 @@ def test_json_msgpack_equivalence_of_prediction_batch_output():
     dec = _decoder()
     msgs = _batch_messages("a", X, y, 20)
     outbox = Outbox("test")
-    streams = dec.decode(task, msgs, np.array([0, 1]), outbox, 1 << 20)
+    streams = dec.read_instances(task, msgs, np.array([0, 1]), outbox, 1 << 20)
     learned = learn_streams(task, streams)
     enc = OutputEncoder(s.topics, WorkerMetrics(), output=s.output)
     for stream, pl, sr, lo, res in learned.results:

@@ -42,7 +42,7 @@ def _decoder(task, cfg=CFG, **caps):
 def _decode(dec, task, msgs, dead):
     offsets = np.array([m.offset() for m in msgs], dtype=np.int64)
     outbox = Outbox("test")
-    rows = dec.decode(task, msgs, offsets, outbox, 1 << 20)
+    rows = dec.read_instances(task, msgs, offsets, outbox, 1 << 20)
     dead.extend(outbox.dead)
     return rows
 

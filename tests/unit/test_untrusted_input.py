@@ -137,7 +137,7 @@ def _worker_pass(batch, output_format):
             for i, (k, v, h) in enumerate(batch)]
     outbox = Outbox("test")
     offsets = np.arange(len(msgs), dtype=np.int64)
-    for s, sr in decoder.decode(task, msgs, offsets, outbox, MAX).items():
+    for s, sr in decoder.read_instances(task, msgs, offsets, outbox, MAX).items():
         pl = task.pipelines[s]
         sr.finish(pl.n_features) if not pl.arrivals else None
         res = pl.process(sr.X, sr.ys, sr.offsets, ids=sr.ids, ts=sr.ts, labels=sr.labels)

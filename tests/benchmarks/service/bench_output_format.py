@@ -109,7 +109,7 @@ def one_pass(env: dict, batches: list[list[Message]]) -> dict:
         timed = i >= WARM_POLLS
         offsets = np.array([m.offset() for m in msgs], dtype=np.int64)
         c0 = time.process_time()
-        streams = decoder.decode(task, msgs, offsets, Outbox("bench"), max_bytes)
+        streams = decoder.read_instances(task, msgs, offsets, Outbox("bench"), max_bytes)
         c1 = time.process_time()
         learned = learn_streams(task, streams)
         c2 = time.process_time()
