@@ -496,6 +496,20 @@ def _vote(t, node, total, use_nb, weighted, node_counts, tree_correct, tree_seen
             out_row[c] += counts[c] / total * wt
 
 
+@njit(inline="always")
+def _predict_vote(t, node, total, use_nb, x, degenerate, weighted, node_leaf, node_counts,
+                  leaf_feat, g_w, g_mean, g_m2, tree_correct, tree_seen, scores, proba, x_sub,
+                  ones, factors, observed, out_row):
+    """:func:`_vote` of tree ``t`` for a row it will not learn: the leaf's naive Bayes log
+    joint only when the leaf votes with it, and neither of its classes (they score a row
+    the tree learns)."""
+    if use_nb:
+        _leaf_votes(node, total, True, x, degenerate, node_leaf, node_counts, leaf_feat, g_w,
+                    g_mean, g_m2, scores, x_sub, ones, factors, observed)
+    _vote(t, node, total, use_nb, weighted, node_counts, tree_correct, tree_seen, scores,
+          proba, out_row)
+
+
 @njit(_nrt=False)
 def _detect(learned, errors, n, moa, flags, befores, settings, b_total, b_var, b_count, rows,
             total, variance, width, tick, drift, n_detections, n_seen):
@@ -636,6 +650,13 @@ def _learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, la
             node = _route(s, x, slot_root, node_feature, node_threshold, node_left, node_right)
             tot = _weight(node, node_counts)
             use_nb = _uses_nb(node, tot, lp, node_active, node_leaf, leaf_mc, leaf_nb)
+            if k < 0:  # an unlabelled row: predicted, not learned
+                if predict:
+                    _predict_vote(t, node, tot, use_nb, x, degenerate, weighted, node_leaf,
+                                  node_counts, leaf_feat, g_w, g_mean, g_m2, tree_correct,
+                                  tree_seen, scores, proba, x_sub, ones, factors[0],
+                                  observed[0], out[i, :k_now])
+                continue
             # the log joint (a logarithm per class) only when the leaf votes with it
             mc_pred, nb_pred = _leaf_votes(node, tot, predict and use_nb, x, degenerate,
                                            node_leaf, node_counts, leaf_feat, g_w, g_mean,
@@ -644,8 +665,6 @@ def _learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, la
             if predict:
                 _vote(t, node, tot, use_nb, weighted, node_counts, tree_correct,
                       tree_seen, scores, proba, out[i, :k_now])
-            if k < 0:
-                continue  # an unlabelled row: predicted, not learned
             # the tree's own prediction before learning the row (_predict_row's argmax)
             pred = nb_pred if use_nb else mc_pred
             err = 0.0 if pred == k else 1.0

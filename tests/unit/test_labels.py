@@ -330,3 +330,82 @@ def test_a_poll_with_late_labels_learned_in_one_call_answers_as_per_segment_call
     assert whole == per_run
     if "label" in kinds:  # a poll holding a label event is one of those learned in one call
         assert any(planned)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["inst", "inst", "label", "plain"]),
+                          st.integers(0, 60), st.sampled_from(["a", "b"])),
+                min_size=1, max_size=120),
+       st.lists(st.integers(1, 119), max_size=3), st.sampled_from([4, 40, 400]))
+def test_a_poll_whose_order_cannot_matter_is_held_at_once_as_row_by_row(events, cuts, rows):
+    """When no id of a poll is both taken and held, held twice, held already or labelled
+    before, and nothing falls out (:meth:`HeldInstances.orderless`), the label events take
+    their instances first and the instances are held after the kernel call, with their
+    predictions: every output and the state are those of holding and taking row by row."""
+    X = np.random.default_rng(len(events)).random((len(events), 2))
+    ys = [None if k == "inst" else y for k, _i, y in events]
+    ids = [i for _k, i, _y in events]
+    labels = np.array([k == "label" for k, _i, _y in events], dtype=bool)
+    bounds = sorted({c for c in cuts if c < len(events)}) + [len(events)]
+    cfg = PipelineConfig(ranking_every=9, params={
+        "adaptive_random_forest": {"n_models": 2, "grace_period": 5}})
+
+    def run():
+        p = Pipeline("s", cfg, 2, held_rows=rows)
+        outs, a = [], 0
+        for b in bounds:
+            outs.append(p.process(X[a:b], ys[a:b], ids=ids[a:b], ts=list(range(a, b)),
+                                  labels=labels[a:b]))
+            a = b
+        return _full_outputs(outs), encode_state(p.to_state())
+
+    at_once = run()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(HeldInstances, "orderless", lambda self, puts: False)
+        in_order = run()
+    assert at_once == in_order
+
+
+def test_a_stream_of_late_labels_is_served_at_once_as_row_by_row(monkeypatch):
+    """Labels 25 instances late in polls of 200 rows: most join an instance held in the
+    same poll, the rest one held before it; outputs and state equal row-by-row holding."""
+    X, y = _stream(900, seed=5)
+    Xd, ys, ids, ts, labels = _delayed(X, y, 25)
+
+    def run():
+        p = Pipeline("s", PipelineConfig(), 4, held_rows=1000)
+        outs = [p.process(Xd[a:a + 200], ys[a:a + 200], ids=ids[a:a + 200],
+                          ts=ts[a:a + 200], labels=labels[a:a + 200])
+                for a in range(0, len(ys), 200)]
+        return _full_outputs(outs), encode_state(p.to_state())
+
+    served = []
+    take_many = HeldInstances.take_many
+    monkeypatch.setattr(HeldInstances, "take_many",
+                        lambda self, *a: served.append(take_many(self, *a)) or served[-1])
+    at_once = run()
+    joined = sum(type(e) is int for entries in served for e in entries)
+    assert joined > 400 and sum(map(len, served)) - joined > 50  # both kinds of join
+    monkeypatch.setattr(HeldInstances, "orderless", lambda self, puts: False)
+    assert run() == at_once
+
+
+def test_the_store_serves_a_poll_at_once_only_when_its_order_cannot_matter():
+    held = HeldInstances(1, max_rows=4, max_age_ms=0)
+    held.put(1, np.zeros(1), "a", ts=0)
+    held.take(1, ts=0)
+    held.put(2, np.zeros(1), "a", ts=0)
+    assert held.orderless([3, 4]) and held.orderless([])
+    assert not held.orderless([3, 3])  # held twice
+    assert not held.orderless([2])  # held already
+    assert not held.orderless([1])  # labelled before: holding it forgets that
+    assert not held.orderless([3, 4, 5, 6])  # one would fall out
+    assert not HeldInstances(1, max_rows=4, max_age_ms=10).orderless([3])
+    put_at = {5: 1, 6: 4}  # instances 5 and 6 held in this poll, at positions 1 and 4
+    got = held.take_many([2, 2, 6, 8, 5], [0, 2, 3, 5, 6], put_at)
+    assert got[0][1] == "a" and [e.code for e in got[1:4]] == [DUPLICATE_LABEL, UNKNOWN_ID,
+                                                                UNKNOWN_ID]  # 6: before it
+    assert got[4] == 1 and put_at == {6: 4}  # 5 joins its instance, held earlier in the poll
+    held.put_many(list(put_at), np.ones((1, 1)), ["c"], [2])
+    assert held.take(6, ts=3)[1] == "c" and not held.rows
+    assert _refusal(held, 5) == DUPLICATE_LABEL

@@ -299,7 +299,7 @@ class Pipeline(SegmentPlanning):
             self.check_label(y[int(np.argmax(labelled))])
         rows = Rows.of(n, self.n_instances, ids, ts, labels, offsets)
         dropped = self.held.dropped
-        lab_idx = None if every_row else np.flatnonzero(labelled)
+        lab_idx = None if every_row else np.flatnonzero(labelled).tolist()
         losses: list[np.ndarray] = []  # prequential loss of the labelled rows, in row order
         loss_rows: list[np.ndarray] = []  # and their rows
         self._planned = self._plan_poll(X, y, labelled, rows, emit) or \
@@ -440,13 +440,12 @@ class Pipeline(SegmentPlanning):
         kind = rows.labels[i:j].tolist()
         lab = labelled[i:j].tolist()  # per-row Python: lists, not numpy scalars
         Xs = Xs.copy()  # label events' rows become their instances'
-        served, pending, rows_in = self._hold_and_join(rows, i, kind, Xs, lab, out)
+        served, later, rows_in = self._hold_and_join(rows, i, kind, Xs, lab, out)
         ys = [y[i + r] if lab[r] else None for r in rows_in]
         sel = np.array(rows_in, dtype=np.int64)
         quiet = np.array(kind, dtype=bool)[sel]
         y_pred, proba, classes, _ = self._call_segments(Xs[sel], ys, quiet)
-        for ident, k in pending:  # the predictions now known of the rows still held
-            self.held.settle(ident, k, y_pred[k])
+        self._hold_later(later, y_pred)
         # every row's prediction: an instance's own, a label event's instance's (served)
         preds: list = [None] * (j - i)
         for k, r in enumerate(rows_in):

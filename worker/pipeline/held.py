@@ -109,12 +109,16 @@ class HeldInstances:
         if len(rows) > self.max_rows:
             self._fall_out(rows.popitem(last=False)[0])
 
-    def settle(self, ident, placeholder_row: int, served) -> None:
-        """Instance ``ident``'s prediction, known only after the call that held its row (its
-        placeholder names the call's row ``placeholder_row``), if the row is still held."""
-        entry = self.rows.get(ident)
-        if entry is not None and getattr(entry[1], "row", None) == placeholder_row:
-            self.rows[ident] = (entry[0], served, entry[2])
+    def settle(self, pending: list, predictions: list) -> None:
+        """The predictions of rows held within the kernel call that predicts them, known after
+        it: ``pending`` holds ``(id, placeholder row)`` pairs, ``predictions[row]`` the
+        prediction of that call's row. A row no longer held, or held since under a new
+        placeholder, keeps what it has."""
+        rows = self.rows
+        for ident, k in pending:
+            entry = rows.get(ident)
+            if entry is not None and getattr(entry[1], "row", None) == k:
+                rows[ident] = (entry[0], predictions[k], entry[2])
 
     def take(self, ident, ts: int) -> tuple[np.ndarray, object]:
         """``(row, served prediction)`` of instance ``ident``, no longer held; a
@@ -127,6 +131,52 @@ class HeldInstances:
             raise self._refusal(ident)
         _remember(self.labelled, ident, self.max_rows)
         return entry[0], entry[1]
+
+    def orderless(self, put_ids: list) -> bool:
+        """Whether a poll that holds ``put_ids`` (in order) can be served by
+        :meth:`take_many` and then :meth:`put_many` with the answers and the store of
+        taking and holding row by row: no age bound, no row falling out, and no id to hold
+        that is held already, labelled before or listed twice."""
+        if self.max_age_ms > 0 or len(self.rows) + len(put_ids) > self.max_rows:
+            return False
+        if not put_ids:
+            return True
+        # membership of the ids to hold only: the store may hold millions
+        rows, labelled = self.rows, self.labelled
+        return (len(set(put_ids)) == len(put_ids)
+                and not any(ident in rows or ident in labelled for ident in put_ids))
+
+    def take_many(self, ids: list, at: list, put_at: dict) -> list:
+        """:meth:`take` of each of ``ids`` (at poll positions ``at``, ascending) in order,
+        in a poll :meth:`orderless` allowed, whose instances to hold are ``put_at`` (id ->
+        position; held after the takes by :meth:`put_many`). Per id: the entry
+        ``(row, served prediction, ts)``, the position of the instance it labels when that
+        is held earlier in the same poll (it is then no longer to be held), or the
+        :class:`PipelineError` that refuses it."""
+        pop, labelled, limit = self.rows.pop, self.labelled, self.max_rows
+        out = []
+        for ident, pos in zip(ids, at):
+            entry = pop(ident, None)
+            if entry is None:
+                put = put_at.get(ident)
+                if put is None or put > pos:  # not held, or held only after its label
+                    out.append(self._refusal(ident))
+                    continue
+                del put_at[ident]
+                entry = put
+            labelled.pop(ident, None)  # as _remember: the newest
+            labelled[ident] = None
+            if len(labelled) > limit:
+                labelled.popitem(last=False)
+            out.append(entry)
+        return out
+
+    def put_many(self, ids: list, X: np.ndarray, served: list, ts: list) -> None:
+        """:meth:`put` of each of ``ids`` (rows of ``X``, predictions ``served``, integer
+        times ``ts``) in order, once :meth:`take_many` served the poll: nothing falls out."""
+        rows = self.rows
+        for ident, row, pred, t in zip(ids, X, served, ts):
+            rows[ident] = (row.copy(), pred, t)  # its own copy: a view would keep X alive
 
     def _refusal(self, ident) -> PipelineError:
         if ident in self.labelled:

@@ -18,9 +18,11 @@ pipeline's stages (``task``, ``predictor``, ``selector``, ``held``), its counter
 from __future__ import annotations
 
 from bisect import bisect_left
+from typing import NamedTuple
 
 import numpy as np
 
+from .errors import PipelineError
 from .results import PredictionBlock, StreamResult
 from .whole_poll import PlannedSegments
 
@@ -29,12 +31,12 @@ class SegmentPlanning:
     """Segment ends and whole-poll plans of a :class:`~worker.pipeline.engine.Pipeline`
     (see the module doc)."""
 
-    def _segment_end(self, i: int, lab_idx: np.ndarray | None, rows: Rows, owed: int,
+    def _segment_end(self, i: int, lab_idx: list | None, rows: Rows, owed: int,
                      pending: int, seen: int, next_ranking: int) -> int:
         """The end of the segment of rows that starts at row ``i``: after the labelled row
         (of ``lab_idx``; ``None``: every row) that completes the rankers' block (``owed`` of
         its rows learned by the predictor,
-        not yet by them) or the mini-batch of a predictor defined on mini-batches
+        not yet by them; ``lab_idx`` ascends) or the mini-batch of a predictor defined on mini-batches
         (``pending`` rows waiting), or at the instance at which a ranking is due (``seen``
         instances so far, the next ranking at ``next_ranking``); the poll's end at the
         latest."""
@@ -47,9 +49,9 @@ class SegmentPlanning:
             j = min(rows.n, i + need)
         else:
             j = rows.n
-            k = int(np.searchsorted(lab_idx, i))
-            if k + need - 1 < lab_idx.shape[0]:
-                j = int(lab_idx[k + need - 1]) + 1
+            k = bisect_left(lab_idx, i)
+            if k + need - 1 < len(lab_idx):
+                j = lab_idx[k + need - 1] + 1
         if self.cfg.ranking_every and self.cfg.rankers:
             j = min(j, rows.after_instances(i, max(1, next_ranking - seen)))
         return j
@@ -103,22 +105,24 @@ class SegmentPlanning:
         events = [False] * n if rows.labels is None else rows.labels.tolist()
         lab = labelled.tolist()
         Xs = X if rows.labels is None else X.copy()  # label events' rows become their instances'
-        served, pending, keep = self._hold_and_join(rows, 0, events, Xs, lab, out)
+        served, later, keep = self._hold_and_join(rows, 0, events, Xs, lab, out)
         bounds = self._planned_bounds(labelled, lab, rows)
         calls = self._mixed_calls(bounds, events, lab, keep, rows)
         ys = [y[r] if lab[r] else None for r in keep]
         quiet = np.zeros(len(keep), dtype=bool) if rows.labels is None else rows.labels[keep]
         y_k, proba, classes, known = self._call_segments(Xs[keep], ys, quiet,
                                                          [end for end, _, _ in calls])
-        for ident, k in pending:  # the predictions now known of the rows still held
-            self.held.settle(ident, k, y_k[k])
+        self._hold_later(later, y_k)
+        keep = np.asarray(keep, dtype=np.int64)
         kernel = np.full(n, -1, dtype=np.int64)
-        kernel[keep] = np.arange(len(keep))
-        preds = [None] * n
-        for k, r in enumerate(keep):  # kernel row k is input row keep[k]
-            preds[r] = y_k[k]
+        kernel[keep] = np.arange(keep.shape[0])
+        preds = np.empty(n, dtype=object)  # kernel row k is input row keep[k]
+        preds[keep] = _objects(y_k)
+        preds = preds.tolist()
         for r, pred in served.items():
-            preds[r] = y_k[pred.row] if isinstance(pred, Pending) else pred
+            preds[r] = y_k[pred.row] if type(pred) is Pending else pred
+        labs = np.array(lab, dtype=bool)
+        full = self._event_proba(kernel, rows, proba) if emit and rows.labels is not None else None
         plan, c = [], 0
         for i, j in bounds:
             blocks, mine = [], []
@@ -128,15 +132,8 @@ class SegmentPlanning:
             if any(events[i:j]):
                 end, learned, _ = calls[mine[0]]
                 K = known(end)
-                full = None
-                if emit:
-                    full = np.zeros((j - i, K))
-                    inst = kernel[i:j] >= 0  # the segment's instances (not label events)
-                    if rows.labels is not None:
-                        inst &= ~rows.labels[i:j]
-                    inst = np.flatnonzero(inst)
-                    full[inst] = proba[kernel[i + inst], :K]
-                blocks.append(PredictionBlock(i, j, classes[:K], preds[i:j], full))
+                blocks.append(PredictionBlock(i, j, classes[:K], preds[i:j],
+                                              full[i:j, :K] if emit else None))
             else:
                 for a, b in runs(lab, i, j):
                     ka, kb = int(kernel[a]), int(kernel[b - 1]) + 1
@@ -145,20 +142,61 @@ class SegmentPlanning:
                                                   proba[ka:kb, :K] if emit else None))
             steps = [(k, rows.pos[calls[k][1]], int(calls[k][1][-1])) for k in mine
                      if len(calls[k][1])]
-            plan.append((i, j, blocks, steps, preds[i:j], Xs[i:j],
-                         np.array(lab[i:j], dtype=bool)))
+            plan.append((i, j, blocks, steps, preds[i:j], Xs[i:j], labs[i:j]))
         return PlannedSegments(plan)
 
     def _hold_and_join(self, rows: Rows, i: int, events: list, Xs, lab: list,
                        out: StreamResult):
         """Rows ``i:`` (``events``, ``Xs`` and ``lab`` hold theirs) in order: each label event
         takes its instance from the held store (its row into ``Xs``; a refused one is no
-        longer labelled, in ``lab``), each unlabelled instance is held with a placeholder
-        for its prediction. Returns ``(served, pending, keep)``: the predictions served for
-        the label events taken, the held rows' ``(id, kernel row)`` and the rows (from
-        ``i``) the kernel takes."""
-        held, hold, ids, ts = self.held, rows.holding, rows.ids, rows.ts
+        longer labelled, in ``lab``), each unlabelled instance is held until its prediction
+        is known. Returns ``(served, later, keep)``: the predictions served for the label
+        events taken (a :class:`Pending` for an instance held in the same call), what the
+        store needs once the call's predictions are known (:meth:`_hold_later`) and the rows
+        (from ``i``) the kernel takes.
+
+        When the order of the poll's takes and holds cannot matter
+        (:meth:`~worker.pipeline.held.HeldInstances.orderless`), the events take first and
+        the instances are held after the call, with their predictions; otherwise row by
+        row, each instance held with a placeholder settled after the call."""
+        held, ids, ts = self.held, rows.ids, rows.ts
+        n = len(events)
+        puts = [r for r in range(n) if not (events[r] or lab[r])] if rows.holding else []
+        put_ids = [ids[i + r] for r in puts]
+        if not held.orderless(put_ids):
+            return self._hold_and_join_in_order(rows, i, events, Xs, lab, out)
+        takes = [r for r in range(n) if events[r]]
+        put_at = dict(zip(put_ids, puts))  # the instances still to hold, by id
         served: dict[int, object] = {}  # label event -> the prediction its instance was served
+        refused, got, got_rows, joined = set(), [], [], []
+        for r, entry in zip(takes, held.take_many([ids[i + r] for r in takes], takes, put_at)):
+            if type(entry) is int:  # its instance, held in this poll: served by this call
+                joined.append((r, entry))
+                Xs[r] = Xs[entry]
+            elif isinstance(entry, PipelineError):
+                lab[r] = False
+                out.rejected.append((rows.offsets[i + r:i + r + 1], entry))
+                refused.add(r)
+            else:
+                got.append(r)
+                got_rows.append(entry[0])
+                served[r] = entry[1]
+        if got:
+            Xs[got] = np.stack(got_rows)
+        keep = [r for r in range(n) if r not in refused] if refused else list(range(n))
+        kernel = (lambda rs: np.searchsorted(keep, rs).tolist()) if refused else list
+        for (r, _p), k in zip(joined, kernel([p for _r, p in joined])):
+            served[r] = Pending(k)
+        puts = list(put_at.values())
+        later = HoldLater(None, list(put_at), Xs[puts], [int(ts[i + r]) for r in puts],
+                          kernel(puts))
+        return served, later, keep
+
+    def _hold_and_join_in_order(self, rows: Rows, i: int, events: list, Xs, lab: list,
+                                out: StreamResult):
+        """:meth:`_hold_and_join` row by row."""
+        held, hold, ids, ts = self.held, rows.holding, rows.ids, rows.ts
+        served: dict[int, object] = {}
         pending: list = []  # (id, kernel row) of rows held before their prediction is known
         keep: list[int] = []
         for r in range(len(events)):
@@ -171,7 +209,16 @@ class SegmentPlanning:
                 pending.append((ids[i + r], len(keep)))
                 held.put(ids[i + r], Xs[r], Pending(len(keep)), ts[i + r])
             keep.append(r)
-        return served, pending, keep
+        return served, HoldLater(pending, (), None, (), ()), keep
+
+    def _hold_later(self, later: HoldLater, predictions: list) -> None:
+        """What :meth:`_hold_and_join` left for after the kernel call, ``predictions`` its
+        rows': the placeholders settled, or the instances held."""
+        if later.pending:
+            self.held.settle(later.pending, predictions)
+        elif later.ids:
+            self.held.put_many(later.ids, later.X, [predictions[k] for k in later.kernel],
+                               later.ts)
 
     def _planned_bounds(self, labelled, lab, rows: Rows) -> list[tuple[int, int]]:
         """The segments :meth:`process` cuts, from the same counters advanced as the
@@ -179,15 +226,15 @@ class SegmentPlanning:
         counting the rows each segment learned (``lab``: after refusals) and restarting once
         complete, a ranking due every ``ranking_every`` instances."""
         n, block, every = len(lab), self.rank_rows, self.cfg.ranking_every
-        lab_idx = None if labelled.all() else np.flatnonzero(labelled)
-        learned = np.flatnonzero(np.asarray(lab, dtype=bool))
+        lab_idx = None if labelled.all() else np.flatnonzero(labelled).tolist()
+        learned = np.flatnonzero(np.asarray(lab, dtype=bool)).tolist()
         owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
             self.next_ranking
         bounds, i = [], 0
         while i < n:
             j = self._segment_end(i, lab_idx, rows, owed, 0, seen, next_ranking)
             bounds.append((i, j))
-            got = int(np.searchsorted(learned, j) - np.searchsorted(learned, i))
+            got = bisect_left(learned, j) - bisect_left(learned, i)
             owed = 0 if owed + got >= block else owed + got
             seen += rows.instances(i, j)
             if every and seen >= next_ranking:
@@ -203,19 +250,33 @@ class SegmentPlanning:
         stretched to the kernel's last row."""
         taken = np.zeros(len(lab) + 1, dtype=np.int64)  # kernel rows before each input row
         taken[np.asarray(keep, dtype=np.int64) + 1] = 1
-        taken = np.cumsum(taken)
+        taken = np.cumsum(taken).tolist()
+        learns = np.flatnonzero(np.asarray(lab, dtype=bool))  # the rows learned, ascending
+        ends = np.searchsorted(learns, [j for _i, j in bounds]).tolist()
         calls = []
-        for i, j in bounds:
+        for s, (i, j) in enumerate(bounds):
             if any(events[i:j]):
-                learned = np.array([r for r in range(i, j) if lab[r]], dtype=np.int64)
-                calls.append((int(taken[j]), learned, j))
+                calls.append((taken[j], learns[ends[s - 1] if s else 0:ends[s]], j))
                 continue
             for a, b in runs(lab, i, j):
                 if lab[a]:
-                    calls.append((int(taken[b]), np.arange(a, b), j))
+                    calls.append((taken[b], np.arange(a, b), j))
         last = calls[-1]
         calls[-1] = (len(keep), last[1], last[2])
         return calls
+
+    @staticmethod
+    def _event_proba(kernel: np.ndarray, rows: Rows, proba: np.ndarray) -> np.ndarray:
+        """The probabilities of a poll's rows for the segments that hold label events:
+        the kernel's of each instance, zeros for label events (see :class:`PredictionBlock`)
+        and refused rows; a segment's block reads its rows' slice."""
+        inst = kernel >= 0
+        if rows.labels is not None:
+            inst &= ~rows.labels
+        inst = np.flatnonzero(inst)
+        full = np.zeros((kernel.shape[0], proba.shape[1]))
+        full[inst] = proba[kernel[inst]]
+        return full
 
     def _call_segments(self, X, ys: list, quiet: np.ndarray | None,
                        cuts: list | None = None):
@@ -251,6 +312,8 @@ class Rows:
     each row's stream position (a label event stands at its latest instance's)."""
 
     __slots__ = ("n", "ids", "ts", "offsets", "labels", "holding", "prefix", "pos")
+    # ``prefix``: the instances among rows ``0..k-1`` for every ``k``, a list (read one value
+    # at a time); ``None`` when every row is an instance
 
     @classmethod
     def of(cls, n: int, start: int, ids, ts, labels, offsets) -> Rows:
@@ -266,21 +329,20 @@ class Rows:
             r.prefix = None
             r.pos = start + np.arange(n, dtype=np.int64)
         else:
-            # instances among rows 0..k-1, for every k
-            r.prefix = np.concatenate(([0], np.cumsum(~r.labels, dtype=np.int64)))
-            r.pos = start + r.prefix[:-1] - r.labels.astype(np.int64)
+            prefix = np.concatenate(([0], np.cumsum(~r.labels, dtype=np.int64)))
+            r.pos = start + prefix[:-1] - r.labels.astype(np.int64)
+            r.prefix = prefix.tolist()
         return r
 
     def instances(self, i: int, j: int) -> int:
         """Instances among rows ``i:j``."""
-        return j - i if self.prefix is None else int(self.prefix[j] - self.prefix[i])
+        return j - i if self.prefix is None else self.prefix[j] - self.prefix[i]
 
     def after_instances(self, i: int, k: int) -> int:
         """The row after the ``k``-th instance from row ``i`` (the row count when fewer)."""
         if self.prefix is None:
             return i + k
-        j = int(np.searchsorted(self.prefix, self.prefix[i] + k, side="left"))
-        return min(j, self.prefix.shape[0] - 1)
+        return min(bisect_left(self.prefix, self.prefix[i] + k), len(self.prefix) - 1)
 
     def hold(self, held, X, y_pred: list, i: int, j: int) -> None:
         """Hold unlabelled rows ``i:j`` (``X``, ``y_pred``: theirs) for their labels."""
@@ -293,6 +355,13 @@ class Rows:
         if self.holding:
             for r in which.tolist():
                 held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
+
+
+def _objects(values: list) -> np.ndarray:
+    """``values`` as a 1-D array of objects (a list of labels never becomes a matrix)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 def runs(lab: list, i: int, j: int):
@@ -317,3 +386,15 @@ class Pending:
 
     def __init__(self, row: int):
         self.row = row
+
+
+class HoldLater(NamedTuple):
+    """What the held store needs once a kernel call's predictions are known: the
+    placeholders to settle (``pending``: ``(id, kernel row)``), or the instances to hold
+    (``ids``, their rows ``X``, times ``ts`` and kernel rows ``kernel``)."""
+
+    pending: list | None
+    ids: list
+    X: np.ndarray | None
+    ts: list
+    kernel: list
