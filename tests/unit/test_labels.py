@@ -361,7 +361,7 @@ def test_a_poll_whose_order_cannot_matter_is_held_at_once_as_row_by_row(events, 
 
     at_once = run()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(HeldInstances, "orderless", lambda self, puts: False)
+        mp.setattr(HeldInstances, "orderless", lambda self, *poll: False)
         in_order = run()
     assert at_once == in_order
 
@@ -386,7 +386,7 @@ def test_a_stream_of_late_labels_is_served_at_once_as_row_by_row(monkeypatch):
     at_once = run()
     joined = sum(type(e) is int for entries in served for e in entries)
     assert joined > 400 and sum(map(len, served)) - joined > 50  # both kinds of join
-    monkeypatch.setattr(HeldInstances, "orderless", lambda self, puts: False)
+    monkeypatch.setattr(HeldInstances, "orderless", lambda self, *poll: False)
     assert run() == at_once
 
 
@@ -395,12 +395,15 @@ def test_the_store_serves_a_poll_at_once_only_when_its_order_cannot_matter():
     held.put(1, np.zeros(1), "a", ts=0)
     held.take(1, ts=0)
     held.put(2, np.zeros(1), "a", ts=0)
-    assert held.orderless([3, 4]) and held.orderless([])
-    assert not held.orderless([3, 3])  # held twice
-    assert not held.orderless([2])  # held already
-    assert not held.orderless([1])  # labelled before: holding it forgets that
-    assert not held.orderless([3, 4, 5, 6])  # one would fall out
-    assert not HeldInstances(1, max_rows=4, max_age_ms=10).orderless([3])
+    assert held.orderless([3, 4], [0, 1], [], []) and held.orderless([], [], [2], [0])
+    assert not held.orderless([3, 3], [0, 1], [], [])  # held twice
+    assert not held.orderless([2], [0], [], [])  # held already
+    assert not held.orderless([1], [0], [], [])  # labelled before: holding it forgets that
+    assert not held.orderless([3, 4, 5, 6], [0, 1, 2, 3], [], [])  # one would fall out
+    # ... unless labels take rows out before: 2 (held) at 1, 3 (held at 0) at 2, twice
+    assert held.orderless([3, 4, 5, 6], [0, 3, 4, 5], [2, 3, 3], [1, 2, 2])
+    assert not held.orderless([3, 4, 5, 6], [0, 3, 4, 5], [3], [6])  # too late
+    assert not HeldInstances(1, max_rows=4, max_age_ms=10).orderless([3], [0], [], [])
     put_at = {5: 1, 6: 4}  # instances 5 and 6 held in this poll, at positions 1 and 4
     got = held.take_many([2, 2, 6, 8, 5], [0, 2, 3, 5, 6], put_at)
     assert got[0][1] == "a" and [e.code for e in got[1:4]] == [DUPLICATE_LABEL, UNKNOWN_ID,

@@ -132,19 +132,39 @@ class HeldInstances:
         _remember(self.labelled, ident, self.max_rows)
         return entry[0], entry[1]
 
-    def orderless(self, put_ids: list) -> bool:
-        """Whether a poll that holds ``put_ids`` (in order) can be served by
-        :meth:`take_many` and then :meth:`put_many` with the answers and the store of
-        taking and holding row by row: no age bound, no row falling out, and no id to hold
-        that is held already, labelled before or listed twice."""
-        if self.max_age_ms > 0 or len(self.rows) + len(put_ids) > self.max_rows:
+    def orderless(self, put_ids: list, put_at: list, take_ids: list, take_at: list) -> bool:
+        """Whether a poll that holds ``put_ids`` and takes ``take_ids`` (at poll positions
+        ``put_at`` and ``take_at``, each ascending) can be served by :meth:`take_many` and
+        then :meth:`put_many` with the answers and the store of taking and holding row by
+        row: no age bound, no id to hold that is held already, labelled before or listed
+        twice, and no row falling out on the way."""
+        if self.max_age_ms > 0:
             return False
-        if not put_ids:
-            return True
-        # membership of the ids to hold only: the store may hold millions
         rows, labelled = self.rows, self.labelled
-        return (len(set(put_ids)) == len(put_ids)
-                and not any(ident in rows or ident in labelled for ident in put_ids))
+        # membership of the ids to hold only: the store may hold millions
+        if put_ids and (len(set(put_ids)) != len(put_ids)
+                        or any(ident in rows or ident in labelled for ident in put_ids)):
+            return False
+        return len(rows) + len(put_ids) <= self.max_rows or self._fits(
+            put_ids, put_at, take_ids, take_at)
+
+    def _fits(self, put_ids: list, put_at: list, take_ids: list, take_at: list) -> bool:
+        """Whether the store stays within ``max_rows`` row by row: a hold adds a row, the
+        first take of an id held (before the poll or earlier in it) removes one."""
+        rows, size, limit = self.rows, len(self.rows), self.max_rows
+        held_here, gone, t = set(), set(), 0
+        for pos, ident in zip(put_at, put_ids):
+            while t < len(take_at) and take_at[t] < pos:
+                taken = take_ids[t]
+                t += 1
+                if taken not in gone and (taken in rows or taken in held_here):
+                    gone.add(taken)
+                    size -= 1
+            held_here.add(ident)
+            size += 1
+            if size > limit:
+                return False
+        return True
 
     def take_many(self, ids: list, at: list, put_at: dict) -> list:
         """:meth:`take` of each of ``ids`` (at poll positions ``at``, ascending) in order,

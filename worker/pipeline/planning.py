@@ -163,13 +163,14 @@ class SegmentPlanning:
         n = len(events)
         puts = [r for r in range(n) if not (events[r] or lab[r])] if rows.holding else []
         put_ids = [ids[i + r] for r in puts]
-        if not held.orderless(put_ids):
-            return self._hold_and_join_in_order(rows, i, events, Xs, lab, out)
         takes = [r for r in range(n) if events[r]]
+        take_ids = [ids[i + r] for r in takes]
+        if not held.orderless(put_ids, puts, take_ids, takes):
+            return self._hold_and_join_in_order(rows, i, events, Xs, lab, out)
         put_at = dict(zip(put_ids, puts))  # the instances still to hold, by id
         served: dict[int, object] = {}  # label event -> the prediction its instance was served
         refused, got, got_rows, joined = set(), [], [], []
-        for r, entry in zip(takes, held.take_many([ids[i + r] for r in takes], takes, put_at)):
+        for r, entry in zip(takes, held.take_many(take_ids, takes, put_at)):
             if type(entry) is int:  # its instance, held in this poll: served by this call
                 joined.append((r, entry))
                 Xs[r] = Xs[entry]
