@@ -8,6 +8,9 @@
   covers) and :class:`CheckpointManifest` (where a partition's latest checkpoint is).
 * :mod:`schemas.deadletter`: headers of dead-lettered records.
 * :mod:`schemas.codec`: msgpack/JSON encoding and validating decoding.
+* :mod:`schemas.records`: any record of the instances topic in one call (:func:`read_record`),
+  handed to its kind's reader: :mod:`schemas.instances` (an Instance, its limits and columns),
+  :mod:`schemas.batches` (an InstanceBatch), :mod:`schemas.labels` (a LabelEvent).
 * :mod:`schemas.errors`: :class:`DecodeError`, the one error of decoding.
 * :mod:`schemas.values`: what every value that enters must be (text, finite and bounded numbers).
 """
@@ -22,11 +25,9 @@ from .codec import (
     JSON,
     MSGPACK,
     decode,
-    decode_instance,
     decode_state,
     encode,
     encode_state,
-    instance_features,
 )
 from .deadletter import (
     ERROR_CLASS,
@@ -41,6 +42,7 @@ from .deadletter import (
     parse_deadletter_headers,
 )
 from .errors import CODES, DecodeError
+from .instances import decode_instance, instance_features
 from .messages import (
     MESSAGE_TYPES,
     SCHEMA_VERSIONS,

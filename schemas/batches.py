@@ -36,8 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import errors as E
 from .checkpoint import state_equal
-from .codec import DEFAULT_MAX_BYTES, InstanceLimits, load, validate
+from .codec import DEFAULT_MAX_BYTES, load, validate
 from .errors import DecodeError
+from .instances import InstanceLimits
 from .kinds import INSTANCE_BATCH, record_kind
 from .messages import (
     INT64_MAX,
@@ -496,7 +497,7 @@ def _plain_column(values: Any, n: int, types: tuple) -> set | None:
 def check_batch_limits(batch: InstanceBatch, limits: InstanceLimits,
                        strings: bool = True) -> None:
     """Raise ``too_long`` or ``too_many_features`` (with the row) past ``limits``, as
-    :func:`schemas.codec.check_limits` does for one instance (``strings=False``: the caller
+    :func:`schemas.instances.check_limits` does for one instance (``strings=False``: the caller
     knows that ``y`` and ``ids`` hold no string)."""
     d = batch.X.shape[1]
     if d > limits.max_features:

@@ -90,3 +90,16 @@ class DecodeError(ValueError):
     def __reduce__(self):
         # keep the three attributes through pickling (multiprocessing, pytest-xdist)
         return (type(self), (self.code, self.reason, self.where))
+
+
+def key_mismatch_error(key: str, noun: str, stream: str) -> DecodeError:
+    """``key_mismatch``: a record (``noun``: "instance", "batch", "label") of ``stream`` under
+    the message key of stream ``key``; the key decides the partition, and so the worker.
+
+    Examples
+    --------
+    >>> str(key_mismatch_error("s1", "label", "s2"))
+    "key_mismatch: message key 's1' differs from the label's stream 's2'"
+    """
+    return DecodeError(KEY_MISMATCH, f"message key {key!r} differs from the {noun}'s stream "
+                       f"{stream!r}")

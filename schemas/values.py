@@ -1,7 +1,7 @@
 """What every value that enters must be: text UTF-8 can encode, numbers finite and bounded.
 
 The contracts' validators (:mod:`schemas.messages`), the plain type checks of the hot decoding
-paths (:mod:`schemas.codec`, :mod:`schemas.batches`) and the worker's bulk kernel all hold
+paths (:mod:`schemas.instances`, :mod:`schemas.batches`) and the worker's bulk kernel all hold
 values to these rules, so the fast paths never accept what full validation refuses.
 """
 

@@ -37,11 +37,12 @@ import numpy as np
 from confluent_kafka import Message
 
 from schemas.batches import BatchRowError, BatchRows
-from schemas.codec import InstanceLimits, decode
+from schemas.codec import decode
 from schemas.deadletter import ROW
 from schemas.errors import KEY_MISMATCH, DecodeError
+from schemas.instances import InstanceLimits, InstanceRow
 from schemas.messages import FeatureArrival, LabelEvent
-from schemas.records import InstanceRow, read_record
+from schemas.records import read_record
 
 from .keys import stream_of_key
 from .pipeline import PipelineError, Profiles, StreamPipeline, make_pipeline

@@ -35,7 +35,7 @@ _packb = msgpack.Packer(use_bin_type=True).pack
 # --- bulk decoding (numba) -------------------------------------------------------------------
 #
 # The kernel parses the plain msgpack layout of an instance straight from the concatenated
-# message bytes into columns. It accepts what :func:`schemas.records.read_plain_instance` accepts, narrowed to
+# message bytes into columns. It accepts what :func:`schemas.instances.read_plain_instance` accepts, narrowed to
 # integer ids and labels, ``x`` of float 64 only, map keys as fixstr, no repeated key and the
 # message key equal to the stream, and yields the same values. One difference: ``x`` is checked
 # value by value for finiteness, where ``read_plain_instance`` checks the sum (a sum that overflows

@@ -31,7 +31,7 @@ def produce(env: dict[str, str], *args: str, source: tuple = ("hyperplane",),
 
 def instances(bootstrap: str, topic: str, expected: int) -> list:
     """The topic's records as the worker decodes them: ``(key, Instance)``."""
-    from schemas.codec import decode_instance
+    from schemas.instances import decode_instance
 
     msgs = read_topic(bootstrap, topic, expected=expected, idle_s=0.5)
     return [(m.key().decode(), decode_instance(m.value(), m.headers())) for m in msgs]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import schemas
+import schemas.labels
 from schemas import (
     DecodeError,
     DriftAlert,
@@ -30,7 +31,7 @@ from schemas import (
     instance_features,
     state_equal,
 )
-from schemas import codec as codec_module
+from schemas import instances as instances_module
 from schemas.codec import load, validate
 from schemas.messages import INT64_MAX, INT64_MIN
 
@@ -513,12 +514,12 @@ def test_fast_path_matches_full_validation(fmt):
 def test_fast_path_takes_the_common_case():
     # guards the speed: a well-typed instance must not fall back to full validation
     d = load(pack())
-    assert codec_module._fast_instance(d) == validate(d, Instance)
+    assert instances_module._fast_instance(d) == validate(d, Instance)
     d = load(pack(x={"a": 1.0, "b": 2.0}, y=[1.0, 2.0], weight=0.5, id="k"))
-    assert codec_module._fast_instance(d) is not None
+    assert instances_module._fast_instance(d) is not None
     # ints in x need coercion to float: left to full validation, same result
     d = load(b'{"stream":"s1","id":1,"ts":0,"x":[1,2]}')
-    assert codec_module._fast_instance(d) is None
+    assert instances_module._fast_instance(d) is None
     assert decode_instance(b'{"stream":"s1","id":1,"ts":0,"x":[1,2]}').x == [1.0, 2.0]
 
 
@@ -526,6 +527,7 @@ def test_fast_path_takes_the_common_case():
 
 
 def test_docstring_examples():
-    for module in (schemas.codec, schemas.errors, schemas.messages, schemas.checkpoint, schemas.deadletter):
+    for module in (schemas.codec, schemas.instances, schemas.labels, schemas.errors, schemas.messages,
+                   schemas.checkpoint, schemas.deadletter):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -102,7 +102,7 @@ def _records_in_json():
     msgs.append(Message(topic="in", partition=0, offset=605, key=b"a", value=b"\xc1 junk"))
     task = PartitionTask("g", "in", 0, "in.features")
     outbox = Outbox("0.1.0")
-    streams = RecordDecoder(Profiles(CFG), Caps()).decode(
+    streams = RecordDecoder(Profiles(CFG), Caps()).read_instances(
         task, msgs, np.array([m.offset() for m in msgs], dtype=np.int64), outbox, 1 << 20)
     encoder = OutputEncoder(load_settings({}).topics, WorkerMetrics(),
                             output=OutputSettings(format="json", prediction_batches=True))

@@ -21,8 +21,9 @@ from schemas.batches import (
     decode_instance_batch,
     is_instance_batch,
 )
-from schemas.codec import InstanceLimits, decode, encode, encode_state
+from schemas.codec import decode, encode, encode_state
 from schemas.deadletter import parse_deadletter_headers
+from schemas.instances import InstanceLimits
 from schemas.kinds import INSTANCE_BATCH, KIND_HEADER
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics

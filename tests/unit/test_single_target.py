@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from schemas.codec import plain_instance_fields
+from schemas.instances import plain_instance_fields
 from schemas.messages import Instance, LabelEvent
 from worker.pipeline import PipelineConfig, PipelineError
 from worker.pipeline.engine import Pipeline

@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 
 from schemas import DriftAlert, Prediction, Ranking
 from schemas.checkpoint import StreamCheckpoint
-from schemas.codec import decode, decode_instance
+from schemas.codec import decode
 from schemas.errors import DecodeError
-from schemas.records import read_plain_instance
+from schemas.instances import decode_instance, read_plain_instance
 from worker.checkpoint_store import encode_blob
 from worker.intake import Caps, RecordDecoder
 from worker.metrics import WorkerMetrics

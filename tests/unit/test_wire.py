@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas import Prediction
-from schemas.codec import decode, decode_instance
+from schemas.codec import decode
 from schemas.errors import DecodeError
-from schemas.records import read_plain_instance
+from schemas.instances import decode_instance, read_plain_instance
 from worker.wire import decode_bulk, encode_predictions, merge_blocks
 
 MAX = 4096

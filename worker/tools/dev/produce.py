@@ -456,7 +456,7 @@ def _add_file_parser(sub) -> None:
 def _cmd_produce_file(args) -> int:
     from pathlib import Path
 
-    from schemas.codec import InstanceLimits
+    from schemas.instances import InstanceLimits
 
     from ...settings import settings_or_exit
     from .rows import Columns, file_format, read_records

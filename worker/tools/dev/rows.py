@@ -14,7 +14,7 @@ counting from 0) and the event time (``--ts``, whole milliseconds; default: the 
 * JSON lines: one object per line, its values as typed (a feature must be a JSON number; a
   ``null`` label leaves the row unlabelled; a label may be a list of regression targets).
 
-Each record is checked as the worker checks it (:func:`schemas.codec.decode_instance` with the
+Each record is checked as the worker checks it (:func:`schemas.instances.decode_instance` with the
 worker's limits, against the feature names of its stream's first row): a file the worker
 would dead-letter any part of is refused before anything is sent, naming the line.
 """
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import msgpack
 
-from schemas.codec import InstanceLimits, decode_instance
 from schemas.errors import DecodeError
+from schemas.instances import InstanceLimits, decode_instance
 
 from ...cli import UsageError
 from ...pipeline.errors import PipelineError

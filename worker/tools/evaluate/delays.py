@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 from confluent_kafka import Message
 
-from schemas.codec import CONTENT_TYPE, decode_instance, encode
+from schemas.codec import CONTENT_TYPE, encode
 from schemas.errors import DecodeError
+from schemas.instances import decode_instance
 from schemas.kinds import INSTANCE, record_kind
 from schemas.messages import Instance, LabelEvent
 

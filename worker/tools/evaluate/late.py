@@ -38,9 +38,10 @@ from dataclasses import dataclass
 import numpy as np
 from confluent_kafka import TopicPartition
 
-from schemas.codec import decode_label_event, load
+from schemas.codec import load
 from schemas.errors import DecodeError
 from schemas.kinds import INSTANCE, LABEL, record_kind
+from schemas.labels import decode_label_event
 
 from ...pipeline.errors import PipelineError
 from ...pipeline.held import HeldInstances
@@ -127,7 +128,7 @@ class LateLabels:
         The worker's bounds of its held instances (``learners.*``).
     max_bytes : int
         Larger records are refused, as by the worker.
-    limits : schemas.codec.InstanceLimits
+    limits : schemas.instances.InstanceLimits
         Lengths of labels and ids the worker takes.
     timeout_s : float
         Bound on each metadata call.
