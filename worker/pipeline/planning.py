@@ -111,7 +111,7 @@ class SegmentPlanning:
         ys = [y[r] if lab[r] else None for r in keep]
         quiet = np.zeros(len(keep), dtype=bool) if rows.labels is None else rows.labels[keep]
         y_k, proba, classes, known = self._call_segments(Xs[keep], ys, quiet,
-                                                         [end for end, _, _ in calls])
+                                                         [call[0] for call in calls])
         self._hold_later(later, y_k)
         keep = np.asarray(keep, dtype=np.int64)
         kernel = np.full(n, -1, dtype=np.int64)
@@ -126,12 +126,11 @@ class SegmentPlanning:
         plan, c = [], 0
         for i, j in bounds:
             blocks, mine = [], []
-            while c < len(calls) and calls[c][2] <= j:
+            while c < len(calls) and calls[c][1] <= j:
                 mine.append(c)
                 c += 1
             if any(events[i:j]):
-                end, learned, _ = calls[mine[0]]
-                K = known(end)
+                K = known(calls[mine[0]][0])
                 blocks.append(PredictionBlock(i, j, classes[:K], preds[i:j],
                                               full[i:j, :K] if emit else None))
             else:
@@ -140,8 +139,7 @@ class SegmentPlanning:
                     K = known(kb) if lab[a] else known(ka)
                     blocks.append(PredictionBlock(a, b, classes[:K], preds[a:b],
                                                   proba[ka:kb, :K] if emit else None))
-            steps = [(k, rows.pos[calls[k][1]], int(calls[k][1][-1])) for k in mine
-                     if len(calls[k][1])]
+            steps = [(k, calls[k][2], calls[k][3]) for k in mine if calls[k][3] >= 0]
             plan.append((i, j, blocks, steps, preds[i:j], Xs[i:j], labs[i:j]))
         return PlannedSegments(plan)
 
@@ -161,9 +159,15 @@ class SegmentPlanning:
         row, each instance held with a placeholder settled after the call."""
         held, ids, ts = self.held, rows.ids, rows.ts
         n = len(events)
-        puts = [r for r in range(n) if not (events[r] or lab[r])] if rows.holding else []
+        takes, puts = [], []
+        for r, (event, labelled) in enumerate(zip(events, lab)):
+            if event:
+                takes.append(r)
+            elif not labelled:
+                puts.append(r)
+        if not rows.holding:
+            puts = []
         put_ids = [ids[i + r] for r in puts]
-        takes = [r for r in range(n) if events[r]]
         take_ids = [ids[i + r] for r in takes]
         if not held.orderless(put_ids, puts, take_ids, takes):
             return self._hold_and_join_in_order(rows, i, events, Xs, lab, out)
@@ -247,23 +251,26 @@ class SegmentPlanning:
     def _mixed_calls(bounds: list, events: list, lab: list, keep: list,
                      rows: Rows) -> list[tuple]:
         """The predictor calls one call per run would make: ``(kernel rows up to its end,
-        input rows it learned, input row where its segment ends)``; the last call's end
+        input row where its segment ends, stream positions of the rows it learned, the last
+        of those rows)`` (no row learned: an empty array and -1); the last call's end
         stretched to the kernel's last row."""
         taken = np.zeros(len(lab) + 1, dtype=np.int64)  # kernel rows before each input row
         taken[np.asarray(keep, dtype=np.int64) + 1] = 1
         taken = np.cumsum(taken).tolist()
         learns = np.flatnonzero(np.asarray(lab, dtype=bool))  # the rows learned, ascending
+        at = rows.pos[learns]
+        learns = learns.tolist()
         ends = np.searchsorted(learns, [j for _i, j in bounds]).tolist()
         calls = []
         for s, (i, j) in enumerate(bounds):
             if any(events[i:j]):
-                calls.append((taken[j], learns[ends[s - 1] if s else 0:ends[s]], j))
+                a, b = ends[s - 1] if s else 0, ends[s]
+                calls.append((taken[j], j, at[a:b], learns[b - 1] if b > a else -1))
                 continue
             for a, b in runs(lab, i, j):
                 if lab[a]:
-                    calls.append((taken[b], np.arange(a, b), j))
-        last = calls[-1]
-        calls[-1] = (len(keep), last[1], last[2])
+                    calls.append((taken[b], j, rows.pos[a:b], b - 1))
+        calls[-1] = (len(keep), *calls[-1][1:])
         return calls
 
     @staticmethod
