@@ -95,24 +95,8 @@ def plain_instance_fields(d: dict) -> tuple | None:
     The plain path (:func:`read_plain_instance`) and the full one (:func:`decode_instance`)
     share these checks.
     """
-    if not d.keys() <= _INSTANCE_KEYS:
-        return None
-    v = d.get("v", 1)
-    if type(v) is not int or v not in _INSTANCE_VERSIONS:
-        return None
-    stream = d.get("stream")
-    # strings from msgpack are always text; from JSON, load() refused lone surrogates: the
-    # checks stay so that a map built any other way is held to what Instance holds it to
-    if type(stream) is not str or not 0 < len(stream) <= MAX_NAME_LENGTH or not is_text(stream):
-        return None
-    ident = d.get("id")
-    if type(ident) is int:
-        if not INT64_MIN <= ident <= INT64_MAX:
-            return None
-    elif type(ident) is not str or not is_text(ident):
-        return None
-    ts = d.get("ts")
-    if type(ts) is not int or not 0 <= ts <= INT64_MAX:
+    common = plain_fields(d, _INSTANCE_KEYS, _INSTANCE_VERSIONS)
+    if common is None:
         return None
     x = d.get("x")
     if type(x) is list:
@@ -125,6 +109,36 @@ def plain_instance_fields(d: dict) -> tuple | None:
             if type(k) is not str or not is_text(k):
                 return None
     else:
+        return None
+    weight = d.get("weight")
+    if weight is not None and (type(weight) is not float or not 0.0 <= weight <= MAX_MAGNITUDE):
+        return None
+    v, stream, ident, ts, y = common
+    return v, stream, ident, ts, x, y, weight
+
+
+def plain_fields(d: dict, keys: frozenset, versions: frozenset) -> tuple | None:
+    """``(v, stream, id, ts, y)`` of an unpacked map of a contract with these fields (an
+    Instance's or a LabelEvent's) and no other than ``keys``, from plain type checks;
+    ``None`` for anything they do not take (the label may be missing: ``None``)."""
+    if not d.keys() <= keys:
+        return None
+    v = d.get("v", 1)
+    if type(v) is not int or v not in versions:
+        return None
+    stream = d.get("stream")
+    # strings from msgpack are always text; from JSON, load() refused lone surrogates: the
+    # checks stay so that a map built any other way is held to what the contract holds it to
+    if type(stream) is not str or not 0 < len(stream) <= MAX_NAME_LENGTH or not is_text(stream):
+        return None
+    ident = d.get("id")
+    if type(ident) is int:
+        if not INT64_MIN <= ident <= INT64_MAX:
+            return None
+    elif type(ident) is not str or not is_text(ident):
+        return None
+    ts = d.get("ts")
+    if type(ts) is not int or not 0 <= ts <= INT64_MAX:
         return None
     y = d.get("y")
     if y is not None:
@@ -140,10 +154,19 @@ def plain_instance_fields(d: dict) -> tuple | None:
                 return None
         elif ty is not str or not is_text(y):
             return None
-    weight = d.get("weight")
-    if weight is not None and (type(weight) is not float or not 0.0 <= weight <= MAX_MAGNITUDE):
-        return None
-    return v, stream, ident, ts, x, y, weight
+    return v, stream, ident, ts, y
+
+
+def constructed(model, values: dict, given) -> Any:
+    """A ``model`` instance holding ``values`` (``given``: the fields the map named), as
+    ``model_construct`` makes it, without its per-field Python loop: for maps the plain
+    checks accepted."""
+    obj = model.__new__(model)
+    _object_setattr(obj, "__dict__", values)
+    _object_setattr(obj, "__pydantic_fields_set__", set(given))
+    _object_setattr(obj, "__pydantic_extra__", None)
+    _object_setattr(obj, "__pydantic_private__", None)
+    return obj
 
 
 def _fast_instance(d: dict) -> Instance | None:
@@ -152,17 +175,8 @@ def _fast_instance(d: dict) -> Instance | None:
     if fields is None:
         return None
     v, stream, ident, ts, x, y, weight = fields
-    # what Instance.model_construct does, without its per-field Python loop
-    inst = Instance.__new__(Instance)
-    _object_setattr(
-        inst,
-        "__dict__",
-        {"v": v, "stream": stream, "id": ident, "ts": ts, "x": x, "y": y, "weight": weight},
-    )
-    _object_setattr(inst, "__pydantic_fields_set__", set(d))
-    _object_setattr(inst, "__pydantic_extra__", None)
-    _object_setattr(inst, "__pydantic_private__", None)
-    return inst
+    return constructed(Instance, {"v": v, "stream": stream, "id": ident, "ts": ts, "x": x,
+                                  "y": y, "weight": weight}, d)
 
 
 # =========================================================================== columns

@@ -36,7 +36,8 @@ if TYPE_CHECKING:  # the annotations only
 
 @dataclass
 class Learned:
-    """What :func:`learn_streams` did: the results of live rows, and row counts."""
+    """What :func:`learn_streams` did: the results of live rows, and counts of the instances
+    among them (label events left out)."""
 
     results: list = field(default_factory=list)  # (stream, pipeline, StreamRows, lo, StreamResult)
     n_live: int = 0
@@ -61,16 +62,19 @@ def learn_streams(task, streams: dict) -> Learned:
         sr.finish(pl.n_features)
         X, offs, n_rows, lo = sr.X, sr.offsets, len(sr), sr.live
         ids, ts, labels = sr.ids, sr.ts, sr.labels
+        # label events are rows, not instances: the counts are of instances
+        replayed = 0 if labels is None else int(np.count_nonzero(labels[:lo]))
         if lo > 0:
             pl.process(X[:lo], sr.ys[:lo], offs[:lo], emit=False, ids=ids[:lo], ts=ts[:lo],
                        labels=None if labels is None else labels[:lo])
-            out.n_replay += lo
+            out.n_replay += lo - replayed
         if lo < n_rows:
             loss0, n0 = pl.loss_sum, pl.n_labelled
             res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True, ids=ids[lo:],
                              ts=ts[lo:], labels=None if labels is None else labels[lo:])
             out.results.append((stream, pl, sr, lo, res))
-            out.n_live += n_rows - lo
+            out.n_live += n_rows - lo - (0 if labels is None else
+                                         int(np.count_nonzero(labels[lo:])))
             if pl.n_labelled > n0:
                 out.scored.append((pl.cfg.profile, pl.task.name, pl.loss_sum - loss0,
                                    pl.n_labelled - n0))

@@ -20,6 +20,7 @@ from schemas import (
     DriftAlert,
     FeatureArrival,
     Instance,
+    LabelEvent,
     Prediction,
     Ranking,
     StreamCheckpoint,
@@ -521,6 +522,62 @@ def test_fast_path_takes_the_common_case():
     d = load(b'{"stream":"s1","id":1,"ts":0,"x":[1,2]}')
     assert instances_module._fast_instance(d) is None
     assert decode_instance(b'{"stream":"s1","id":1,"ts":0,"x":[1,2]}').x == [1.0, 2.0]
+
+
+label_field_names = st.sampled_from([*LabelEvent.model_fields, "x", "extra_field"])
+
+
+@st.composite
+def label_maps(draw):
+    """Valid LabelEvent maps (labels and regression targets), sometimes with fields removed
+    or replaced by anything."""
+    d = draw(st.builds(LabelEvent, stream=names, id=labels, y=targets, ts=timestamps)).model_dump()
+    if draw(st.booleans()):
+        del d["v"]
+    for _ in range(draw(st.integers(0, 3))):
+        key = draw(label_field_names)
+        if draw(st.integers(0, 4)) == 0:
+            d.pop(key, None)
+        else:
+            d[key] = draw(wild_values)
+    return d
+
+
+@pytest.mark.parametrize("fmt", ["msgpack", "json"])
+def test_the_label_events_fast_path_matches_full_validation(fmt):
+    """A LabelEvent the plain checks take is the one validation gives (its fields, the
+    fields it was sent with); anything else gets validation's error."""
+    limits = instances_module.InstanceLimits(max_label_length=6)
+
+    @settings(max_examples=300, deadline=None)
+    @given(label_maps())
+    def check(d):
+        if fmt == "msgpack":
+            value = msgpack.packb(d)
+        else:
+            try:
+                value = json.dumps(d).encode()
+            except (TypeError, ValueError):  # bytes are not JSON
+                return
+        full = outcome(lambda v: decode(v, LabelEvent), value)
+        assert outcome(schemas.labels.decode_label_event, value) == full
+        if full[0] == "ok":
+            assert schemas.labels.decode_label_event(value) == decode(value, LabelEvent)
+            event = decode(value, LabelEvent)
+            try:
+                schemas.labels.decode_label_event(value, limits=limits)
+            except DecodeError as err:
+                assert err.code == "too_long" and any(
+                    type(v) is str and len(v) > 6 for v in (event.id, event.y))
+
+    check()
+
+
+def test_the_label_events_fast_path_takes_the_common_case():
+    d = load(msgpack.packb({"v": 1, "stream": "s1", "id": 7, "y": "UP", "ts": 90}))
+    assert schemas.labels._fast_label_event(d) == validate(d, LabelEvent)
+    assert schemas.labels._fast_label_event({**d, "y": [0.5, 1.5]}) is not None
+    assert schemas.labels._fast_label_event({k: v for k, v in d.items() if k != "y"}) is None
 
 
 # --------------------------------------------------------------------------- docs

@@ -162,3 +162,20 @@ def test_drift_alerts_are_counted_by_profile_and_source():
     for profile in ("sensors", "default"):
         for level in ("drift", "warning"):
             assert _value(m, "streamforest_drift_alerts_total", profile=profile, source="adwin", level=level) == 1
+
+
+def test_label_events_are_not_counted_as_instances():
+    """``streamforest_instances_total`` counts instances: a LabelEvent joins one, it is not
+    another (the worker and ``evaluate`` read the same count)."""
+    from worker.tools.dev.produce import delayed_label_values
+
+    step = StreamStep(RecordDecoder(Profiles(CLS), Caps()), None, WorkerMetrics(), 1 << 20)
+    task = PartitionTask("g", "in", 0, "in.features")
+    X = np.random.default_rng(2).random((20, 3))
+    values, headers = delayed_label_values("s", X, [int(v > 0.5) for v in X[:, 0]], delay=5)
+    msgs = [Message(topic="in", partition=0, offset=k, key=b"s", value=v,
+                    headers=headers.get(k)) for k, v in enumerate(values)]
+    stepped = step.run(task, Released(a=msgs, a_offsets=np.arange(len(msgs))), Outbox("test"))
+    assert len(msgs) == 40 and stepped.learned.n_live == 20 and stepped.learned.n_replay == 0
+    assert sum(len(labels) for res in stepped.learned.results
+               for _p, _s, labels in res[4].scored) == 20

@@ -1,0 +1,139 @@
+"""Late labels end to end: one worker on a real broker, the same stream fully labelled and with
+half its labels coming 1,000 instances late as LabelEvents.
+
+The stream is Electricity (45,312 instances) under the worker's defaults (the adaptive random
+forest, the block-forest ranker, ADWIN, 1,000 held instances per stream), produced as the
+``produce`` command writes it: every instance with its label, or every other instance
+unlabelled and its LabelEvent right after the instance 1,000 later (the last ones at the end).
+A worker consumes the topic from the start with exactly-once on; its throughput is the
+instances committed per second of wall time after a warm-up of a tenth of the stream (numba
+compiled before), and per CPU-second of its process. The two topics are run in pairs, back to
+back, each run on fresh topics and a fresh group; the ratio is the median of the pairs'.
+
+Run::
+
+    python tests/benchmarks/service/bench_late_labels_worker.py [--pairs 3] [--bootstrap HOST:PORT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))
+
+from tests.benchmarks.common import kafka, write_results  # noqa: E402
+from tests.benchmarks.learners.bench_arf import get_stream  # noqa: E402
+from tests.benchmarks.service.bench_worker import env_for  # noqa: E402
+from worker.app import Worker  # noqa: E402
+from worker.settings import load_settings  # noqa: E402
+from worker.tools.dev.produce import (  # noqa: E402
+    LABEL_HEADERS,
+    instance_values,
+    label_value,
+    make_producer,
+    produce_values,
+)
+from worker.tools.topics import create_topics  # noqa: E402
+
+DELAY = 1000
+STREAM = "electricity"
+
+
+def half_late_values(X: np.ndarray, y: list, delay: int) -> tuple[list, dict]:
+    """``(values, headers)``: every other instance (odd ids) without its label, whose
+    LabelEvent follows the instance ``delay`` later; the others carry theirs."""
+    n = len(y)
+    carried = [v if i % 2 == 0 else None for i, v in enumerate(y)]
+    instances = instance_values(STREAM, X, carried)
+    values, headers = [], {}
+
+    def label(i):
+        headers[len(values)] = LABEL_HEADERS
+        values.append(label_value(STREAM, i, y[i], min(i + delay, n - 1)))
+
+    for i in range(n):
+        values.append(instances[i])
+        if i >= delay and (i - delay) % 2 == 1:
+            label(i - delay)
+    for i in range(max(0, n - delay), n):
+        if i % 2 == 1:
+            label(i)
+    return values, headers
+
+
+def run_worker(bootstrap: str, values: list, headers: dict, n: int) -> tuple[float, float]:
+    """``(instances per second, instances per CPU-second)`` of one worker reading ``values``
+    (``n`` instances) from fresh topics, after a warm-up of a tenth of them."""
+    prefix = f"bl-{uuid.uuid4().hex[:6]}"
+    settings = load_settings(env_for(bootstrap, prefix, TOPICS__PARTITIONS="1"))
+    create_topics(settings)
+    producer = make_producer(bootstrap)
+    produce_values(producer, settings.topics.instances, STREAM, values, headers=headers)
+    producer.flush(120)
+    w = Worker(settings)
+    w.start()
+    try:
+        def done() -> float:
+            return w.metrics.registry.get_sample_value("streamforest_instances_total") or 0
+
+        while done() < n // 10:
+            w.step()
+        c0, t0, p0 = done(), time.perf_counter(), time.process_time()
+        while done() < n:
+            w.step()
+        w.settle()
+        return (n - c0) / (time.perf_counter() - t0), (n - c0) / (time.process_time() - p0)
+    finally:
+        w.shutdown()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bootstrap", default=None)
+    ap.add_argument("--pairs", type=int, default=3)
+    args = ap.parse_args()
+    X, y = get_stream(STREAM)
+    n = len(y)
+    plain = (instance_values(STREAM, X, y), {})
+    late = half_late_values(X, y, DELAY)
+    runs = {"plain": [], "late": []}
+    with kafka(args.bootstrap) as bootstrap:
+        run_worker(bootstrap, *late, n)  # compile, and the broker's first topics
+        for _ in range(args.pairs):
+            for name, (values, headers) in (("plain", plain), ("late", late)):
+                runs[name].append(run_worker(bootstrap, values, headers, n))
+                print(name, [f"{v:,.0f}" for v in runs[name][-1]], flush=True)
+    wall = [b[0] / a[0] for a, b in zip(runs["plain"], runs["late"])]
+    cpu = [b[1] / a[1] for a, b in zip(runs["plain"], runs["late"])]
+
+    def median(name: str, k: int) -> str:
+        return f"{statistics.median(r[k] for r in runs[name]):,.0f}"
+
+    text = "\n".join([
+        f"# Late labels end to end: one worker, {STREAM} ({n:,} instances), the worker's "
+        "defaults", "",
+        f"Every label with its instance ({n:,} records) against every other label "
+        f"{DELAY:,} instances late as a LabelEvent ({len(late[0]):,} records); instances "
+        f"committed per second after a warm-up of a tenth of the stream, {args.pairs} pairs of "
+        "runs back to back (medians; the ratio is the median of the pairs' ratios).", "",
+        "| | every label with its instance | half the labels 1,000 instances late | ratio "
+        "(median) | pairs' ratios |", "|---|---|---|---|---|",
+        f"| instances per second (wall) | {median('plain', 0)} | {median('late', 0)} | "
+        f"{statistics.median(wall):.2f} | {min(wall):.2f}-{max(wall):.2f} |",
+        f"| instances per CPU-second of the worker | {median('plain', 1)} | "
+        f"{median('late', 1)} | {statistics.median(cpu):.2f} | {min(cpu):.2f}-{max(cpu):.2f} |",
+    ]) + "\n"
+    print(text)
+    write_results(Path(__file__).parent / "results" / "late_labels_worker.md", text)
+
+
+if __name__ == "__main__":
+    main()
