@@ -41,6 +41,7 @@ from schemas.codec import decode
 from schemas.deadletter import ROW
 from schemas.errors import KEY_MISMATCH, DecodeError
 from schemas.instances import InstanceLimits, InstanceRow
+from schemas.kinds import KIND_HEADER, LABEL
 from schemas.messages import FeatureArrival, LabelEvent
 from schemas.records import read_record
 
@@ -51,6 +52,8 @@ from .wire import decode_bulk
 
 # unbound accessors, for map() over a poll
 _m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
+#: the headers of a LabelEvent as ``produce`` sends them (the bulk decoder reads these)
+LABEL_HEADER = (KIND_HEADER, LABEL.encode())
 
 #: message keys whose stream id is remembered (keys beyond it are decoded each time)
 MAX_CACHED_KEYS = 100_000
@@ -221,11 +224,17 @@ class RecordDecoder:
         mkeys = list(map(_m_key, pm))
         values = list(map(_m_value, pm))
         headers = list(map(_m_headers, pm))
-        if headers.count(None) != len(headers):  # messages with headers go the long way
-            values = [v if h is None else None for v, h in zip(values, headers)]
-        D = decode_bulk(values, mkeys, max_bytes)
+        label = None
+        if headers.count(None) != len(headers):
+            # a LabelEvent's header alone is read in bulk too; other headers go the long way
+            label = np.fromiter(map(_labels_only, headers), dtype=np.bool_, count=len(pm))
+            values = [v if h is None or e else None
+                      for v, h, e in zip(values, headers, label.tolist())]
+        D = decode_bulk(values, mkeys, max_bytes, label)
         codes, names, width = self._key_codes(task.pipelines, mkeys)
         fast = D.ok & (D.nx == width[codes])
+        if label is not None:  # a LabelEvent of a known stream whose rows are read in bulk
+            fast |= D.ok & D.label & (width[codes] >= 0)
         if fast.all() and self._labels_known(task.pipelines, D, codes, names):
             return _group_bulk(D, codes, names, width, offsets, task.committed)
         return self._decode_each(task, pm, outbox, max_bytes, D, fast)
@@ -254,11 +263,21 @@ class RecordDecoder:
     @staticmethod
     def _labels_known(pipelines, D, codes, names) -> bool:
         """Every label of the poll is one its stream has seen (new ones take the long way,
-        which checks the class cap and registers them)."""
+        which checks the class cap and registers them), and a stream with LabelEvents among
+        them takes them."""
         for c, stream in enumerate(names):
             sel = (codes == c) & D.has_y
-            if sel.any() and not pipelines[stream].task.knows(np.unique(D.y[sel]).tolist()):
+            if not sel.any():
+                continue
+            pl = pipelines[stream]
+            if not pl.task.knows(np.unique(D.y[sel]).tolist()):
                 return False
+            events = sel & D.label
+            if events.any():
+                try:
+                    pl.check_label_event(int(D.y[np.argmax(events)]))
+                except PipelineError:
+                    return False
         return True
 
     def _decode_each(self, task, pm, outbox, max_bytes, D, fast) -> dict[str, StreamRows]:
@@ -270,14 +289,11 @@ class RecordDecoder:
             off = m.offset()
             live = off >= replay_until
             stream = self.keys.get(m.key())
-            if fast_l[i]:  # decoded in bulk: a plain instance of this known stream
-                a = int(D.xstart[i])
-                _rows_of(streams, stream).add_row(
-                    D.xs[a:a + int(D.nx[i])], int(D.y[i]) if D.has_y[i] else None, off,
-                    int(D.ids[i]), int(D.ts[i]), live)
-                continue
-            try:  # any other record, of any kind
-                self._take(task.pipelines, m, live, max_bytes, streams)
+            try:
+                if fast_l[i]:  # decoded in bulk: a plain instance or LabelEvent of a known stream
+                    _take_bulk(task.pipelines[stream], D, i, off, live, streams, stream)
+                else:  # any other record, of any kind
+                    self._take(task.pipelines, m, live, max_bytes, streams)
             except (DecodeError, PipelineError) as exc:
                 if live:  # replayed messages were dead-lettered before: only skipped
                     row = getattr(exc, "row", None)  # the bad row of an InstanceBatch
@@ -467,9 +483,33 @@ def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, Stre
         unl = np.flatnonzero(~D.has_y[idx])
         for r in unl.tolist():
             ys[r] = None
-        streams[names[c]] = StreamRows.from_columns(
+        sr = streams[names[c]] = StreamRows.from_columns(
             D.rows(idx, int(width[c])), ys, offs, D.ids[idx], D.ts[idx],
             int(np.searchsorted(offs, replay_until)))
+        events = D.label[idx]
+        if events.any():  # the LabelEvents' mask (their rows are zeros)
+            sr.labels = events
     return streams
+
+
+def _take_bulk(pl, D, i: int, off: int, live: bool, streams: dict, stream: str) -> None:
+    """Record ``i`` decoded in bulk joins its stream's rows, its label checked as the long
+    way checks it (a new class counts against the stream's cap); raises what refuses it."""
+    y = int(D.y[i]) if D.has_y[i] else None
+    if D.label[i]:
+        pl.check_label_event(y)
+        _rows_of(streams, stream).add_label(y, off, int(D.ids[i]), int(D.ts[i]), live)
+        return
+    if y is not None:
+        pl.check_label(y)
+    a = int(D.xstart[i])
+    _rows_of(streams, stream).add_row(D.xs[a:a + int(D.nx[i])], y, off, int(D.ids[i]),
+                                      int(D.ts[i]), live)
+
+
+def _labels_only(headers) -> bool:
+    """Whether a record's headers are the LabelEvent kind's header and nothing else (the
+    records the bulk decoder reads as LabelEvents)."""
+    return headers is not None and len(headers) == 1 and headers[0] == LABEL_HEADER
 
 

@@ -5,8 +5,9 @@ goes through are done here in bulk:
 
 * :func:`decode_bulk` parses a whole poll's records at once with a numba kernel, straight
   from the msgpack bytes into columns (ids, timestamps, labels, one flat array of features),
-  for the plainest layout (integer ids and labels, ``x`` of float 64); it accepts only what
-  full validation accepts, with the same values, and marks the rest for the per-message way.
+  for the plainest layout (integer ids and labels, ``x`` of float 64), and the LabelEvents
+  of that layout sent with their kind's header alone; it accepts only what full validation
+  accepts, with the same values, and marks the rest for the per-message way.
 * :func:`encode_predictions` writes :class:`~schemas.Prediction` maps with a fixed layout:
   the fields that are constant for a block (stream, model, classes, source topic and
   partition, and the predicted and true label of a group) are packed once, the varying
@@ -46,6 +47,7 @@ _packb = msgpack.Packer(use_bin_type=True).pack
 # way (:func:`schemas.records.read_record`).
 
 _F_STREAM, _F_ID, _F_TS, _F_X, _F_Y, _F_V = 1, 2, 4, 8, 16, 32
+_LABEL_FIELDS = _F_STREAM | _F_ID | _F_TS | _F_Y
 
 
 def _be(buf, p, n):
@@ -82,12 +84,14 @@ def _read_int(buf, p, end):
     return False, 0, p
 
 
-def _parse_instances(buf, bounds, kbuf, kbounds, max_bytes, max_name, ok, ids, ts, ys,
+def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok, ids, ts, ys,
                      has_y, xstart, nx, xbytes):
     """Parse every message ``buf[bounds[i]:bounds[i + 1]]`` (see the section comment).
 
     ``ok[i]`` is set for accepted messages; their ``x`` values are written as little-endian
-    float 64 bytes into ``xbytes`` from value index ``xstart[i]`` (``nx[i]`` of them).
+    float 64 bytes into ``xbytes`` from value index ``xstart[i]`` (``nx[i]`` of them). A
+    message with ``label[i]`` set is read as a LabelEvent: the same fields but ``x``, and a
+    label that is not nil.
     """
     n = bounds.shape[0] - 1
     w = 0  # next free value slot in xbytes
@@ -115,7 +119,7 @@ def _parse_instances(buf, bounds, kbuf, kbounds, max_bytes, max_name, ok, ids, t
                 p += 2
                 if c == 0x76:  # "v"
                     f = _F_V
-                elif c == 0x78:  # "x"
+                elif c == 0x78 and not label[i]:  # "x" (a LabelEvent has none)
                     f = _F_X
                 elif c == 0x79:  # "y"
                     f = _F_Y
@@ -233,6 +237,12 @@ def _parse_instances(buf, bounds, kbuf, kbounds, max_bytes, max_name, ok, ids, t
                 nx[i] = m
         if not good or p != end:
             continue
+        if label[i]:  # a LabelEvent: every field, a label (not nil), no features
+            if (seen & _LABEL_FIELDS) == _LABEL_FIELDS and has_y[i]:
+                xstart[i] = w
+                nx[i] = 0
+                ok[i] = True
+            continue
         if (seen & (_F_STREAM | _F_ID | _F_TS | _F_X)) != (_F_STREAM | _F_ID | _F_TS | _F_X):
             continue
         if not seen & _F_Y:
@@ -262,10 +272,11 @@ class Decoded:
     """Columns of a decoded batch (see :func:`decode_bulk`); rows where ``ok`` is false are
     left to the per-message way."""
 
-    __slots__ = ("ok", "ids", "ts", "y", "has_y", "xstart", "nx", "xs")
+    __slots__ = ("ok", "label", "ids", "ts", "y", "has_y", "xstart", "nx", "xs")
 
-    def __init__(self, n: int, n_bytes: int):
+    def __init__(self, n: int, n_bytes: int, label: np.ndarray):
         self.ok = np.zeros(n, dtype=np.bool_)
+        self.label = label  # the messages read as LabelEvents
         self.ids = np.zeros(n, dtype=np.int64)
         self.ts = np.zeros(n, dtype=np.int64)
         self.y = np.zeros(n, dtype=np.int64)
@@ -275,18 +286,28 @@ class Decoded:
         self.xs = np.empty(n_bytes // 9 + 1, dtype=np.float64)
 
     def rows(self, idx: np.ndarray, d: int) -> np.ndarray:
-        """Feature matrix ``(len(idx), d)`` of accepted messages ``idx`` (all of width d)."""
-        return self.xs[self.xstart[idx][:, None] + np.arange(d)]
+        """Feature matrix ``(len(idx), d)`` of accepted messages ``idx`` (all of width d; a
+        LabelEvent's row is zeros, as the per-message way leaves it)."""
+        events = self.label[idx]
+        if not events.any():
+            return self.xs[self.xstart[idx][:, None] + np.arange(d)]
+        X = np.zeros((idx.shape[0], d))
+        inst = idx[~events]
+        X[~events] = self.xs[self.xstart[inst][:, None] + np.arange(d)]
+        return X
 
 
-def decode_bulk(values: list, keys: list, max_bytes: int) -> Decoded:
-    """Decode a batch of plain instances at once (values without headers, keys as bytes).
+def decode_bulk(values: list, keys: list, max_bytes: int,
+                label: np.ndarray | None = None) -> Decoded:
+    """Decode a batch of plain instances (and LabelEvents) at once (keys as bytes).
 
     ``values[i]`` is accepted (``ok[i]``) only if it is a plain instance (see the section
     comment) whose stream equals ``keys[i]``, with an integer id and an integer or missing
-    label; its columns then hold exactly the values full validation yields. The caller must
-    still check that ``keys[i]`` is a known stream (one that passed full validation) and the
-    row width (``nx``).
+    label; its columns then hold exactly the values full validation yields. With
+    ``label[i]`` set (its headers name a LabelEvent and nothing else) it is read as a plain
+    LabelEvent instead: the same fields, an integer label, no ``x`` (``nx`` is 0). The caller
+    must still check that ``keys[i]`` is a known stream (one that passed full validation)
+    that takes the record, and the row width (``nx``).
     """
     n = len(values)
     if None in values:  # a tombstone, or a message the caller keeps for the long way
@@ -299,10 +320,10 @@ def decode_bulk(values: list, keys: list, max_bytes: int) -> Decoded:
     np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n), out=bounds[1:])
     kb = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, keys), dtype=np.int64, count=n), out=kb[1:])
-    d = Decoded(n, len(blob))
+    d = Decoded(n, len(blob), np.zeros(n, dtype=np.bool_) if label is None else label)
     w = _kernels()(np.frombuffer(blob, dtype=np.uint8), bounds, np.frombuffer(kblob, dtype=np.uint8),
-                   kb, max_bytes, MAX_NAME_LENGTH, d.ok, d.ids, d.ts, d.y, d.has_y, d.xstart, d.nx,
-                   d.xs.view(np.uint8))
+                   kb, d.label, max_bytes, MAX_NAME_LENGTH, d.ok, d.ids, d.ts, d.y, d.has_y,
+                   d.xstart, d.nx, d.xs.view(np.uint8))
     _refuse_out_of_range(d, w)
     return d
 

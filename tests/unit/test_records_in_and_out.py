@@ -162,3 +162,89 @@ def test_a_batch_with_consumer_errors_is_split_and_the_errors_reported():
     inst, feat = per_part[0]
     assert inst.offsets.tolist() == [0] and inst.ts.tolist() == [5]
     assert feat.offsets.tolist() == [7] and feat.ts.tolist() == [6]
+
+
+def _label_poll(stream: str, seed: int, bad: bool):
+    """Instances of two known streams, half of them unlabelled with a LabelEvent two
+    instances later; ``bad``: a label of a new class past the cap, a label of a string, a
+    LabelEvent with an ``x`` and an undecodable record among them."""
+    from worker.tools.dev.produce import delayed_label_values
+
+    X = np.random.default_rng(seed).random((12, 3))
+    y = [int(v > 0.5) if k % 2 else None for k, v in enumerate(X[:, 0])]
+    values, headers = delayed_label_values(stream, X, [int(v > 0.5) for v in X[:, 0]], 2,
+                                           start_id=100)
+    out = []
+    for k, v in enumerate(values):  # every other instance carries its label instead
+        d = msgpack.unpackb(v)
+        if k not in headers and y[d["id"] - 100] is not None:
+            v = msgpack.packb({**d, "y": y[d["id"] - 100]})
+        elif k in headers and y[d["id"] - 100] is not None:
+            continue  # its label came with it
+        out.append((v, headers.get(k)))
+    if bad:
+        label = [("sf-kind", b"label")]
+        out[3:3] = [(msgpack.packb({"stream": stream, "id": 101, "y": 7, "ts": 1}), label),
+                    (msgpack.packb({"stream": stream, "id": 103, "y": "UP", "ts": 1}), label),
+                    (msgpack.packb({"stream": stream, "id": 105, "y": 1, "ts": 1,
+                                    "x": [0.5]}), label), (b"\xc1", None)]
+    return out
+
+
+def test_label_events_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_way(monkeypatch):
+    """A LabelEvent sent as ``produce`` sends it (its kind's header alone, an integer label)
+    is read in bulk with the poll's instances: the rows, labels and dead letters are those of
+    reading every record on its own."""
+    import worker.intake as intake
+
+    def run():
+        task = PartitionTask("g", "in", 0, "in.features")
+        dec = _decoder(task, max_classes=2)
+        first = [(v, None) for v, _k in _stream("a", 4)[2] + _stream("b", 4)[2]]
+        _decode(dec, task, [Message(topic="in", partition=0, offset=k, key=v[0] and
+                                    msgpack.unpackb(v[0])["stream"].encode(), value=v[0])
+                            for k, v in enumerate(first)], [])
+        outs = []
+        for bad in (False, True):
+            polls = _label_poll("a", 1, bad) + _label_poll("b", 2, False)
+            msgs = [Message(topic="in", partition=0, offset=100 * (bad + 1) + k,
+                            key=(b"a" if k < len(_label_poll("a", 1, bad)) else b"b"),
+                            value=v, headers=h) for k, (v, h) in enumerate(polls)]
+            dead: list = []
+            rows = _decode(dec, task, msgs, dead)
+            for sr in rows.values():
+                sr.finish(3)
+            outs.append(({s: (sr.X.tolist(), sr.ys, list(sr.ids), list(sr.ts),
+                              list(sr.offsets), None if sr.labels is None else
+                              sr.labels.tolist(), sr.live) for s, sr in rows.items()},
+                         [(d[3], parse_deadletter_headers(d[2])["reason"]) for d in dead]))
+        return outs
+
+    decoded = []
+    real = intake.decode_bulk
+    monkeypatch.setattr(intake, "decode_bulk",
+                        lambda *a: decoded.append(real(*a)) or decoded[-1])
+    bulk = run()
+    assert sum(int((d.ok & d.label).sum()) for d in decoded) >= 12  # read in bulk
+    monkeypatch.setattr(intake, "_labels_only", lambda headers: False)
+    assert run() == bulk
+    assert any(row[5] for row in bulk[0][0].values())  # the polls hold label events
+    assert [code for code, _r in bulk[1][1]] == [
+        "too_many_classes", "too_many_classes", "invalid_field", "not_decodable"]
+
+
+def test_a_class_past_the_cap_is_refused_when_a_bad_record_sends_the_poll_the_long_way():
+    """Rows decoded in bulk keep their labels checked when another record of the poll sends
+    it message by message: a new class past ``max_classes`` is dead-lettered."""
+    task = PartitionTask("g", "in", 0, "in.features")
+    dec = _decoder(task, max_classes=2)
+    X = np.random.default_rng(4).random((4, 2))
+    first = _messages([(v, b"s") for v in instance_values("s", X, [0, 1, 0, 1])])
+    rows = _decode(dec, task, first, [])
+    rows["s"].finish(2)
+    task.pipelines["s"].process(rows["s"].X, rows["s"].ys)
+    dead: list = []
+    poll = [(v, b"s") for v in instance_values("s", X[:2], [2, 0], start_id=10)] + [
+        (b"\xc1", b"s")]
+    rows = _decode(dec, task, _messages(poll, first_offset=4), dead)
+    assert rows["s"].ys == [0] and [d[3] for d in dead] == ["too_many_classes", "not_decodable"]

@@ -14,6 +14,7 @@ from schemas import Prediction
 from schemas.codec import decode
 from schemas.errors import DecodeError
 from schemas.instances import decode_instance, read_plain_instance
+from schemas.labels import decode_label_event
 from worker.wire import decode_bulk, encode_predictions, merge_blocks
 
 MAX = 4096
@@ -227,6 +228,47 @@ def test_bulk_decode_declines_the_rest():
     assert not decode_bulk([msgpack.packb(ok)], [None], MAX).ok[0]
     assert not decode_bulk([msgpack.packb(ok)], [b"s1"], 10).ok[0]  # over the size limit
     assert decode_bulk([msgpack.packb(ok)], [b"s1"], MAX).ok[0]
+
+
+@st.composite
+def plain_label_messages(draw):
+    """LabelEvents in every integer width and key order, some of them not plain (a label
+    that is nil, missing or a string, an ``x``): the bulk decoder's LabelEvent case."""
+    d = {"stream": draw(st.text(min_size=1, max_size=4)), "id": draw(int64s),
+         "ts": draw(st.integers(min_value=0, max_value=2**63 - 1))}
+    if draw(st.booleans()):
+        d["v"] = 1
+    y = draw(st.one_of(int64s, int64s, st.none(), st.just("missing"), st.text(max_size=2)))
+    if y != "missing":
+        d["y"] = y
+    if draw(st.integers(0, 5)) == 0:
+        d["x"] = [0.5]
+    keys = draw(st.permutations(sorted(d)))
+    return msgpack.packb({k: d[k] for k in keys})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(plain_label_messages(), messages(), plain_messages()), min_size=1,
+                max_size=6))
+def test_bulk_decode_reads_a_label_event_as_full_validation_does(values):
+    """Read as LabelEvents, messages are accepted only if full validation accepts them as
+    one, with the same values and an integer label; a plain one always is."""
+    keys = [_key(v) for v in values]
+    d = decode_bulk(values, keys, MAX, np.ones(len(values), dtype=bool))
+    for i, value in enumerate(values):
+        try:
+            full = decode_label_event(value, max_bytes=MAX)
+        except DecodeError:
+            assert not d.ok[i]
+            continue
+        plain = type(full.id) is int and type(full.y) is int and full.stream.encode() == keys[i]
+        plain = plain and set(msgpack.unpackb(value)) <= {"v", "stream", "id", "y", "ts"}
+        if not d.ok[i]:
+            assert not plain or not value[0] <= 0x8F  # only maps of over 15 keys decline
+            continue
+        assert (d.ids[i], d.ts[i], d.y[i], d.nx[i]) == (full.id, full.ts, full.y, 0)
+        assert d.has_y[i] and type(full.y) is int and type(full.id) is int
+        assert d.rows(np.array([i]), 3).tolist() == [[0.0, 0.0, 0.0]]
 
 
 @pytest.mark.parametrize("labelled", ["all", "some"])
