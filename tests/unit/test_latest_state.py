@@ -15,17 +15,15 @@ import json
 from types import SimpleNamespace
 
 import msgpack
-import numpy as np
 import pytest
 from confluent_kafka import KafkaError, Message
 
 from schemas.codec import decode
 from schemas.messages import DriftAlert, Ranking
-from worker.intake import StreamRows
+from tests.unit.drift_run import drift_run
 from worker.latest import DRIFT_ALERT, RANKING, alert_key, parse_key, ranking_key
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
-from worker.pipeline import Pipeline, PipelineConfig
 from worker.preflight import check_topics
 from worker.settings import ConfigError, load_settings
 from worker.task import PartitionTask
@@ -63,17 +61,7 @@ def test_other_keys_are_not_latest_state_keys():
 @pytest.fixture(scope="module")
 def stream_result():
     """One stream's results with several rankings of two methods and drift alerts."""
-    cfg = PipelineConfig(predictor="forgetful_tree", rankers=["online_random_forest"],
-                         detectors=["adwin"], batch_size=10, ranking_every=50,
-                         params={"online_random_forest": {"n_trees": 2}})
-    rng = np.random.default_rng(1)
-    X = rng.random((600, 3))
-    y = [int(v) if i < 300 else 1 - int(v) for i, v in enumerate(X[:, 0] > 0.5)]  # a drift
-    offsets = np.arange(600, dtype=np.int64)
-    pl = Pipeline("s", cfg, 3)
-    res = pl.process(X, y, offsets)
-    sr = StreamRows.from_columns(X, y, offsets, np.arange(600, dtype=np.int64),
-                                 np.arange(600, dtype=np.int64) + 1_000, 0)
+    pl, res, sr = drift_run()
     assert res.alerts and len({r.method for r in res.rankings}) == 2
     assert len(res.rankings) > 2 * 2  # several of each method: only the last ones are kept
     return pl, res, sr

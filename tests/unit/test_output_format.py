@@ -31,13 +31,12 @@ from schemas import CheckpointManifest, DriftAlert, Instance, Prediction, Rankin
 from schemas.codec import decode, encode
 from schemas.deadletter import deadletter_record
 from schemas.errors import DecodeError
+from tests.unit.drift_run import drift_run
 from worker import wire
 from worker.checkpoint_store import chunk_key, encode_blob, manifest_key
-from worker.intake import StreamRows
 from worker.kafka_io import TransactionalProducer
 from worker.metrics import WorkerMetrics
 from worker.output import Outbox, OutputEncoder
-from worker.pipeline import Pipeline, PipelineConfig
 from worker.pipeline.results import FeatureResult, HeldPredictions, RankingOut
 from worker.settings import OUTPUT_KINDS, ConfigError, load_settings
 from worker.task import PartitionTask
@@ -217,18 +216,7 @@ def test_non_finite_values_are_refused_by_the_contract_in_both_formats():
 
 def _pipeline_result():
     """A stream's outputs with predictions, a drift alert and rankings."""
-    cfg = PipelineConfig(predictor="forgetful_tree", rankers=["online_random_forest"],
-                         detectors=["adwin"], batch_size=10, ranking_every=50,
-                         params={"online_random_forest": {"n_trees": 2}})
-    rng = np.random.default_rng(1)
-    X = rng.random((600, 3))
-    y = [int(v) if i < 300 else 1 - int(v) for i, v in enumerate(X[:, 0] > 0.5)]  # a drift
-    y = [None if i % 7 == 3 else v for i, v in enumerate(y)]
-    offsets = np.arange(600, dtype=np.int64)
-    pl = Pipeline("s", cfg, 3)
-    res = pl.process(X, y, offsets)
-    sr = StreamRows.from_columns(X, y, offsets, np.arange(600, dtype=np.int64) + 10,
-                                 np.arange(600, dtype=np.int64) + 1_000, 0)
+    pl, res, sr = drift_run(unlabelled_every=7, first_id=10)
     assert res.alerts and res.rankings
     return pl, res, sr
 

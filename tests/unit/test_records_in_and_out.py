@@ -171,17 +171,9 @@ def _label_poll(stream: str, seed: int, bad: bool):
     from worker.tools.dev.produce import delayed_label_values
 
     X = np.random.default_rng(seed).random((12, 3))
-    y = [int(v > 0.5) if k % 2 else None for k, v in enumerate(X[:, 0])]
     values, headers = delayed_label_values(stream, X, [int(v > 0.5) for v in X[:, 0]], 2,
-                                           start_id=100)
-    out = []
-    for k, v in enumerate(values):  # every other instance carries its label instead
-        d = msgpack.unpackb(v)
-        if k not in headers and y[d["id"] - 100] is not None:
-            v = msgpack.packb({**d, "y": y[d["id"] - 100]})
-        elif k in headers and y[d["id"] - 100] is not None:
-            continue  # its label came with it
-        out.append((v, headers.get(k)))
+                                           start_id=100, every=2)
+    out = [(v, headers.get(k)) for k, v in enumerate(values)]
     if bad:
         label = [("sf-kind", b"label")]
         out[3:3] = [(msgpack.packb({"stream": stream, "id": 101, "y": 7, "ts": 1}), label),

@@ -53,7 +53,7 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER, REGRESSION, SELEC
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
 from .held import HeldInstances
-from .planning import REFUSED, Pending, Rows, SegmentPlanning
+from .planning import REFUSED, Pending, Rows, SegmentPlanning, refuse_label
 from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
 from .stages import Stage, alert_level, detect
@@ -470,8 +470,7 @@ class Pipeline(SegmentPlanning):
         try:
             row, pred = self.held.take(rows.ids[i + r], rows.ts[i + r])
         except PipelineError as exc:
-            lab[r] = False
-            out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
+            refuse_label(rows, i, r, lab, out, exc)
             return REFUSED
         Xs[r] = row
         return pred

@@ -184,10 +184,7 @@ class HeldInstances:
                     continue
                 del put_at[ident]
                 entry = put
-            labelled.pop(ident, None)  # as _remember: the newest
-            labelled[ident] = None
-            if len(labelled) > limit:
-                labelled.popitem(last=False)
+            _remember(labelled, ident, limit)
             out.append(entry)
         return out
 

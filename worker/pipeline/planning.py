@@ -157,16 +157,14 @@ class SegmentPlanning:
         (:meth:`~worker.pipeline.held.HeldInstances.orderless`), the events take first and
         the instances are held after the call, with their predictions; otherwise row by
         row, each instance held with a placeholder settled after the call."""
-        held, ids, ts = self.held, rows.ids, rows.ts
+        held, ids, ts, hold = self.held, rows.ids, rows.ts, rows.holding
         n = len(events)
         takes, puts = [], []
         for r, (event, labelled) in enumerate(zip(events, lab)):
             if event:
                 takes.append(r)
-            elif not labelled:
+            elif hold and not labelled:
                 puts.append(r)
-        if not rows.holding:
-            puts = []
         put_ids = [ids[i + r] for r in puts]
         take_ids = [ids[i + r] for r in takes]
         if not held.orderless(put_ids, puts, take_ids, takes):
@@ -179,8 +177,7 @@ class SegmentPlanning:
                 joined.append((r, entry))
                 Xs[r] = Xs[entry]
             elif isinstance(entry, PipelineError):
-                lab[r] = False
-                out.rejected.append((rows.offsets[i + r:i + r + 1], entry))
+                refuse_label(rows, i, r, lab, out, entry)
                 refused.add(r)
             else:
                 got.append(r)
@@ -188,13 +185,14 @@ class SegmentPlanning:
                 served[r] = entry[1]
         if got:
             Xs[got] = np.stack(got_rows)
-        keep = [r for r in range(n) if r not in refused] if refused else list(range(n))
-        kernel = (lambda rs: np.searchsorted(keep, rs).tolist()) if refused else list
-        for (r, _p), k in zip(joined, kernel([p for _r, p in joined])):
+        keep = [r for r in range(n) if r not in refused]
+        keep_at = np.asarray(keep, dtype=np.int64)  # kernel row k is input row keep[k]
+        at = np.searchsorted(keep_at, [p for _r, p in joined]).tolist()
+        for (r, _p), k in zip(joined, at):
             served[r] = Pending(k)
         puts = list(put_at.values())
         later = HoldLater(None, list(put_at), Xs[puts], [int(ts[i + r]) for r in puts],
-                          kernel(puts))
+                          np.searchsorted(keep_at, puts).tolist())
         return served, later, keep
 
     def _hold_and_join_in_order(self, rows: Rows, i: int, events: list, Xs, lab: list,
@@ -379,6 +377,14 @@ def runs(lab: list, i: int, j: int):
         if r == j or lab[r] != lab[a]:
             yield a, r
             a = r
+
+
+def refuse_label(rows: Rows, i: int, r: int, lab: list, out: StreamResult,
+                 exc: PipelineError) -> None:
+    """The label event at row ``i + r`` is refused: reported in ``out.rejected`` with its
+    offset, and no longer labelled in ``lab`` (rows ``i:``)."""
+    lab[r] = False
+    out.rejected.append((rows.offsets[i + r:i + r + 1], exc))
 
 
 #: what :meth:`Pipeline._take` answers for a refused label event (a served prediction may be

@@ -4,7 +4,8 @@ half its labels coming 1,000 instances late as LabelEvents.
 The stream is Electricity (45,312 instances) under the worker's defaults (the adaptive random
 forest, the block-forest ranker, ADWIN, 1,000 held instances per stream), produced as the
 ``produce`` command writes it: every instance with its label, or every other instance
-unlabelled and its LabelEvent right after the instance 1,000 later (the last ones at the end).
+(the first, the third, ...) unlabelled and its LabelEvent right after the instance 1,000 later
+(the last ones at the end), as ``bench_delayed_labels.py`` feeds its pipeline.
 A worker consumes the topic from the start with exactly-once on; its throughput is the
 instances committed per second of wall time after a warm-up of a tenth of the stream (numba
 compiled before), and per CPU-second of its process. The two topics are run in pairs, back to
@@ -28,8 +29,6 @@ import time
 import uuid
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
@@ -39,9 +38,8 @@ from tests.benchmarks.service.bench_worker import env_for  # noqa: E402
 from worker.app import Worker  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
 from worker.tools.dev.produce import (  # noqa: E402
-    LABEL_HEADERS,
+    delayed_label_values,
     instance_values,
-    label_value,
     make_producer,
     produce_values,
 )
@@ -49,28 +47,6 @@ from worker.tools.topics import create_topics  # noqa: E402
 
 DELAY = 1000
 STREAM = "electricity"
-
-
-def half_late_values(X: np.ndarray, y: list, delay: int) -> tuple[list, dict]:
-    """``(values, headers)``: every other instance (odd ids) without its label, whose
-    LabelEvent follows the instance ``delay`` later; the others carry theirs."""
-    n = len(y)
-    carried = [v if i % 2 == 0 else None for i, v in enumerate(y)]
-    instances = instance_values(STREAM, X, carried)
-    values, headers = [], {}
-
-    def label(i):
-        headers[len(values)] = LABEL_HEADERS
-        values.append(label_value(STREAM, i, y[i], min(i + delay, n - 1)))
-
-    for i in range(n):
-        values.append(instances[i])
-        if i >= delay and (i - delay) % 2 == 1:
-            label(i - delay)
-    for i in range(max(0, n - delay), n):
-        if i % 2 == 1:
-            label(i)
-    return values, headers
 
 
 def run_worker(bootstrap: str, values: list, headers: dict, n: int) -> tuple[float, float]:
@@ -113,7 +89,7 @@ def main() -> None:
         y = [classes[c] for c in y]
     n = len(y)
     plain = (instance_values(STREAM, X, y), {})
-    late = half_late_values(X, y, DELAY)
+    late = delayed_label_values(STREAM, X, y, DELAY, every=2)  # as bench_delayed_labels
     runs = {"plain": [], "late": []}
     with kafka(args.bootstrap) as bootstrap:
         run_worker(bootstrap, *late, n)  # compile, and the broker's first topics

@@ -79,11 +79,12 @@ def label_value(stream: str, ident, y, ts: int) -> bytes:
 
 
 def delayed_label_values(stream: str, X: np.ndarray, y, delay: int, *, start_id: int = 0,
-                         ts0: int = 0, names: list[str] | None = None):
+                         ts0: int = 0, names: list[str] | None = None, every: int = 1):
     """``(values, headers)`` of a stream whose labels come ``delay`` instances late: every
-    instance unlabelled, the LabelEvent of instance ``i`` right after instance ``i + delay``
-    (the last ones after the last instance); ``headers`` maps a value's index to its headers.
-    A row without a label (``None``) gets no LabelEvent.
+    ``every``-th instance (from the first) unlabelled, its LabelEvent right after instance
+    ``i + delay`` (the last ones after the last instance), the others carrying their labels;
+    ``headers`` maps a value's index to its headers. A row without a label (``None``) gets
+    no LabelEvent.
 
     Examples
     --------
@@ -91,14 +92,19 @@ def delayed_label_values(stream: str, X: np.ndarray, y, delay: int, *, start_id:
     >>> values, headers = delayed_label_values("s", np.zeros((3, 1)), [1, 0, 1], delay=1)
     >>> len(values), sorted(headers)
     (6, [2, 4, 5])
+    >>> values, headers = delayed_label_values("s", np.zeros((3, 1)), [1, 0, 1], 1, every=2)
+    >>> len(values), sorted(headers)
+    (5, [2, 4])
     """
-    instances = instance_values(stream, X, None, start_id=start_id, ts0=ts0, names=names)
     ys = list(y)
-    n = len(instances)
+    n = len(ys)
+    late = [ys[i] is not None and i % every == 0 for i in range(n)]
+    instances = instance_values(stream, X, [None if late[i] else ys[i] for i in range(n)],
+                                start_id=start_id, ts0=ts0, names=names)
     values, headers = [], {}
 
     def label(i):
-        if ys[i] is not None:
+        if late[i]:
             headers[len(values)] = LABEL_HEADERS
             # the label's event time: that of the instance it follows
             values.append(label_value(stream, start_id + i, ys[i], ts0 + min(i + delay, n - 1)))
