@@ -53,7 +53,7 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER, REGRESSION, SELEC
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
 from .held import HeldInstances
-from .planning import REFUSED, Pending, Rows, SegmentPlanning, refuse_label
+from .planning import REFUSED, LabelledRows, Pending, Rows, SegmentPlanning, refuse_label
 from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
 from .stages import Stage, alert_level, detect
@@ -399,18 +399,26 @@ class Pipeline(SegmentPlanning):
             rows.hold_some(self.held, Xs, y_pred, i, unl)
         return y_pred
 
-    def _serve(self, X, y, labelled, rows, i, j, emit, out: StreamResult):
-        """Rows ``i:j`` in runs: instances predicted (:meth:`_predict`), label events joined
-        to their held instances (:meth:`_join`). Returns ``(y_pred, X rows, labelled)`` of
-        the rows: for a joined label event the prediction served and the held row; a refused
-        one is no longer labelled."""
+    def _serve(self, X, y, labelled, rows, i, j, emit, out: StreamResult) -> LabelledRows:
+        """Rows ``i:j`` predicted (their blocks in ``out``), from the poll's plan or
+        (:meth:`_serve_rows`) by the segment itself. Returns the labelled rows to score and
+        learn: for a joined label event the prediction served and the held row; a refused
+        one is not among them."""
         if self._planned is not None:  # the segment's answers from the poll's one call
-            blocks, calls, y_pred, Xs, lab = self._planned.next_segment(i, j)
+            blocks, calls, learned = self._planned.next_segment(i, j)
             for k, positions, row in calls:
                 self.predictor.learner.select_segment(k)
                 self._learned(positions, row, out)
             out.blocks += blocks
-            return y_pred, Xs, lab
+            return learned
+        y_pred, Xs, lab = self._serve_rows(X, y, labelled, rows, i, j, emit, out)
+        return LabelledRows.of(y, y_pred, Xs, lab, rows.offsets, i, j)
+
+    def _serve_rows(self, X, y, labelled, rows, i, j, emit, out: StreamResult):
+        """Rows ``i:j`` in runs: instances predicted (:meth:`_predict`), label events joined
+        to their held instances (:meth:`_join`). Returns ``(y_pred, X rows, labelled)`` of
+        the rows: for a joined label event the prediction served and the held row; a refused
+        one is no longer labelled."""
         Xs = X[i:j]
         if rows.labels is None or not rows.labels[i:j].any():  # no label event: runs as ever
             return self._predict(Xs, y, labelled, rows, i, j, emit, out), Xs, labelled[i:j]
@@ -440,7 +448,7 @@ class Pipeline(SegmentPlanning):
         kind = rows.labels[i:j].tolist()
         lab = labelled[i:j].tolist()  # per-row Python: lists, not numpy scalars
         Xs = Xs.copy()  # label events' rows become their instances'
-        served, later, rows_in = self._hold_and_join(rows, i, kind, Xs, lab, out)
+        served, later, rows_in = self._hold_and_join(rows, i, kind, Xs, lab, labelled, out)
         ys = [y[i + r] if lab[r] else None for r in rows_in]
         sel = np.array(rows_in, dtype=np.int64)
         quiet = np.array(kind, dtype=bool)[sel]
@@ -498,17 +506,7 @@ class Pipeline(SegmentPlanning):
         """Rows ``i:j``: predicted (and learned, by a prequential predictor); then the
         mini-batch learned / rankings made if a boundary is hit."""
         task = self.task
-        y_pred, Xs, lab = self._serve(X, y, labelled, rows, i, j, emit, out)
-        offsets = rows.offsets
-        if lab.all():  # all labelled (the common case): no index lists
-            idx = np.arange(i, j)
-            y_true, preds, Xl, offs = y[i:j], y_pred, Xs, offsets[i:j]
-        else:
-            lab = np.flatnonzero(lab)
-            idx = i + lab
-            y_true = [y[r] for r in idx.tolist()]
-            preds = [y_pred[r] for r in lab.tolist()]
-            Xl, offs = Xs[lab], offsets[idx]
+        idx, y_true, preds, Xl, offs = self._serve(X, y, labelled, rows, i, j, emit, out)
         n_lab = len(y_true)
         if n_lab:
             loss = task.losses(preds, y_true)

@@ -76,8 +76,9 @@ class SegmentPlanning:
             K = known(b)
             block = PredictionBlock(a, b, classes[:K], y_pred[a:b],
                                     proba[a:b, :K] if emit else None)
-            plan.append((a, b, [block], [(k, rows.pos[a:b], b - 1)], y_pred[a:b], X[a:b],
-                         labelled[a:b]))
+            learned = LabelledRows(np.arange(a, b), y[a:b], y_pred[a:b], X[a:b],
+                                   rows.offsets[a:b])
+            plan.append((a, b, [block], [(k, rows.pos[a:b], b - 1)], learned))
         return PlannedSegments(plan)
 
     def _plan_mixed(self, X, y, labelled, rows: Rows, emit: bool,
@@ -105,26 +106,36 @@ class SegmentPlanning:
         events = [False] * n if rows.labels is None else rows.labels.tolist()
         lab = labelled.tolist()
         Xs = X if rows.labels is None else X.copy()  # label events' rows become their instances'
-        served, later, keep = self._hold_and_join(rows, 0, events, Xs, lab, out)
+        served, later, keep = self._hold_and_join(rows, 0, events, Xs, lab, labelled, out)
         bounds = self._planned_bounds(labelled, lab, rows)
-        calls = self._mixed_calls(bounds, events, lab, keep, rows)
-        ys = [y[r] if lab[r] else None for r in keep]
-        quiet = np.zeros(len(keep), dtype=bool) if rows.labels is None else rows.labels[keep]
-        y_k, proba, classes, known = self._call_segments(Xs[keep], ys, quiet,
+        labs = np.array(lab, dtype=bool)
+        learns = np.flatnonzero(labs)  # the rows learned, ascending
+        ends = np.searchsorted(learns, [j for _i, j in bounds]).tolist()  # per segment
+        calls = self._mixed_calls(bounds, events, lab, keep, rows, learns, ends)
+        # the kernel's rows: the poll's but the refused label events (a row kept is labelled
+        # exactly when its y is a label)
+        whole = len(keep) == n
+        Xk, ys = (Xs, y) if whole else (Xs[keep], [y[r] for r in keep])
+        quiet = np.zeros(len(keep), dtype=bool) if rows.labels is None else \
+            rows.labels if whole else rows.labels[keep]
+        y_k, proba, classes, known = self._call_segments(Xk, ys, quiet,
                                                          [call[0] for call in calls])
         self._hold_later(later, y_k)
-        keep = np.asarray(keep, dtype=np.int64)
-        kernel = np.full(n, -1, dtype=np.int64)
-        kernel[keep] = np.arange(keep.shape[0])
-        preds = np.empty(n, dtype=object)  # kernel row k is input row keep[k]
-        preds[keep] = _objects(y_k)
-        preds = preds.tolist()
+        if whole:
+            kernel, preds = np.arange(n, dtype=np.int64), list(y_k)
+        else:
+            keep = np.asarray(keep, dtype=np.int64)
+            kernel = np.full(n, -1, dtype=np.int64)
+            kernel[keep] = np.arange(keep.shape[0])
+            preds = np.empty(n, dtype=object)  # kernel row k is input row keep[k]
+            preds[keep] = _objects(y_k)
+            preds = preds.tolist()
         for r, pred in served.items():
             preds[r] = y_k[pred.row] if type(pred) is Pending else pred
-        labs = np.array(lab, dtype=bool)
         full = self._event_proba(kernel, rows, proba) if emit and rows.labels is not None else None
+        learned = LabelledRows.of_rows(learns, y, preds, Xs, rows.offsets)
         plan, c = [], 0
-        for i, j in bounds:
+        for s, (i, j) in enumerate(bounds):
             blocks, mine = [], []
             while c < len(calls) and calls[c][1] <= j:
                 mine.append(c)
@@ -140,12 +151,13 @@ class SegmentPlanning:
                     blocks.append(PredictionBlock(a, b, classes[:K], preds[a:b],
                                                   proba[ka:kb, :K] if emit else None))
             steps = [(k, calls[k][2], calls[k][3]) for k in mine if calls[k][3] >= 0]
-            plan.append((i, j, blocks, steps, preds[i:j], Xs[i:j], labs[i:j]))
+            plan.append((i, j, blocks, steps, learned.part(ends[s - 1] if s else 0, ends[s])))
         return PlannedSegments(plan)
 
-    def _hold_and_join(self, rows: Rows, i: int, events: list, Xs, lab: list,
+    def _hold_and_join(self, rows: Rows, i: int, events: list, Xs, lab: list, labelled,
                        out: StreamResult):
-        """Rows ``i:`` (``events``, ``Xs`` and ``lab`` hold theirs) in order: each label event
+        """Rows ``i:`` (``events``, ``Xs`` and ``lab`` hold theirs; ``labelled``: the poll's
+        labelled rows before any refusal) in order: each label event
         takes its instance from the held store (its row into ``Xs``; a refused one is no
         longer labelled, in ``lab``), each unlabelled instance is held until its prediction
         is known. Returns ``(served, later, keep)``: the predictions served for the label
@@ -157,14 +169,9 @@ class SegmentPlanning:
         (:meth:`~worker.pipeline.held.HeldInstances.orderless`), the events take first and
         the instances are held after the call, with their predictions; otherwise row by
         row, each instance held with a placeholder settled after the call."""
-        held, ids, ts, hold = self.held, rows.ids, rows.ts, rows.holding
+        held, ids, ts = self.held, rows.ids, rows.ts
         n = len(events)
-        takes, puts = [], []
-        for r, (event, labelled) in enumerate(zip(events, lab)):
-            if event:
-                takes.append(r)
-            elif hold and not labelled:
-                puts.append(r)
+        takes, puts = rows.joins(labelled, i, i + n)
         put_ids = [ids[i + r] for r in puts]
         take_ids = [ids[i + r] for r in takes]
         if not held.orderless(put_ids, puts, take_ids, takes):
@@ -184,8 +191,9 @@ class SegmentPlanning:
                 got_rows.append(entry[0])
                 served[r] = entry[1]
         if got:
-            Xs[got] = np.stack(got_rows)
-        keep = [r for r in range(n) if r not in refused]
+            # one copy of the rows (np.stack checks and reshapes each row first)
+            Xs[got] = np.concatenate(got_rows).reshape(len(got), Xs.shape[1])
+        keep = [r for r in range(n) if r not in refused] if refused else list(range(n))
         keep_at = np.asarray(keep, dtype=np.int64)  # kernel row k is input row keep[k]
         at = np.searchsorted(keep_at, [p for _r, p in joined]).tolist()
         for (r, _p), k in zip(joined, at):
@@ -246,19 +254,18 @@ class SegmentPlanning:
         return bounds
 
     @staticmethod
-    def _mixed_calls(bounds: list, events: list, lab: list, keep: list,
-                     rows: Rows) -> list[tuple]:
+    def _mixed_calls(bounds: list, events: list, lab: list, keep: list, rows: Rows,
+                     learns: np.ndarray, ends: list) -> list[tuple]:
         """The predictor calls one call per run would make: ``(kernel rows up to its end,
         input row where its segment ends, stream positions of the rows it learned, the last
         of those rows)`` (no row learned: an empty array and -1); the last call's end
-        stretched to the kernel's last row."""
+        stretched to the kernel's last row. ``learns``: the rows learned, ascending;
+        ``ends[s]``: how many of them end before segment ``s`` does."""
         taken = np.zeros(len(lab) + 1, dtype=np.int64)  # kernel rows before each input row
         taken[np.asarray(keep, dtype=np.int64) + 1] = 1
         taken = np.cumsum(taken).tolist()
-        learns = np.flatnonzero(np.asarray(lab, dtype=bool))  # the rows learned, ascending
         at = rows.pos[learns]
         learns = learns.tolist()
-        ends = np.searchsorted(learns, [j for _i, j in bounds]).tolist()
         calls = []
         for s, (i, j) in enumerate(bounds):
             if any(events[i:j]):
@@ -312,6 +319,42 @@ class SegmentPlanning:
         return y_pred, proba, classes, known
 
 
+class LabelledRows(NamedTuple):
+    """The labelled rows of a segment as the pipeline scores and learns them: their input
+    rows (``idx``), labels, the predictions served for them, their feature rows (a label
+    event's: its instance's) and source offsets."""
+
+    idx: np.ndarray
+    y_true: list
+    preds: list
+    X: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, y: list, y_pred: list, Xs: np.ndarray, lab: np.ndarray, offsets: np.ndarray,
+           i: int, j: int) -> LabelledRows:
+        """Those of rows ``i:j`` (``y_pred``, ``Xs`` and ``lab``, which are labelled: theirs)."""
+        if lab.all():  # the common case: no index lists
+            return cls(np.arange(i, j), y[i:j], y_pred, Xs, offsets[i:j])
+        at = np.flatnonzero(lab)
+        idx = i + at
+        return cls(idx, [y[r] for r in idx.tolist()], [y_pred[r] for r in at.tolist()],
+                   Xs[at], offsets[idx])
+
+    @classmethod
+    def of_rows(cls, idx: np.ndarray, y: list, preds: list, Xs: np.ndarray,
+                offsets: np.ndarray) -> LabelledRows:
+        """Rows ``idx`` of a whole poll (its ``y``, ``preds``, ``Xs`` and ``offsets``), to be
+        handed out per segment by :meth:`part`."""
+        at = idx.tolist()
+        return cls(idx, [y[r] for r in at], [preds[r] for r in at], Xs[idx], offsets[idx])
+
+    def part(self, a: int, b: int) -> LabelledRows:
+        """Rows ``a:b`` of these."""
+        return LabelledRows(self.idx[a:b], self.y_true[a:b], self.preds[a:b], self.X[a:b],
+                            self.offsets[a:b])
+
+
 class Rows:
     """What one :meth:`Pipeline.process` call knows of its rows beside ``X`` and ``y``:
     offsets, instance ids and times (for held rows), which rows are label events, and
@@ -349,6 +392,17 @@ class Rows:
         if self.prefix is None:
             return i + k
         return min(bisect_left(self.prefix, self.prefix[i] + k), len(self.prefix) - 1)
+
+    def joins(self, labelled: np.ndarray, i: int, j: int) -> tuple[list, list]:
+        """The label events among rows ``i:j`` and the unlabelled instances to hold
+        (``labelled``: which rows of the poll are labelled), as positions from ``i``."""
+        lab = labelled[i:j]
+        if self.labels is None:
+            takes = []
+        else:
+            kind = self.labels[i:j]
+            takes, lab = np.flatnonzero(kind).tolist(), lab | kind
+        return takes, (np.flatnonzero(~lab).tolist() if self.holding else [])
 
     def hold(self, held, X, y_pred: list, i: int, j: int) -> None:
         """Hold unlabelled rows ``i:j`` (``X``, ``y_pred``: theirs) for their labels."""

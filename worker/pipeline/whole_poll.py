@@ -28,11 +28,12 @@ import numpy as np
 class PlannedSegments:
     """The predictor's answers of one call over the poll, handed out segment by segment.
 
-    Per segment ``(start, end, blocks, calls, y_pred, X, labelled)``: its prediction blocks,
-    the predictor's calls one call per run would have made in it (``(k, stream positions
-    of the rows learned, input row of its events)``, ``k`` the call's segment of the one
-    call), each row's prediction (a label event's: the one served), its rows (a label
-    event's: its instance's) and which are labelled (a refused label event is not).
+    Per segment ``(start, end, blocks, calls, learned)``: its prediction blocks, the
+    predictor's calls one call per run would have made in it (``(k, stream positions of the
+    rows learned, input row of its events)``, ``k`` the call's segment of the one call) and
+    its labelled rows to score and learn
+    (:class:`~worker.pipeline.planning.LabelledRows`: a label event's with the prediction
+    served and its instance's row; a refused label event is not among them).
     """
 
     def __init__(self, segments: list):
