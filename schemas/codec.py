@@ -31,7 +31,7 @@ import base64
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgpack
@@ -566,6 +566,7 @@ def decode(
     headers: Iterable[tuple[str, Any]] | Mapping[str, Any] | None = None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    plain: Callable[[dict], T | None] | None = None,
 ) -> T:
     """Decode and validate one Kafka value as ``model``.
 
@@ -579,6 +580,12 @@ def decode(
         Message headers (``content-type`` decides the format; otherwise it is sniffed).
     max_bytes : int
         Size limit; checkpoints pass their chunk size.
+    plain : callable, optional
+        The contract's plain path: ``plain(d)`` builds the model from the loaded map by
+        plain type checks, without validation, or answers ``None`` for anything they do not
+        take, which validation then decides (and says why it refuses). It must accept only
+        what validation accepts, with the values validation gives
+        (:func:`schemas.instances.plain_fields` and its users are tested so).
 
     Raises
     ------
@@ -596,4 +603,5 @@ def decode(
     schemas.errors.DecodeError: non_finite at x[1]: must be a finite number, got nan
     """
     obj = load(value, headers, max_bytes=max_bytes, arrays=getattr(model, "wire_arrays", False))
-    return validate(obj, model)
+    msg = plain(obj) if plain is not None else None
+    return msg if msg is not None else validate(obj, model)

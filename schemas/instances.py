@@ -5,9 +5,9 @@ An Instance is read one of two ways, with the same answer:
 * the plain path (:func:`read_plain_instance`): a small msgpack map without headers, of a
   stream whose columns are fixed, unpacked and held to plain type checks
   (:func:`plain_instance_fields`); anything they do not take goes the full way;
-* the full path (:func:`decode_instance`): the codec's :func:`~schemas.codec.load`, the
-  same plain checks on the map, and :func:`~schemas.codec.validate` for what they do not
-  accept, which then gives the answer and the error. The plain checks only ever accept what
+* the full path (:func:`decode_instance`): the codec's :func:`~schemas.codec.decode` with
+  the same plain checks as its plain path (:func:`_fast_instance`): validation decides what
+  they do not accept, and gives the answer and the error. The plain checks only ever accept what
   the contract accepts, with the values it gives (the tests verify it on generated and
   malformed messages), so the accept/reject behaviour is the full validation's by
   construction.
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from . import errors as E
-from .codec import DEFAULT_MAX_BYTES, load, validate
+from .codec import DEFAULT_MAX_BYTES, decode
 from .errors import DecodeError, key_mismatch_error
 from .messages import INT64_MAX, INT64_MIN, MAX_NAME_LENGTH, Instance
 from .values import MAX_MAGNITUDE, finite_floats, is_text
@@ -287,22 +287,19 @@ def decode_instance(
     ...
     schemas.errors.DecodeError: feature_count at x: the stream has 3 features, this instance has 2
     """
-    d = load(value, headers, max_bytes=max_bytes)
-    return _checked_instance(d, n_features, feature_names, limits)[0]
+    inst = decode(value, Instance, headers, max_bytes=max_bytes, plain=_fast_instance)
+    return _checked_instance(inst, n_features, feature_names, limits)[0]
 
 
 def _checked_instance(
-    d: dict,
+    inst: Instance,
     n_features: int | None,
     feature_names: Sequence[str] | None,
     limits: InstanceLimits | None,
 ) -> tuple[Instance, list[float] | None]:
-    """The Instance a loaded map holds, checked as :func:`decode_instance` checks it (in the
-    same order), and the row it checked: the features in ``feature_names``' order
+    """A decoded Instance checked as :func:`decode_instance` checks it (in the same order),
+    and the row it checked: the features in ``feature_names``' order
     (:func:`instance_features`), ``None`` without names."""
-    inst = _fast_instance(d)
-    if inst is None:
-        inst = validate(d, Instance)
     if limits is not None:
         check_limits(inst, limits)
     row = instance_features(inst, feature_names) if feature_names is not None else None
@@ -351,8 +348,8 @@ def read_instance(value: bytes, headers: Iterable[tuple[str, Any]] | None, *, st
         if plain is not None:
             return plain
     n_features, names = columns if columns is not None else (None, None)
-    d = load(value, headers, max_bytes=max_bytes)
-    inst, row = _checked_instance(d, n_features, names, limits)
+    inst = decode(value, Instance, headers, max_bytes=max_bytes, plain=_fast_instance)
+    inst, row = _checked_instance(inst, n_features, names, limits)
     if stream is not None and inst.stream != stream:
         raise key_mismatch_error(stream, "instance", inst.stream)
     if row is None:  # not read in the stream's named columns

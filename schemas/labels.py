@@ -1,9 +1,9 @@
 """Reading a LabelEvent record: :func:`decode_label_event`.
 
-A LabelEvent is read as an Instance is: the codec's :func:`~schemas.codec.load`, the plain
-type checks an Instance's fields share (:func:`~schemas.instances.plain_fields`), and
-:func:`~schemas.codec.validate` for what they do not accept, which then gives the answer and
-the error. Its label and id are then held to the limits an Instance's are held to
+A LabelEvent is read as an Instance is: the codec's :func:`~schemas.codec.decode` with the
+plain type checks an Instance's fields share (:func:`~schemas.instances.plain_fields`) as its
+plain path, validation deciding what they do not accept (and giving the answer and the
+error). Its label and id are then held to the limits an Instance's are held to
 (:func:`~schemas.instances.check_label_and_id`), so that a label that arrives late carries
 no more than one sent with its instance.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .codec import DEFAULT_MAX_BYTES, load, validate
+from .codec import DEFAULT_MAX_BYTES, decode
 from .instances import InstanceLimits, check_label_and_id, constructed, plain_fields
 from .messages import LabelEvent
 
@@ -37,10 +37,7 @@ def decode_label_event(
     >>> decode_label_event(value, headers).y
     'UP'
     """
-    d = load(value, headers, max_bytes=max_bytes)
-    event = _fast_label_event(d)
-    if event is None:
-        event = validate(d, LabelEvent)
+    event = decode(value, LabelEvent, headers, max_bytes=max_bytes, plain=_fast_label_event)
     if limits is not None:
         check_label_and_id(event, limits)
     return event
