@@ -58,6 +58,21 @@ def _be(buf, p, n):
     return v
 
 
+def _read_size(buf, p, end, fix, fix_mask, size8, size16):
+    """``(size, next)`` of the msgpack str or array header at ``p``: a fix form (``fix`` with
+    the size in the bits of ``fix_mask``), or the 8-bit (``size8``; -1: the type has none)
+    and 16-bit size forms; size -1 for any other byte (a longer form is not the plain
+    layout)."""
+    b = buf[p]
+    if fix <= b <= fix | fix_mask:
+        return np.int64(b & fix_mask), p + 1
+    if b == size8 and p + 1 < end:
+        return np.int64(buf[p + 1]), p + 2
+    if b == size16 and p + 2 < end:
+        return (np.int64(buf[p + 1]) << 8) | np.int64(buf[p + 2]), p + 3
+    return np.int64(-1), p
+
+
 def _read_int(buf, p, end):
     """``(ok, value, next)`` of a msgpack integer at ``p`` that fits int 64."""
     if p >= end:
@@ -180,17 +195,8 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
                     ys[i] = v
                     has_y[i] = True
             elif f == _F_STREAM:
-                sb = buf[p]
-                if 0xA0 <= sb <= 0xBF:
-                    m = np.int64(sb & 0x1F)
-                    p += 1
-                elif sb == 0xD9 and p + 1 < end:
-                    m = np.int64(buf[p + 1])
-                    p += 2
-                elif sb == 0xDA and p + 2 < end:
-                    m = (np.int64(buf[p + 1]) << 8) | np.int64(buf[p + 2])
-                    p += 3
-                else:
+                m, p = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)  # fixstr, str 8, 16
+                if m < 0:
                     good = False
                     break
                 k0 = kbounds[i]
@@ -207,14 +213,8 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
                     break
                 p += m
             else:  # x: a non-empty array of finite float 64
-                ab = buf[p]
-                if 0x91 <= ab <= 0x9F:
-                    m = np.int64(ab & 0x0F)
-                    p += 1
-                elif ab == 0xDC and p + 2 < end:
-                    m = (np.int64(buf[p + 1]) << 8) | np.int64(buf[p + 2])
-                    p += 3
-                else:
+                m, p = _read_size(buf, p, end, 0x90, 0x0F, -1, 0xDC)  # fixarray, array 16
+                if m < 0:
                     good = False
                     break
                 if m == 0 or p + 9 * m > end:
@@ -257,13 +257,14 @@ _PARSE = None
 
 def _kernels():
     """The compiled parser (numba is imported on first use: the CLI does not need it)."""
-    global _PARSE, _be, _read_int
+    global _PARSE, _be, _read_int, _read_size
     if _PARSE is None:
         from models.core._jit import njit
 
         # compiled in dependency order: the parser resolves the helpers by global name
         _be = njit(inline="always")(_be)
         _read_int = njit(inline="always")(_read_int)
+        _read_size = njit(inline="always")(_read_size)
         _PARSE = njit(_parse_instances)
     return _PARSE
 
