@@ -90,6 +90,27 @@ def _insert(vals, ids, k, x, i):
     ids[m] = i
 
 
+@njit(inline="always")
+def candidate(q, X, features, pool, n_split, rng, lists, columns, rows, node_of, v, lo, hi,
+              ids, vals):
+    """``(f, rows)``: the ``q``-th candidate feature of node ``v``'s split search (its rows
+    ``rows[lo:hi]``) and those rows in increasing order of it, their values into ``vals``.
+    When ``n_split`` covers ``features``, ``features[q]``, read off the tree's sorted
+    ``lists`` (:func:`_root_lists`); else the next of a partial shuffle of ``pool`` (drawn
+    without replacement), read off the block's column (:func:`_node_column`) into ``ids``."""
+    if n_split >= features.shape[0]:
+        f = features[q]
+        rows_q = lists[q][lo:hi]
+        for k in range(hi - lo):
+            # the values in the list's order, as the columns hold them: a scan that read
+            # them through its rows (``X[i, f]``) would run slower
+            vals[k] = X[rows_q[k], f]
+        return f, rows_q
+    f = pick_next(rng, 0, pool, q)
+    _node_column(X, f, columns, rows, node_of, v, lo, hi, ids, vals)
+    return f, ids
+
+
 @njit(_nrt=False)
 def _node_column(X, f, columns, rows, node_of, v, lo, hi, ids, vals):
     """The rows of node ``v`` (``rows[lo:hi]``) in increasing order of feature ``f``, into
@@ -217,22 +238,12 @@ def _search_node(X, columns, rows, node_of, v, codes, weight, lo, hi, count_v, f
     best[0] = -np.inf
     best[1] = -1.0
     n_feat = features.shape[0]
-    if n_split >= n_feat:
-        for q in range(n_feat):
-            f = features[q]
-            rows_q = lists[q][lo:hi]
-            for k in range(hi - lo):
-                # the values in the list's order, as the columns hold them: a scan that
-                # read them through its rows (``X[i, f]``) would run slower
-                vals[k] = X[rows_q[k], f]
-            _scan_any(f, rows_q, vals, hi - lo, codes, weight, count_v, n_v, sq_v, left, best)
-        return
     for q in range(n_feat):
         if q >= n_split and best[1] >= 0.0:
             return
-        f = pick_next(rng, 0, pool, q)
-        _node_column(X, f, columns, rows, node_of, v, lo, hi, ids, vals)
-        _scan_any(f, ids, vals, hi - lo, codes, weight, count_v, n_v, sq_v, left, best)
+        f, ids_f = candidate(q, X, features, pool, n_split, rng, lists, columns, rows,
+                             node_of, v, lo, hi, ids, vals)
+        _scan_any(f, ids_f, vals, hi - lo, codes, weight, count_v, n_v, sq_v, left, best)
 
 
 @njit(_nrt=False)

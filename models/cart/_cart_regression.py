@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core._jit import njit
-from ..core._rng import next_u64, pick_next, randint, shuffle
-from ._block_cart import _node_column, _root_lists, _split_lists, in_bag_rows
+from ..core._rng import next_u64, randint, shuffle
+from ._block_cart import _root_lists, _split_lists, candidate, in_bag_rows
 from ._cart import draw_mask
 
 
@@ -94,21 +94,12 @@ def _search_node(X, Y, w, columns, rows, node_of, v, lo, hi, s_v, n_v, features,
     (:func:`models.cart._block_cart._root_lists`), else over ``n_split`` of them drawn
     without replacement (a partial shuffle of ``pool``), more while none splits the node,
     each read off the block's column."""
-    n_feat = features.shape[0]
-    if n_split >= n_feat:
-        for q in range(n_feat):
-            f = features[q]
-            rows_q = lists[q][lo:hi]
-            for k in range(hi - lo):  # the values in the list's order, as the columns hold them
-                vals[k] = X[rows_q[k], f]
-            _scan(f, rows_q, vals, hi - lo, Y, w, s_v, n_v, ls, best)
-        return
-    for q in range(n_feat):
+    for q in range(features.shape[0]):
         if q >= n_split and best[1] >= 0.0:
             return
-        f = pick_next(rng, 0, pool, q)
-        _node_column(X, f, columns, rows, node_of, v, lo, hi, ids, vals)
-        _scan(f, ids, vals, hi - lo, Y, w, s_v, n_v, ls, best)
+        f, ids_f = candidate(q, X, features, pool, n_split, rng, lists, columns, rows,
+                             node_of, v, lo, hi, ids, vals)
+        _scan(f, ids_f, vals, hi - lo, Y, w, s_v, n_v, ls, best)
 
 
 @njit(_nrt=False)
