@@ -390,6 +390,36 @@ def test_a_stream_of_late_labels_is_served_at_once_as_row_by_row(monkeypatch):
     assert run() == at_once
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 6), st.lists(st.integers(0, 9), max_size=6, unique=True),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 19)), max_size=30))
+def test_a_poll_fits_exactly_when_holding_it_row_by_row_lets_no_row_fall_out(cap, before,
+                                                                             events):
+    """``_fits`` counts the store's size at each hold as taking and holding row by row would
+    (held ids 0-9 before the poll; a hold is a new id, 10-19; a take may name any id)."""
+    held = HeldInstances(1, max_rows=cap, max_age_ms=0)
+    for ident in before:
+        held.put(ident, np.zeros(1), "a", ts=0)
+    puts, takes, new = ([], []), ([], []), set()
+    for pos, (hold, ident) in enumerate(events):
+        if hold and ident >= 10 and ident not in new:
+            new.add(ident)
+            puts[0].append(ident), puts[1].append(pos)
+        elif not hold:
+            takes[0].append(ident), takes[1].append(pos)
+    by_row = HeldInstances.from_state(held.to_state(), 1, cap, 0)
+    dropped = by_row.dropped
+    for pos in sorted(puts[1] + takes[1]):
+        if pos in puts[1]:
+            by_row.put(puts[0][puts[1].index(pos)], np.zeros(1), "a", ts=0)
+        else:
+            try:
+                by_row.take(takes[0][takes[1].index(pos)], ts=0)
+            except PipelineError:
+                pass
+    assert held._fits(*puts, *takes) == (by_row.dropped == dropped)
+
+
 def test_the_store_serves_a_poll_at_once_only_when_its_order_cannot_matter():
     held = HeldInstances(1, max_rows=4, max_age_ms=0)
     held.put(1, np.zeros(1), "a", ts=0)

@@ -150,21 +150,17 @@ class HeldInstances:
 
     def _fits(self, put_ids: list, put_at: list, take_ids: list, take_at: list) -> bool:
         """Whether the store stays within ``max_rows`` row by row: a hold adds a row, the
-        first take of an id held (before the poll or earlier in it) removes one."""
-        rows, size, limit = self.rows, len(self.rows), self.max_rows
-        held_here, gone, t = set(), set(), 0
-        for pos, ident in zip(put_at, put_ids):
-            while t < len(take_at) and take_at[t] < pos:
-                taken = take_ids[t]
-                t += 1
-                if taken not in gone and (taken in rows or taken in held_here):
-                    gone.add(taken)
-                    size -= 1
-            held_here.add(ident)
-            size += 1
-            if size > limit:
-                return False
-        return True
+        first take of an id held (before the poll or earlier in it) removes one. The size
+        after the ``k``-th hold is the rows held before, ``k + 1`` holds, less the takes
+        that removed a row before it."""
+        rows, puts, gone = self.rows, dict(zip(put_ids, put_at)), set()
+        removed = []  # positions of the takes that remove a row, ascending
+        for ident, pos in zip(take_ids, take_at):
+            if ident not in gone and (ident in rows or puts.get(ident, pos) < pos):
+                gone.add(ident)
+                removed.append(pos)
+        sizes = len(rows) + np.arange(1, len(put_at) + 1) - np.searchsorted(removed, put_at)
+        return bool(sizes.max(initial=0) <= self.max_rows)
 
     def take_many(self, ids: list, at: list, put_at: dict) -> list:
         """:meth:`take` of each of ``ids`` (at poll positions ``at``, ascending) in order,
@@ -174,6 +170,7 @@ class HeldInstances:
         is held earlier in the same poll (it is then no longer to be held), or the
         :class:`PipelineError` that refuses it."""
         pop, labelled, limit = self.rows.pop, self.labelled, self.max_rows
+        forget, oldest = labelled.pop, labelled.popitem
         out = []
         for ident, pos in zip(ids, at):
             entry = pop(ident, None)
@@ -184,7 +181,11 @@ class HeldInstances:
                     continue
                 del put_at[ident]
                 entry = put
-            _remember(labelled, ident, limit)
+            # _remember, inline: a call per label costs more than the rest of the loop
+            forget(ident, None)
+            labelled[ident] = None
+            if len(labelled) > limit:
+                oldest(last=False)
             out.append(entry)
         return out
 
