@@ -16,9 +16,11 @@ through ``evaluate.progressive_val_score(..., delay=delay)``.
 Throughput: instances per CPU-second of the default pipeline with every label carried by its
 instance, and with half the labels (every other instance) coming 1,000 instances late as
 LabelEvents, the worker's default bound of 1,000 held instances (the accuracy runs hold twice
-the delay, so that no label expires); numba compiled beforehand. The two pipelines run side by
-side, a consume batch of one then of the other (:func:`run_side_by_side`): on a shared machine
-whose speed drifts between minutes, runs back to back gave single ratios of 0.54-1.00.
+the delay, so that no label expires); numba compiled beforehand. Beside them, the fully
+labelled rows in the order the late stream learns them (as their labels come), which sets
+apart what that order costs the learners. The pipelines run side by side, a consume batch of
+one at a time (:func:`run_side_by_side`): on a shared machine whose speed drifts between
+minutes, runs back to back gave single ratios of 0.54-1.00.
 
 Run::
 
@@ -94,31 +96,39 @@ def run_ours(X, y, delay: int, seed: int, every: int = 1, **params) -> float:
     return hits / answered
 
 
-def run_side_by_side(X, y, seed: int, delay: int = 1000, every: int = 2) -> tuple[float, float]:
-    """``(instances per CPU-second fully labelled, the same with every ``every``-th label
-    ``delay`` instances late)`` of two default pipelines run side by side, a consume batch of
-    one then of the other, whichever has taken fewer instances going next: both run at the
-    machine's speed of the same moments, which on a shared machine drifts by tens of percent
-    between minutes (two runs back to back differed by up to 40%)."""
-    plain = Pipeline("bench", PipelineConfig(seed=seed), X.shape[1])
-    late = Pipeline("bench", PipelineConfig(seed=seed), X.shape[1], held_rows=HELD_ROWS)
+def run_side_by_side(X, y, seed: int, delay: int = 1000,
+                     every: int = 2) -> tuple[float, float, float]:
+    """Instances per CPU-second of three default pipelines run side by side: every label with
+    its instance; the same, its rows in the order the third learns them (as their labels
+    come); and every ``every``-th label ``delay`` instances late (the worker's bound of held
+    instances). A consume batch of one at a time, the one that has taken fewest instances
+    going next: all run at the machine's speed of the same moments, which on a shared
+    machine drifts by tens of percent between minutes (runs back to back differed by up to
+    40%)."""
     rows, ys, ids, ts, lab = late_rows(X, y, delay, every)
+    order = [ids[r] for r in range(len(ys)) if ys[r] is not None]  # as the labels come
     n, m = len(y), len(ys)
-    taken = np.concatenate(([0], np.cumsum(~lab)))  # instances among the late stream's rows
-    a = b = 0
-    cpu = [0.0, 0.0]
-    while a < n or b < m:
+    feeds = [[(len(y[a:a + CONSUME]), dict(X=X[a:a + CONSUME], y=y[a:a + CONSUME]))
+              for a in range(0, n, CONSUME)],
+             [(len(order[a:a + CONSUME]), dict(X=X[order[a:a + CONSUME]],
+                                               y=[y[k] for k in order[a:a + CONSUME]]))
+              for a in range(0, n, CONSUME)],
+             [(int((~lab[b:b + CONSUME]).sum()),
+               dict(X=rows[b:b + CONSUME], y=ys[b:b + CONSUME], ids=ids[b:b + CONSUME],
+                    ts=ts[b:b + CONSUME], labels=lab[b:b + CONSUME]))
+              for b in range(0, m, CONSUME)]]
+    pipelines = [Pipeline("bench", PipelineConfig(seed=seed), X.shape[1]) for _ in range(2)]
+    pipelines.append(Pipeline("bench", PipelineConfig(seed=seed), X.shape[1],
+                              held_rows=HELD_ROWS))
+    taken, cpu = [0, 0, 0], [0.0, 0.0, 0.0]
+    while feeds[0] or feeds[1] or feeds[2]:
+        k = min((k for k in range(3) if feeds[k]), key=taken.__getitem__)
+        count, batch = feeds[k].pop(0)
         t0 = time.process_time()
-        if b >= m or (a < n and a <= taken[b]):
-            plain.process(X[a:a + CONSUME], y[a:a + CONSUME])
-            cpu[0] += time.process_time() - t0
-            a += CONSUME
-        else:
-            e = b + CONSUME
-            late.process(rows[b:e], ys[b:e], ids=ids[b:e], ts=ts[b:e], labels=lab[b:e])
-            cpu[1] += time.process_time() - t0
-            b = e
-    return n / cpu[0], n / cpu[1]
+        pipelines[k].process(**batch)
+        cpu[k] += time.process_time() - t0
+        taken[k] += count
+    return n / cpu[0], n / cpu[1], n / cpu[2]
 
 
 def run_river(X, y, delay: int, seed: int) -> float:
@@ -151,12 +161,10 @@ def main() -> None:
         table.append((delay, ours, rules, river))
         print(delay, np.mean(ours), np.mean(rules), np.mean(river) if river else None,
               flush=True)
-    plain, half = [], []
-    for k in range(args.pairs):
-        rates = run_side_by_side(X, y, seeds[k % len(seeds)])
-        plain.append(rates[0])
-        half.append(rates[1])
-    ratios = np.array(half) / np.array(plain)
+    rates = np.array([run_side_by_side(X, y, seeds[k % len(seeds)])
+                      for k in range(args.pairs)])
+    plain, ordered, half = rates.T
+    ratios, order_ratios = half / plain, ordered / plain
     lines = [
         f"# Labels that arrive later on {args.stream} ({len(y):,} rows): the default pipeline "
         "against river's `progressive_val_score(delay=...)`", "",
@@ -173,13 +181,18 @@ def main() -> None:
                      f"{np.mean(rules):.4f} ± {np.std(rules):.4f} | {r:.4f} | "
                      f"{100 * (np.mean(ours) - r):+.2f} | {100 * (np.mean(rules) - r):+.2f} |")
     lines += ["", f"Throughput of the default pipeline, instances per CPU-second ({args.pairs} "
-              "runs of the two pipelines side by side, a consume batch of one then of the "
-              "other; the ratio is the median of the runs' ratios, their range beside it):", "",
-              "| every label with its instance | half the labels 1,000 instances late "
-              "| ratio (median) | runs' ratios |",
-              "|---|---|---|---|",
-              f"| {np.median(plain):,.0f} | {np.median(half):,.0f} | "
-              f"{np.median(ratios):.2f} | {ratios.min():.2f}-{ratios.max():.2f} |"]
+              "runs of the three pipelines side by side, a consume batch of one at a time; "
+              "medians, the ratios' range beside them). The second learns the fully labelled "
+              "rows in the order the late stream learns them, as their labels come: what that "
+              "order costs the learners alone.", "",
+              "| every label with its instance | the same rows in the late stream's learning "
+              "order | half the labels 1,000 instances late | late / every label (median) "
+              "| runs' ratios | learning order / every label |",
+              "|---|---|---|---|---|---|",
+              f"| {np.median(plain):,.0f} | {np.median(ordered):,.0f} | {np.median(half):,.0f} | "
+              f"{np.median(ratios):.2f} | {ratios.min():.2f}-{ratios.max():.2f} | "
+              f"{np.median(order_ratios):.2f} ({order_ratios.min():.2f}-"
+              f"{order_ratios.max():.2f}) |"]
     text = "\n".join(lines) + "\n"
     print(text)
     write_results(Path(__file__).parent / "results" / "delayed_labels.md", text)
