@@ -38,7 +38,7 @@ from . import errors as E
 from .checkpoint import state_equal
 from .codec import DEFAULT_MAX_BYTES, load, validate
 from .errors import DecodeError
-from .instances import InstanceLimits
+from .instances import InstanceLimits, constructed
 from .kinds import INSTANCE_BATCH, record_kind
 from .messages import (
     INT64_MAX,
@@ -432,7 +432,6 @@ class PredictionBatch(Contract):
 # =========================================================================== decoding
 
 _BATCH_KEYS = frozenset(InstanceBatch.model_fields)
-_object_setattr = object.__setattr__
 
 
 def _plain_batch(d: dict) -> tuple[InstanceBatch | None, bool]:
@@ -470,12 +469,8 @@ def _plain_batch(d: dict) -> tuple[InstanceBatch | None, bool]:
             or len(set(features)) != len(features)
             or not all(type(f) is str and 0 < len(f) <= MAX_NAME_LENGTH for f in features)):
         return no
-    batch = InstanceBatch.__new__(InstanceBatch)
-    _object_setattr(batch, "__dict__", {"v": d.get("v", 1), "stream": stream, "X": X,
-                                        "features": features, "y": y, "ids": ids, "ts": ts})
-    _object_setattr(batch, "__pydantic_fields_set__", set(d))
-    _object_setattr(batch, "__pydantic_extra__", None)
-    _object_setattr(batch, "__pydantic_private__", None)
+    batch = constructed(InstanceBatch, {"v": d.get("v", 1), "stream": stream, "X": X,
+                                        "features": features, "y": y, "ids": ids, "ts": ts}, d)
     return batch, str in kinds
 
 
