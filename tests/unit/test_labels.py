@@ -384,8 +384,8 @@ def test_a_stream_of_late_labels_is_served_at_once_as_row_by_row(monkeypatch):
     monkeypatch.setattr(HeldInstances, "take_many",
                         lambda self, *a: served.append(take_many(self, *a)) or served[-1])
     at_once = run()
-    joined = sum(type(e) is int for entries in served for e in entries)
-    assert joined > 400 and sum(map(len, served)) - joined > 50  # both kinds of join
+    joined = sum(len(poll[1]) for poll in served)
+    assert joined > 400 and sum(len(poll[0]) for poll in served) > 50  # both kinds of join
     monkeypatch.setattr(HeldInstances, "orderless", lambda self, *poll: False)
     assert run() == at_once
 
@@ -435,10 +435,11 @@ def test_the_store_serves_a_poll_at_once_only_when_its_order_cannot_matter():
     assert not held.orderless([3, 4, 5, 6], [0, 3, 4, 5], [3], [6])  # too late
     assert not HeldInstances(1, max_rows=4, max_age_ms=10).orderless([3], [0], [], [])
     put_at = {5: 1, 6: 4}  # instances 5 and 6 held in this poll, at positions 1 and 4
-    got = held.take_many([2, 2, 6, 8, 5], [0, 2, 3, 5, 6], put_at)
-    assert got[0][1] == "a" and [e.code for e in got[1:4]] == [DUPLICATE_LABEL, UNKNOWN_ID,
-                                                                UNKNOWN_ID]  # 6: before it
-    assert got[4] == 1 and put_at == {6: 4}  # 5 joins its instance, held earlier in the poll
+    taken, joined, refused = held.take_many([2, 2, 6, 8, 5], [0, 2, 3, 5, 6], put_at)
+    assert [(pos, pred) for pos, _row, pred in taken] == [(0, "a")]
+    assert [(pos, e.code) for pos, e in refused] == [(2, DUPLICATE_LABEL), (3, UNKNOWN_ID),
+                                                     (5, UNKNOWN_ID)]  # 6: before it
+    assert joined == [(6, 1)] and put_at == {6: 4}  # 5 joins its instance, held in the poll
     held.put_many(list(put_at), np.ones((1, 1)), ["c"], [2])
     assert held.take(6, ts=3)[1] == "c" and not held.rows
     assert _refusal(held, 5) == DUPLICATE_LABEL

@@ -162,32 +162,33 @@ class HeldInstances:
         sizes = len(rows) + np.arange(1, len(put_at) + 1) - np.searchsorted(removed, put_at)
         return bool(sizes.max(initial=0) <= self.max_rows)
 
-    def take_many(self, ids: list, at: list, put_at: dict) -> list:
+    def take_many(self, ids: list, at: list, put_at: dict) -> tuple[list, list, list]:
         """:meth:`take` of each of ``ids`` (at poll positions ``at``, ascending) in order,
         in a poll :meth:`orderless` allowed, whose instances to hold are ``put_at`` (id ->
-        position; held after the takes by :meth:`put_many`). Per id: the entry
-        ``(row, served prediction, ts)``, the position of the instance it labels when that
-        is held earlier in the same poll (it is then no longer to be held), or the
-        :class:`PipelineError` that refuses it."""
+        position; held after the takes by :meth:`put_many`). Returns ``(taken, joined,
+        refused)``: ``(position, row, served prediction)`` of each id held before the poll;
+        ``(position, position of its instance)`` of each held earlier in the same poll (it is
+        then no longer to be held); ``(position, PipelineError)`` of each refused."""
         pop, labelled, limit = self.rows.pop, self.labelled, self.max_rows
         forget, oldest = labelled.pop, labelled.popitem
-        out = []
+        taken, joined, refused = [], [], []
         for ident, pos in zip(ids, at):
             entry = pop(ident, None)
-            if entry is None:
+            if entry is not None:
+                taken.append((pos, entry[0], entry[1]))
+            else:
                 put = put_at.get(ident)
                 if put is None or put > pos:  # not held, or held only after its label
-                    out.append(self._refusal(ident))
+                    refused.append((pos, self._refusal(ident)))
                     continue
                 del put_at[ident]
-                entry = put
+                joined.append((pos, put))
             # _remember, inline: a call per label costs more than the rest of the loop
             forget(ident, None)
             labelled[ident] = None
             if len(labelled) > limit:
                 oldest(last=False)
-            out.append(entry)
-        return out
+        return taken, joined, refused
 
     def put_many(self, ids: list, X: np.ndarray, served: list, ts: list) -> None:
         """:meth:`put` of each of ``ids`` (rows of ``X``, predictions ``served``, integer

@@ -177,23 +177,18 @@ class SegmentPlanning:
         if not held.orderless(put_ids, puts, take_ids, takes):
             return self._hold_and_join_in_order(rows, i, events, Xs, lab, out)
         put_at = dict(zip(put_ids, puts))  # the instances still to hold, by id
-        served: dict[int, object] = {}  # label event -> the prediction its instance was served
-        refused, got, got_rows, joined = set(), [], [], []
-        for r, entry in zip(takes, held.take_many(take_ids, takes, put_at)):
-            if type(entry) is int:  # its instance, held in this poll: served by this call
-                joined.append((r, entry))
-                Xs[r] = Xs[entry]
-            elif isinstance(entry, PipelineError):
-                refuse_label(rows, i, r, lab, out, entry)
-                refused.add(r)
-            else:
-                got.append(r)
-                got_rows.append(entry[0])
-                served[r] = entry[1]
-        if got:
-            # one copy of the rows (np.stack checks and reshapes each row first)
-            Xs[got] = np.concatenate(got_rows).reshape(len(got), Xs.shape[1])
-        keep = [r for r in range(n) if r not in refused] if refused else list(range(n))
+        taken, joined, refused = held.take_many(take_ids, takes, put_at)
+        # label event -> the prediction its instance was served
+        served: dict[int, object] = {r: pred for r, _row, pred in taken}
+        for r, exc in refused:
+            refuse_label(rows, i, r, lab, out, exc)
+        if taken:  # the rows held before, in one copy (np.stack checks each row first)
+            Xs[[r for r, _row, _pred in taken]] = np.concatenate(
+                [row for _r, row, _pred in taken]).reshape(len(taken), Xs.shape[1])
+        if joined:  # instances held in this poll: their rows are this poll's
+            Xs[[r for r, _p in joined]] = Xs[[p for _r, p in joined]]
+        gone = {r for r, _exc in refused}
+        keep = [r for r in range(n) if r not in gone] if gone else list(range(n))
         keep_at = np.asarray(keep, dtype=np.int64)  # kernel row k is input row keep[k]
         at = np.searchsorted(keep_at, [p for _r, p in joined]).tolist()
         for (r, _p), k in zip(joined, at):
