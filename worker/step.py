@@ -62,19 +62,16 @@ def learn_streams(task, streams: dict) -> Learned:
         sr.finish(pl.n_features)
         X, offs, n_rows, lo = sr.X, sr.offsets, len(sr), sr.live
         ids, ts, labels = sr.ids, sr.ts, sr.labels
-        # label events are rows, not instances: the counts are of instances
-        replayed = 0 if labels is None else int(np.count_nonzero(labels[:lo]))
         if lo > 0:
             pl.process(X[:lo], sr.ys[:lo], offs[:lo], emit=False, ids=ids[:lo], ts=ts[:lo],
                        labels=None if labels is None else labels[:lo])
-            out.n_replay += lo - replayed
+            out.n_replay += _instances(labels, 0, lo)
         if lo < n_rows:
             loss0, n0 = pl.loss_sum, pl.n_labelled
             res = pl.process(X[lo:], sr.ys[lo:], offs[lo:], emit=True, ids=ids[lo:],
                              ts=ts[lo:], labels=None if labels is None else labels[lo:])
             out.results.append((stream, pl, sr, lo, res))
-            out.n_live += n_rows - lo - (0 if labels is None else
-                                         int(np.count_nonzero(labels[lo:])))
+            out.n_live += _instances(labels, lo, n_rows)
             if pl.n_labelled > n0:
                 out.scored.append((pl.cfg.profile, pl.task.name, pl.loss_sum - loss0,
                                    pl.n_labelled - n0))
@@ -229,6 +226,12 @@ class StreamStep:
             self.encoder.encode(task, stream, pl, res, sr, lo, outbox)
         self.features.process(task, held, out.arrivals, rel.a_offsets, outbox)
         return out
+
+
+def _instances(labels, a: int, b: int) -> int:
+    """Instances among rows ``a:b`` of a stream's rows (``labels``: its label events' mask,
+    ``None``: none): label events are rows, not instances."""
+    return b - a - (0 if labels is None else int(np.count_nonzero(labels[a:b])))
 
 
 def _by_kind(pipelines, streams: dict) -> tuple[dict, dict]:

@@ -170,7 +170,6 @@ class HeldInstances:
         ``(position, position of its instance)`` of each held earlier in the same poll (it is
         then no longer to be held); ``(position, PipelineError)`` of each refused."""
         pop, labelled, limit = self.rows.pop, self.labelled, self.max_rows
-        forget, oldest = labelled.pop, labelled.popitem
         taken, joined, refused = [], [], []
         for ident, pos in zip(ids, at):
             entry = pop(ident, None)
@@ -183,11 +182,7 @@ class HeldInstances:
                     continue
                 del put_at[ident]
                 joined.append((pos, put))
-            # _remember, inline: a call per label costs more than the rest of the loop
-            forget(ident, None)
-            labelled[ident] = None
-            if len(labelled) > limit:
-                oldest(last=False)
+            _remember(labelled, ident, limit)
         return taken, joined, refused
 
     def put_many(self, ids: list, X: np.ndarray, served: list, ts: list) -> None:

@@ -69,7 +69,7 @@ class SegmentPlanning:
                 or not getattr(learner, "learns_in_segments", False) or not labelled.all()
                 or (rows.labels is not None and rows.labels.any())):
             return None
-        bounds = self._planned_bounds(labelled, labelled, rows)
+        bounds = self._planned_bounds(labelled, list(range(len(y))), rows)
         y_pred, proba, classes, known = self._call_segments(X, y, None, [b for _, b in bounds])
         plan = []
         for k, (a, b) in enumerate(bounds):
@@ -107,9 +107,8 @@ class SegmentPlanning:
         lab = labelled.tolist()
         Xs = X if rows.labels is None else X.copy()  # label events' rows become their instances'
         served, later, keep = self._hold_and_join(rows, 0, events, Xs, lab, labelled, out)
-        bounds = self._planned_bounds(labelled, lab, rows)
-        labs = np.array(lab, dtype=bool)
-        learns = np.flatnonzero(labs)  # the rows learned, ascending
+        learns = np.flatnonzero(np.array(lab, dtype=bool))  # the rows learned, ascending
+        bounds = self._planned_bounds(labelled, learns.tolist(), rows)
         ends = np.searchsorted(learns, [j for _i, j in bounds]).tolist()  # per segment
         calls = self._mixed_calls(bounds, events, lab, keep, rows, learns, ends)
         # the kernel's rows: the poll's but the refused label events (a row kept is labelled
@@ -123,13 +122,11 @@ class SegmentPlanning:
         self._hold_later(later, y_k)
         if whole:
             kernel, preds = np.arange(n, dtype=np.int64), list(y_k)
-        else:
-            keep = np.asarray(keep, dtype=np.int64)
-            kernel = np.full(n, -1, dtype=np.int64)
-            kernel[keep] = np.arange(keep.shape[0])
-            preds = np.empty(n, dtype=object)  # kernel row k is input row keep[k]
-            preds[keep] = _objects(y_k)
-            preds = preds.tolist()
+        else:  # kernel row k is input row keep[k]
+            kernel, preds = np.full(n, -1, dtype=np.int64), [None] * n
+            kernel[keep] = np.arange(len(keep))
+            for r, pred in zip(keep, y_k):
+                preds[r] = pred
         for r, pred in served.items():
             preds[r] = y_k[pred.row] if type(pred) is Pending else pred
         full = self._event_proba(kernel, rows, proba) if emit and rows.labels is not None else None
@@ -226,14 +223,13 @@ class SegmentPlanning:
             self.held.put_many(later.ids, later.X, [predictions[k] for k in later.kernel],
                                later.ts)
 
-    def _planned_bounds(self, labelled, lab, rows: Rows) -> list[tuple[int, int]]:
+    def _planned_bounds(self, labelled, learned: list, rows: Rows) -> list[tuple[int, int]]:
         """The segments :meth:`process` cuts, from the same counters advanced as the
         segments will advance them: ends at the labelled rows as given, the rankers' block
-        counting the rows each segment learned (``lab``: after refusals) and restarting once
-        complete, a ranking due every ``ranking_every`` instances."""
-        n, block, every = len(lab), self.rank_rows, self.cfg.ranking_every
+        counting the rows each segment learned (``learned``, ascending: after refusals) and
+        restarting once complete, a ranking due every ``ranking_every`` instances."""
+        n, block, every = len(labelled), self.rank_rows, self.cfg.ranking_every
         lab_idx = None if labelled.all() else np.flatnonzero(labelled).tolist()
-        learned = np.flatnonzero(np.asarray(lab, dtype=bool)).tolist()
         owed, seen, next_ranking = self.n_pending - self.n_ranked, self.n_instances, \
             self.next_ranking
         bounds, i = [], 0
@@ -410,13 +406,6 @@ class Rows:
         if self.holding:
             for r in which.tolist():
                 held.put(self.ids[i + r], X[r], y_pred[r], self.ts[i + r])
-
-
-def _objects(values: list) -> np.ndarray:
-    """``values`` as a 1-D array of objects (a list of labels never becomes a matrix)."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 def runs(lab: list, i: int, j: int):
