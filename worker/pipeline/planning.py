@@ -327,10 +327,8 @@ class LabelledRows(NamedTuple):
         """Those of rows ``i:j`` (``y_pred``, ``Xs`` and ``lab``, which are labelled: theirs)."""
         if lab.all():  # the common case: no index lists
             return cls(np.arange(i, j), y[i:j], y_pred, Xs, offsets[i:j])
-        at = np.flatnonzero(lab)
-        idx = i + at
-        return cls(idx, [y[r] for r in idx.tolist()], [y_pred[r] for r in at.tolist()],
-                   Xs[at], offsets[idx])
+        at = np.flatnonzero(lab)  # the segment's rows, numbered from i
+        return cls.of_rows(at, y[i:j], y_pred, Xs, offsets[i:j])._replace(idx=i + at)
 
     @classmethod
     def of_rows(cls, idx: np.ndarray, y: list, preds: list, Xs: np.ndarray,
