@@ -247,15 +247,13 @@ def _search_node(X, columns, rows, node_of, v, codes, weight, lo, hi, count_v, f
 
 
 @njit(_nrt=False)
-def _partition(X, rows, node_of, codes, weight, lo, hi, f, threshold, a, spare, count):
+def partition_rows(X, rows, node_of, lo, hi, f, threshold, a, spare):
     """Put the rows of ``rows[lo:hi]`` going left (to node ``a``) first, those going right
-    (to ``a + 1``) after, both in their order; count each side's classes (``count[a]``,
-    ``count[a + 1]``); return where the right side starts.
+    (to ``a + 1``) after, both in their order; return where the right side starts (the
+    classification and the regression block trees both split so).
 
     Every row is written to both sides' next place and only the place of its own side moves
     on: a branch on the side would be mispredicted for half the rows."""
-    count[a, :] = 0.0
-    count[a + 1, :] = 0.0
     m, r = lo, 0
     for s in range(lo, hi):
         i = rows[s]
@@ -263,11 +261,23 @@ def _partition(X, rows, node_of, codes, weight, lo, hi, f, threshold, a, spare, 
         rows[m] = i  # m <= s: a place already read
         spare[r] = i
         node_of[i] = a + right
-        count[a + right, codes[i]] += weight[i]
         m += not right
         r += right
     for s in range(r):
         rows[m + s] = spare[s]
+    return m
+
+
+@njit(_nrt=False)
+def _partition(X, rows, node_of, codes, weight, lo, hi, f, threshold, a, spare, count):
+    """:func:`partition_rows`, then each side's classes counted (``count[a]``,
+    ``count[a + 1]``), its rows' weights added in their order."""
+    m = partition_rows(X, rows, node_of, lo, hi, f, threshold, a, spare)
+    count[a, :] = 0.0
+    count[a + 1, :] = 0.0
+    for s in range(lo, hi):
+        i = rows[s]
+        count[node_of[i], codes[i]] += weight[i]
     return m
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core._jit import njit
 from ..core._rng import next_u64, randint, shuffle
-from ._block_cart import _root_lists, _split_lists, candidate, in_bag_rows
+from ._block_cart import _root_lists, _split_lists, candidate, in_bag_rows, partition_rows
 from ._cart import draw_mask
 
 
@@ -102,25 +102,6 @@ def _search_node(X, Y, w, columns, rows, node_of, v, lo, hi, s_v, n_v, features,
         _scan(f, ids_f, vals, hi - lo, Y, w, s_v, n_v, ls, best)
 
 
-@njit(_nrt=False)
-def _partition(X, rows, node_of, lo, hi, f, threshold, a, b, spare):
-    """Rows of ``rows[lo:hi]`` going left (to node ``a``) first, then those going right (to
-    ``b``), both in their order; return where the right side starts. Every row is written
-    to both sides' next place, only its own side's moves on (no branch to mispredict)."""
-    m, r = lo, 0
-    for s in range(lo, hi):
-        i = rows[s]
-        right = not X[i, f] <= threshold
-        rows[m] = i  # m <= s: a place already read
-        spare[r] = i
-        node_of[i] = b if right else a
-        m += not right
-        r += right
-    for s in range(r):
-        rows[m + s] = spare[s]
-    return m
-
-
 @njit
 def tree_scratch(n, n_targets, max_depth, n_lists):
     """The arrays :func:`tree_decreases` works in, for trees on ``n`` rows with sorted lists
@@ -191,7 +172,7 @@ def _grow_tree(X, Y, w, columns, features, pool, n_split, max_depth, rng, scratc
             out[f] += (best[0] - base) / root  # the node's SSE less its children's
             a, b = n_nodes, n_nodes + 1
             n_nodes += 2
-            mid = _partition(X, rows, node_of, start[v], stop[v], f, best[2], a, b, spare)
+            mid = partition_rows(X, rows, node_of, start[v], stop[v], f, best[2], a, spare)
             start[a], stop[a], start[b], stop[b] = start[v], mid, mid, stop[v]
             if presorted and depth + 1 < max_depth:  # the children are searched
                 _split_lists(lists, children, n_feat, node_of, start[v], mid, stop[v], a)
