@@ -75,7 +75,8 @@ def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
     name : str
         Name used in error messages.
     """
-    if type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous:
+    if (type(X) is np.ndarray and X.dtype == np.float64 and X.flags.c_contiguous
+            and X.flags.writeable):
         arr = X  # already what the kernels take (the hot path: no conversion, no copy)
     else:
         arr = as_float64(X, name)
@@ -90,7 +91,16 @@ def check_X(X, n_features: int | None = None, name: str = "X") -> np.ndarray:
         raise ValueError(
             f"{name} contains NaN or infinity at row {int(bad[0])}, column {int(bad[1])}"
         )
-    return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+    return _kernel_array(arr)
+
+
+def _kernel_array(arr: np.ndarray) -> np.ndarray:
+    """``arr`` as the kernels are compiled for: C-contiguous and writable. A read-only array
+    (a memory map, ``np.frombuffer`` over a message, scikit-learn's read-only checks) is
+    copied: numba compiles every kernel anew, for tens of seconds, for a read-only type."""
+    if arr.flags.c_contiguous and arr.flags.writeable:
+        return arr
+    return np.array(arr, order="C")
 
 
 def check_targets(X: np.ndarray, Y, n_targets: int | None = None) -> np.ndarray:
@@ -120,7 +130,7 @@ def check_targets(X: np.ndarray, Y, n_targets: int | None = None) -> np.ndarray:
         raise ValueError("y needs at least one target")
     if not np.isfinite(Y).all():
         raise ValueError("y contains NaN or infinity")
-    return np.ascontiguousarray(Y)
+    return _kernel_array(Y)
 
 
 def _plain_label(label):
@@ -307,6 +317,15 @@ class Learner:
     def nbytes(self) -> int:
         """Bytes of the learner's state arrays (what it holds in memory)."""
         return sum(a.nbytes for a in self._arrays.values())
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled (``copy``, ``pickle``, ``joblib.load(..., mmap_mode="r")``): the state
+        arrays and the settings arrays as the kernels are compiled for, never read-only
+        (:func:`_kernel_array`)."""
+        self.__dict__.update({k: _kernel_array(v) if isinstance(v, np.ndarray) else v
+                              for k, v in state.items()})
+        if "_arrays" in state:
+            self._arrays = {k: _kernel_array(v) for k, v in state["_arrays"].items()}
 
     def learn_one(self, x, y=None) -> None:
         """Learn one instance (wraps :meth:`learn_many`)."""

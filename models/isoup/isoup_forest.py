@@ -16,9 +16,18 @@ from ..core.base import check_shapes
 from ..drift.adwin import check_tree_bank
 from ._isoup_base import BG, DRIFT_ARRAYS, ISOUPBase, drift_args, new_drift_state
 
-#: subspace sizes of the paper: 1 + ceil(sqrt N) or 1 + ceil(ln N) features per leaf
-SUBSPACES = {"sqrt": lambda n: 1 + math.ceil(math.sqrt(n)),
-             "log": lambda n: 1 + math.ceil(fm.log(float(n))) if n > 1 else 1}  # fm: CPU-independent
+
+def _sqrt_subspace(n: int) -> int:
+    return 1 + math.ceil(math.sqrt(n))
+
+
+def _log_subspace(n: int) -> int:
+    return 1 + math.ceil(fm.log(float(n))) if n > 1 else 1  # fm: CPU-independent
+
+
+#: subspace sizes of the paper: 1 + ceil(sqrt N) or 1 + ceil(ln N) features per leaf (named
+#: functions: a learner holding one pickles)
+SUBSPACES = {"sqrt": _sqrt_subspace, "log": _log_subspace}
 
 
 class ISOUPSymRF(ISOUPBase):

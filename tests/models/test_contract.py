@@ -161,6 +161,44 @@ def test_inputs_are_not_mutated(name):
     assert y == y_copy
 
 
+def _kernel_variants() -> int:
+    """Kernel signatures compiled or loaded in this process so far, over the numba core."""
+    import sys
+
+    from numba.core.registry import CPUDispatcher
+
+    return sum(len(obj.signatures) for mod in list(sys.modules.values())
+               if getattr(mod, "__name__", "").startswith("models.")
+               for obj in list(vars(mod).values()) if isinstance(obj, CPUDispatcher))
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS + REGRESSORS)
+def test_read_only_inputs_and_state_compile_no_kernel_again(name):
+    """Read-only rows (``np.frombuffer`` over a message, a memory map) and a learner whose
+    unpickled arrays are read-only (``joblib.load(..., mmap_mode="r")``) answer as writable
+    ones do, through the kernels already compiled: numba would compile each kernel again,
+    for seconds each, for read-only array types."""
+    import pickle
+
+    X, y = (_stream(6) if name in CLASSIFIERS else _targets(6))
+    a, b = _build(name), _build(name)
+    _learn(a, X, y)
+    before = _outputs(a, X)
+    n_variants = _kernel_variants()
+    frozen = X.copy()
+    frozen.flags.writeable = False
+    _learn(b, frozen, y)
+    restored = pickle.loads(pickle.dumps(b))
+    for value in [*vars(restored).values(), *getattr(restored, "_arrays", {}).values()]:
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False  # as a memory-mapped load leaves them
+    restored = pickle.loads(pickle.dumps(restored))
+    after = _outputs(restored, frozen)
+    assert _kernel_variants() == n_variants
+    for u, v in zip(before, after):
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_same_seed_same_outputs(name):
     X, y = _stream(3)
