@@ -65,6 +65,7 @@ from . import checkpoint_store as ckpt
 from .checkpoint_policy import CheckpointPolicy
 from .failure import WorkerFailed
 from .faults import Faults
+from .heap import LongLivedHeap
 from .input_watch import InputWatch
 from .intake import Caps, RecordDecoder
 from .kafka_io import make_consumer, make_reader
@@ -136,6 +137,7 @@ class Worker:
         # seconds spent waiting for input: the merge's idle bound counts these only, so time
         # spent computing a poll never makes a topic look idle (worker/merge.py)
         self._input_clock = 0.0
+        self.heap = LongLivedHeap()  # the collector kept off what lives as long as the worker
 
     @property
     def stopping(self) -> bool:
@@ -165,6 +167,7 @@ class Worker:
               transactional_id=self.txn.transactional_id, group=s.kafka.group_id,
               topic=self.topics.instances, features=self.topics.features, version=__version__)
         self.throughput.reset(time.monotonic())
+        self.heap.settle(0)
 
     def request_stop(self, *_args) -> None:
         """Signal handler: finish the current poll, then shut down (within the bound)."""
@@ -209,6 +212,7 @@ class Worker:
         else:
             self._transact(self._idle_checkpoints)
         self.inputs.check(self.consumer)
+        self.heap.settle(gauges.n_streams(self.tasks))  # new streams: their kernels loaded
         now = time.monotonic()
         if now - self._last_gauges > 1.0:
             self._last_gauges = now
@@ -255,6 +259,7 @@ class Worker:
                     except Exception as exc:  # noqa: BLE001 (close every resource even when one fails)
                         event(log, logging.WARNING, f"{what} close failed", error=str(exc))
             self.watchdog.disarm()
+            self.heap.thaw()
         event(log, logging.INFO, "worker stopped", member=self.member)
 
     # -- transactions and rewinds ----------------------------------------------------------------
@@ -273,6 +278,7 @@ class Worker:
         for p, task in self.tasks.items():
             task.release_state()
             self.to_restore.add(p)
+        self.heap.thaw()  # the released state goes back to the collector
         tps = self._both(self.tasks)
         if tps:
             self.consumer.pause(tps)
@@ -337,6 +343,7 @@ class Worker:
                 self.metrics.forget_partition(p)
         self.metrics.assigned.set(len(self.tasks))
         self.metrics.streams.set(gauges.n_streams(self.tasks))
+        self.heap.thaw()  # the dropped tasks go back to the collector
 
     def _stream_gauges(self) -> None:
         gauges.streams(self.metrics, self.tasks, self.budget)
