@@ -36,9 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from . import errors as E
 from .checkpoint import state_equal
-from .codec import DEFAULT_MAX_BYTES, load, validate
+from .codec import DEFAULT_MAX_BYTES, constructed, load, validate
 from .errors import DecodeError
-from .instances import InstanceLimits, constructed
+from .instances import InstanceLimits
 from .kinds import INSTANCE_BATCH, record_kind
 from .messages import (
     INT64_MAX,

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from . import errors as E
-from .codec import DEFAULT_MAX_BYTES, decode
+from .codec import DEFAULT_MAX_BYTES, constructed, decode
 from .errors import DecodeError, key_mismatch_error
 from .messages import INT64_MAX, INT64_MIN, MAX_NAME_LENGTH, Instance
 from .values import MAX_MAGNITUDE, finite_floats, is_text
@@ -34,7 +34,6 @@ _unpackb = msgpack.unpackb
 _INSTANCE_FIELDS = tuple(Instance.model_fields)
 _INSTANCE_KEYS = frozenset(_INSTANCE_FIELDS)
 _INSTANCE_VERSIONS = Instance.versions
-_object_setattr = object.__setattr__
 
 
 # =========================================================================== limits
@@ -155,18 +154,6 @@ def plain_fields(d: dict, keys: frozenset, versions: frozenset) -> tuple | None:
         elif ty is not str or not is_text(y):
             return None
     return v, stream, ident, ts, y
-
-
-def constructed(model, values: dict, given) -> Any:
-    """A ``model`` instance holding ``values`` (``given``: the fields the map named), as
-    ``model_construct`` makes it, without its per-field Python loop: for maps the plain
-    checks accepted."""
-    obj = model.__new__(model)
-    _object_setattr(obj, "__dict__", values)
-    _object_setattr(obj, "__pydantic_fields_set__", set(given))
-    _object_setattr(obj, "__pydantic_extra__", None)
-    _object_setattr(obj, "__pydantic_private__", None)
-    return obj
 
 
 def _fast_instance(d: dict) -> Instance | None:

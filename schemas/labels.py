@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .codec import DEFAULT_MAX_BYTES, decode
-from .instances import InstanceLimits, check_label_and_id, constructed, plain_fields
+from .codec import DEFAULT_MAX_BYTES, constructed, decode
+from .instances import InstanceLimits, check_label_and_id, plain_fields
 from .messages import LabelEvent
 
 _LABEL_KEYS = frozenset(LabelEvent.model_fields)
