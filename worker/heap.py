@@ -2,12 +2,13 @@
 
 A running worker holds some 165,000 tracked objects that live as long as it does: the
 modules it imported, what numba built when it loaded its learners' kernels, its streams'
-pipelines. CPython's collector walks every one of them in each full collection (some
-75 ms here), and a stream starts one each time enough of its own objects outlive a few polls (a
-late-label stream's held rows): on Electricity with half its labels 1,000 instances late, a
-worker spent 0.09 to 0.19 s of its 1.8 s in full collections. :func:`gc.freeze` moves the
-objects alive at that moment to a permanent generation that no collection walks; they are
-still freed by reference counting as soon as nothing refers to them.
+pipelines. CPython's collector walks every one of them in each full collection (some 75 ms
+here), started each time enough of the streams' own objects outlive a few polls (held rows,
+rankings, outputs): on Electricity, fully labelled or with half its labels 1,000 instances
+late, a worker spent 0.09 to 0.19 s of the 1.4 to 2 s its 45,000 instances took in full
+collections. :func:`gc.freeze` moves the objects alive at that moment to a permanent
+generation that no collection walks; they are still freed by reference counting as soon as
+nothing refers to them.
 
 :class:`LongLivedHeap` freezes once the worker has started and again each time it holds more
 resident streams than at its last freeze (a new stream's first poll is when numba loads its
