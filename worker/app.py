@@ -336,14 +336,17 @@ class Worker:
         event(log, logging.WARNING, "partitions lost", partitions=parts)
 
     def _drop(self, parts) -> None:
+        dropped = False
         for p in parts:
             task = self.tasks.pop(p, None)
             self.to_restore.discard(p)
             if task is not None:
                 self.metrics.forget_partition(p)
+                dropped = True
         self.metrics.assigned.set(len(self.tasks))
         self.metrics.streams.set(gauges.n_streams(self.tasks))
-        self.heap.thaw()  # the dropped tasks go back to the collector
+        if dropped:  # a cooperative rebalance revokes nothing from most members
+            self.heap.thaw()  # the dropped tasks go back to the collector
 
     def _stream_gauges(self) -> None:
         gauges.streams(self.metrics, self.tasks, self.budget)

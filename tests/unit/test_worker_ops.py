@@ -293,6 +293,9 @@ def test_a_rewind_or_a_lost_partition_hands_the_frozen_objects_back_to_the_colle
             drop()  # the state it dropped may be in a cycle: the collector sees all again
             assert gc.get_freeze_count() == 0 and w.heap.streams == -1
         assert list(w.tasks) == [1] and w.to_restore == {1}
+        assert w.heap.settle(1)
+        w._on_lost(_Consumer(), [TopicPartition("t", 7)])  # none of this member's
+        assert gc.get_freeze_count() > 0 and w.heap.streams == 1
     finally:
         gc.unfreeze()
 
