@@ -31,7 +31,9 @@ What a stream's pipeline takes is asked of the pipeline
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 from confluent_kafka import Message
@@ -53,7 +55,7 @@ from .wire import decode_bulk
 # unbound accessors, for map() over a poll
 _m_key, _m_value, _m_headers = Message.key, Message.value, Message.headers
 #: the headers of a LabelEvent as ``produce`` sends them (the bulk decoder reads these)
-LABEL_HEADER = (KIND_HEADER, LABEL.encode())
+LABEL_HEADERS = [(KIND_HEADER, LABEL.encode())]
 
 #: message keys whose stream id is remembered (keys beyond it are decoded each time)
 MAX_CACHED_KEYS = 100_000
@@ -225,11 +227,13 @@ class RecordDecoder:
         values = list(map(_m_value, pm))
         headers = list(map(_m_headers, pm))
         label = None
-        if headers.count(None) != len(headers):
+        n_plain = headers.count(None)
+        if n_plain != len(headers):
             # a LabelEvent's header alone is read in bulk too; other headers go the long way
-            label = np.fromiter(map(_labels_only, headers), dtype=np.bool_, count=len(pm))
-            values = [v if h is None or e else None
-                      for v, h, e in zip(values, headers, label.tolist())]
+            label = _label_mask(headers)
+            if n_plain + int(np.count_nonzero(label)) != len(headers):
+                values = [v if h is None or e else None
+                          for v, h, e in zip(values, headers, label.tolist())]
         D = decode_bulk(values, mkeys, max_bytes, label)
         codes, names, width = self._key_codes(task.pipelines, mkeys)
         fast = D.ok & (D.nx == width[codes])
@@ -507,9 +511,10 @@ def _take_bulk(pl, D, i: int, off: int, live: bool, streams: dict, stream: str) 
                                       int(D.ts[i]), live)
 
 
-def _labels_only(headers) -> bool:
-    """Whether a record's headers are the LabelEvent kind's header and nothing else (the
-    records the bulk decoder reads as LabelEvents)."""
-    return headers is not None and len(headers) == 1 and headers[0] == LABEL_HEADER
+def _label_mask(headers: list) -> np.ndarray:
+    """Per record, whether its headers are the LabelEvent kind's header and nothing else (the
+    records the bulk decoder reads as LabelEvents); one comparison per record, in C."""
+    return np.fromiter(map(operator.eq, headers, repeat(LABEL_HEADERS)), dtype=np.bool_,
+                       count=len(headers))
 
 

@@ -218,7 +218,7 @@ def test_label_events_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_wa
                         lambda *a: decoded.append(real(*a)) or decoded[-1])
     bulk = run()
     assert sum(int((d.ok & d.label).sum()) for d in decoded) >= 12  # read in bulk
-    monkeypatch.setattr(intake, "_labels_only", lambda headers: False)
+    monkeypatch.setattr(intake, "_label_mask", lambda headers: np.zeros(len(headers), bool))
     assert run() == bulk
     assert any(row[5] for row in bulk[0][0].values())  # the polls hold label events
     assert [code for code, _r in bulk[1][1]] == [

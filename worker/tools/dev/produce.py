@@ -21,10 +21,11 @@ import numpy as np
 from confluent_kafka import KafkaError, Producer
 
 from schemas.codec import encode_state
-from schemas.kinds import INSTANCE_BATCH, KIND_HEADER, LABEL
+from schemas.kinds import INSTANCE_BATCH, KIND_HEADER
 from schemas.messages import TRUTH_HEADER
 
 from ...cli import UsageError
+from ...intake import LABEL_HEADERS
 from ...kafka_io import quiet_client_logs, without_consumer_keys
 from ...settings import add_kafka_arguments
 
@@ -68,8 +69,6 @@ def instance_values(stream: str, X: np.ndarray, y=None, *, start_id: int = 0,
 
 #: headers of an InstanceBatch record
 BATCH_HEADERS = [(KIND_HEADER, INSTANCE_BATCH.encode())]
-#: headers of a LabelEvent record
-LABEL_HEADERS = [(KIND_HEADER, LABEL.encode())]
 
 
 def label_value(stream: str, ident, y, ts: int) -> bytes:
