@@ -20,7 +20,11 @@ the delay, so that no label expires); numba compiled beforehand. Beside them, th
 labelled rows in the order the late stream learns them (as their labels come), which sets
 apart what that order costs the learners. The pipelines run side by side, a consume batch of
 one at a time (:func:`run_side_by_side`): on a shared machine whose speed drifts between
-minutes, runs back to back gave single ratios of 0.54-1.00.
+minutes, runs back to back gave single ratios of 0.54-1.00. Where each pipeline's time goes
+is set apart too (:func:`parts_table`): the forest's kernel, the ranker's learning and the
+rest of the pipeline (Python), so that what the learning order costs the learners and what
+the late labels add (the held store, the join, the planning; the trees' second look at a
+late row) can be read apart.
 
 Run::
 
@@ -32,6 +36,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -39,12 +45,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
+from models.cart.block_forest import BlockForestRanker  # noqa: E402
+from models.hoeffding.adaptive_forest import AdaptiveRandomForest  # noqa: E402
 from tests.benchmarks.common import write_results  # noqa: E402
 from tests.benchmarks.learners.bench_arf import CONSUME, RIVER_RULES, get_stream  # noqa: E402
 from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from worker.pipeline.engine import HELD_ROWS  # noqa: E402
 
 DELAYS = (0, 10, 100, 1000)
+#: the default learners' calls whose CPU time the throughput table sets apart, by part: the
+#: predictor's test-then-train kernel and the ranker's learning
+PARTS = ((AdaptiveRandomForest, "predict_proba_learn_many", "forest"),
+         (BlockForestRanker, "learn_many_ranked", "ranker"))
 
 
 def late_rows(X, y, delay: int, every: int = 1):
@@ -96,15 +108,41 @@ def run_ours(X, y, delay: int, seed: int, every: int = 1, **params) -> float:
     return hits / answered
 
 
+@contextmanager
+def clocked_parts():
+    """While open, the CPU time of every call of :data:`PARTS` adds up in the Counter it
+    yields (by part), the calls otherwise unchanged."""
+    spent: Counter = Counter()
+    saved = [(cls, name, getattr(cls, name)) for cls, name, _part in PARTS]
+
+    def clocked(method, part):
+        def call(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[part] += time.process_time() - t0
+        return call
+
+    for (cls, name, method), (_c, _n, part) in zip(saved, PARTS):
+        setattr(cls, name, clocked(method, part))
+    try:
+        yield spent
+    finally:
+        for cls, name, method in saved:
+            setattr(cls, name, method)
+
+
 def run_side_by_side(X, y, seed: int, delay: int = 1000,
-                     every: int = 2) -> tuple[float, float, float]:
+                     every: int = 2) -> tuple[tuple[float, float, float], list[dict]]:
     """Instances per CPU-second of three default pipelines run side by side: every label with
     its instance; the same, its rows in the order the third learns them (as their labels
     come); and every ``every``-th label ``delay`` instances late (the worker's bound of held
     instances). A consume batch of one at a time, the one that has taken fewest instances
     going next: all run at the machine's speed of the same moments, which on a shared
     machine drifts by tens of percent between minutes (runs back to back differed by up to
-    40%)."""
+    40%). Beside the rates, per pipeline: its CPU seconds in all (``"all"``) and in each
+    part of :data:`PARTS`."""
     rows, ys, ids, ts, lab = late_rows(X, y, delay, every)
     order = [ids[r] for r in range(len(ys)) if ys[r] is not None]  # as the labels come
     n, m = len(y), len(ys)
@@ -120,15 +158,18 @@ def run_side_by_side(X, y, seed: int, delay: int = 1000,
     pipelines = [Pipeline("bench", PipelineConfig(seed=seed), X.shape[1]) for _ in range(2)]
     pipelines.append(Pipeline("bench", PipelineConfig(seed=seed), X.shape[1],
                               held_rows=HELD_ROWS))
-    taken, cpu = [0, 0, 0], [0.0, 0.0, 0.0]
-    while feeds[0] or feeds[1] or feeds[2]:
-        k = min((k for k in range(3) if feeds[k]), key=taken.__getitem__)
-        count, batch = feeds[k].pop(0)
-        t0 = time.process_time()
-        pipelines[k].process(**batch)
-        cpu[k] += time.process_time() - t0
-        taken[k] += count
-    return n / cpu[0], n / cpu[1], n / cpu[2]
+    taken, parts = [0, 0, 0], [Counter(), Counter(), Counter()]
+    with clocked_parts() as spent:
+        while feeds[0] or feeds[1] or feeds[2]:
+            k = min((k for k in range(3) if feeds[k]), key=taken.__getitem__)
+            count, batch = feeds[k].pop(0)
+            spent.clear()
+            t0 = time.process_time()
+            pipelines[k].process(**batch)
+            parts[k]["all"] += time.process_time() - t0
+            parts[k].update(spent)
+            taken[k] += count
+    return tuple(n / p["all"] for p in parts), [dict(p) for p in parts]
 
 
 def run_river(X, y, delay: int, seed: int) -> float:
@@ -140,6 +181,29 @@ def run_river(X, y, delay: int, seed: int) -> float:
         dataset=rstream.iter_array(X, np.asarray(y, dtype=object)),
         model=forest.ARFClassifier(n_models=10, seed=seed), metric=metric, delay=delay)
     return metric.get()
+
+
+def parts_table(runs: list, n: int) -> list[str]:
+    """Where each pipeline's time goes: the median over ``runs`` (per run, the three
+    pipelines' CPU seconds by part) of each part's seconds per ``n`` instances, and the
+    differences that set apart the learning order and the late labels' own cost."""
+    names = [part for _c, _n, part in PARTS]
+    med = {k: [float(np.median([r[p].get(k, 0.0) for r in runs])) for p in range(3)]
+           for k in ["all", *names]}
+    med["rest"] = [med["all"][p] - sum(med[k][p] for k in names) for p in range(3)]
+    what = {"forest": "the forest's test-then-train kernel (`predict_proba_learn_many`)",
+            "ranker": "the block-forest ranker's learning (`learn_many_ranked`)",
+            "rest": "the rest: planning, held store and join, detectors, rankings (Python)",
+            "all": "the whole pipeline"}
+    out = [f"Where the time goes: CPU seconds per {n:,} instances (medians of the runs), and "
+           "what the learning order and then the late labels add.", "",
+           "| part | every label with its instance | the same rows in the late stream's "
+           "learning order | half the labels late | order - every label | late - order |",
+           "|---|---|---|---|---|---|"]
+    for k in [*names, "rest", "all"]:
+        a, b, c = med[k]
+        out.append(f"| {what[k]} | {a:.3f} | {b:.3f} | {c:.3f} | {b - a:+.3f} | {c - b:+.3f} |")
+    return out
 
 
 def main() -> None:
@@ -161,8 +225,8 @@ def main() -> None:
         table.append((delay, ours, rules, river))
         print(delay, np.mean(ours), np.mean(rules), np.mean(river) if river else None,
               flush=True)
-    rates = np.array([run_side_by_side(X, y, seeds[k % len(seeds)])
-                      for k in range(args.pairs)])
+    runs = [run_side_by_side(X, y, seeds[k % len(seeds)]) for k in range(args.pairs)]
+    rates = np.array([r for r, _parts in runs])
     plain, ordered, half = rates.T
     ratios, order_ratios = half / plain, ordered / plain
     lines = [
@@ -193,6 +257,7 @@ def main() -> None:
               f"{np.median(ratios):.2f} | {ratios.min():.2f}-{ratios.max():.2f} | "
               f"{np.median(order_ratios):.2f} ({order_ratios.min():.2f}-"
               f"{order_ratios.max():.2f}) |"]
+    lines += ["", *parts_table([parts for _r, parts in runs], len(y))]
     text = "\n".join(lines) + "\n"
     print(text)
     write_results(Path(__file__).parent / "results" / "delayed_labels.md", text)
