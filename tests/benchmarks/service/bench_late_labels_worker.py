@@ -97,8 +97,8 @@ def pipeline_clock():
 
 def run_side_by_side(bootstrap: str, topics: list, n: int) -> list[tuple[float, ...]]:
     """Per topic of ``topics`` (``(values, headers)``, ``n`` instances each), ``(instances
-    per second, instances per CPU-second, CPU seconds of the steps, of which in the
-    pipelines)`` of one worker reading it, after a warm-up of a tenth of them. The workers
+    per second, instances per CPU-second, CPU seconds of the steps per ``n`` instances, of
+    which in the pipelines)`` of one worker reading it, after a warm-up of a tenth of them. The workers
     run in this process side by side, a poll of the one that has committed fewest instances
     at a time, so that all run at the machine's speed of the same moments (it drifts by tens
     of percent between minutes on a shared machine). A step's time is its wall time and the
@@ -124,7 +124,8 @@ def run_side_by_side(bootstrap: str, topics: list, n: int) -> list[tuple[float, 
                 wall[k] += time.perf_counter() - t0
                 cpu[k] += time.thread_time() - c0
                 inside[k] += spent[0]
-        return [((n - s0) / t, (n - s0) / c, c, p)
+        # workers commit a poll's instances at once: after the warm-up each has its own count
+        return [((n - s0) / t, (n - s0) / c, c * n / (n - s0), p * n / (n - s0))
                 for s0, t, c, p in zip(start, wall, cpu, inside)]
     finally:
         for w in workers:
@@ -177,10 +178,10 @@ def main() -> None:
         f"{statistics.median(wall):.2f} | {min(wall):.2f}-{max(wall):.2f} |",
         f"| instances per CPU-second of the worker's thread | {median('plain', 1)} | "
         f"{median('late', 1)} | {statistics.median(cpu):.2f} | {min(cpu):.2f}-{max(cpu):.2f} |",
-        "", f"Where the worker's thread spends it: CPU seconds of the steps after the warm-up "
-        f"({n - n // 10:,} instances; medians of the runs), in the stream pipeline (learners, "
-        "held store, join, planning) and in the rest of the step (consuming, merging, "
-        "decoding, encoding, producing, checkpoints).", "",
+        "", f"Where the worker's thread spends it: CPU seconds per {n:,} instances (of the "
+        "steps after the warm-up; medians of the runs) in the stream pipeline (learners, held "
+        "store, join, planning) and in the rest of the step (consuming, merging, decoding, "
+        "encoding, producing, checkpoints).", "",
         "| | every label with its instance | half the labels 1,000 instances late | late - "
         "every label |", "|---|---|---|---|",
         *[f"| {what} | {a:.3f} | {b:.3f} | {b - a:+.3f} |" for what, a, b in (
