@@ -8,6 +8,8 @@ on the hot path).
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import numpy as np
 from confluent_kafka import KafkaError, Message
 
@@ -16,6 +18,7 @@ from .task import PartitionTask
 # unbound accessors, for map() over a poll
 _m_error, _m_partition, _m_offset = Message.error, Message.partition, Message.offset
 _m_topic, _m_timestamp = Message.topic, Message.timestamp
+_second = itemgetter(1)  # of a (timestamp type, timestamp) pair
 
 
 class Records:
@@ -26,7 +29,7 @@ class Records:
     def __init__(self, msgs: list, offsets: np.ndarray):
         self.msgs = msgs
         self.offsets = offsets
-        self.ts = np.fromiter((t[1] for t in map(_m_timestamp, msgs)), dtype=np.int64,
+        self.ts = np.fromiter(map(_second, map(_m_timestamp, msgs)), dtype=np.int64,
                               count=len(msgs))
 
 

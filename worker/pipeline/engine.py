@@ -42,7 +42,9 @@ into other polls and a run restored from a checkpoint give identical outputs.
 
 from __future__ import annotations
 
+import operator
 from functools import cached_property, lru_cache
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -294,7 +296,7 @@ class Pipeline(SegmentPlanning):
         out = StreamResult()
         every_row = None not in y  # all labelled (the common case): no per-row test
         labelled = np.ones(n, dtype=bool) if every_row else \
-            np.fromiter((v is not None for v in y), dtype=bool, count=n)
+            np.fromiter(map(operator.is_not, y, repeat(None)), dtype=bool, count=n)
         if self.task is None and labelled.any():
             self.check_label(y[int(np.argmax(labelled))])
         rows = Rows.of(n, self.n_instances, ids, ts, labels, offsets)

@@ -142,8 +142,8 @@ class HeldInstances:
             return False
         rows, labelled = self.rows, self.labelled
         # membership of the ids to hold only: the store may hold millions
-        if put_ids and (len(set(put_ids)) != len(put_ids)
-                        or any(ident in rows or ident in labelled for ident in put_ids)):
+        if put_ids and (len(set(put_ids)) != len(put_ids) or not rows.keys().isdisjoint(put_ids)
+                        or not labelled.keys().isdisjoint(put_ids)):
             return False
         return len(rows) + len(put_ids) <= self.max_rows or self._fits(
             put_ids, put_at, take_ids, take_at)
