@@ -234,7 +234,7 @@ class RecordDecoder:
             if n_plain + int(np.count_nonzero(label)) != len(headers):
                 values = [v if h is None or e else None
                           for v, h, e in zip(values, headers, label.tolist())]
-        D = decode_bulk(values, mkeys, max_bytes, label)
+        D = decode_bulk(values, mkeys, max_bytes, label, self.caps.instance.max_label_length)
         codes, names, width = self._key_codes(task.pipelines, mkeys)
         fast = D.ok & (D.nx == width[codes])
         if label is not None:  # a LabelEvent of a known stream whose rows are read in bulk
@@ -274,12 +274,12 @@ class RecordDecoder:
             if not sel.any():
                 continue
             pl = pipelines[stream]
-            if not pl.task.knows(np.unique(D.y[sel]).tolist()):
+            if not pl.task.knows(set(D.labels(np.flatnonzero(sel)))):
                 return False
             events = sel & D.label
             if events.any():
                 try:
-                    pl.check_label_event(int(D.y[np.argmax(events)]))
+                    pl.check_label_event(D.label_of(int(np.argmax(events))))
                 except PipelineError:
                     return False
         return True
@@ -483,12 +483,8 @@ def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, Stre
         groups = [(int(codes[g[0]]), g) for g in np.split(order, cuts)]
     for c, idx in groups:
         offs = offsets[idx]
-        ys = D.y[idx].tolist()
-        unl = np.flatnonzero(~D.has_y[idx])
-        for r in unl.tolist():
-            ys[r] = None
         sr = streams[names[c]] = StreamRows.from_columns(
-            D.rows(idx, int(width[c])), ys, offs, D.ids[idx], D.ts[idx],
+            D.rows(idx, int(width[c])), D.labels(idx), offs, D.ids[idx], D.ts[idx],
             int(np.searchsorted(offs, replay_until)))
         events = D.label[idx]
         if events.any():  # the LabelEvents' mask (their rows are zeros)
@@ -499,7 +495,7 @@ def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, Stre
 def _take_bulk(pl, D, i: int, off: int, live: bool, streams: dict, stream: str) -> None:
     """Record ``i`` decoded in bulk joins its stream's rows, its label checked as the long
     way checks it (a new class counts against the stream's cap); raises what refuses it."""
-    y = int(D.y[i]) if D.has_y[i] else None
+    y = D.label_of(i)
     if D.label[i]:
         pl.check_label_event(y)
         _rows_of(streams, stream).add_label(y, off, int(D.ids[i]), int(D.ts[i]), live)

@@ -240,3 +240,59 @@ def test_a_class_past_the_cap_is_refused_when_a_bad_record_sends_the_poll_the_lo
         (b"\xc1", b"s")]
     rows = _decode(dec, task, _messages(poll, first_offset=4), dead)
     assert rows["s"].ys == [0] and [d[3] for d in dead] == ["too_many_classes", "not_decodable"]
+
+
+def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_way(monkeypatch):
+    """Class labels that are strings (instances and LabelEvents) are read in bulk: the rows,
+    labels and dead letters are those of reading every record on its own, a label too long,
+    one that is no UTF-8 and a class past the cap included."""
+    import worker.intake as intake
+    from schemas.instances import InstanceLimits
+    from worker.tools.dev.produce import delayed_label_values
+
+    def poll(stream: str, seed: int):
+        X = np.random.default_rng(seed).random((12, 3))
+        values, headers = delayed_label_values(
+            stream, X, ["UP" if v > 0.5 else "DOWN" for v in X[:, 0]], 2, start_id=100, every=2)
+        return [(v, headers.get(k)) for k, v in enumerate(values)]
+
+    def run():
+        task = PartitionTask("g", "in", 0, "in.features")
+        dec = _decoder(task, max_classes=2, instance=InstanceLimits(max_label_length=4))
+        outs = []
+        for k, records in enumerate([poll("a", 1)[:2], poll("a", 2)]):
+            if k:  # a label too long, one that is no UTF-8, a third class
+                inst = {"stream": "a", "id": 900, "ts": 5, "x": [0.5, 0.5, 0.5]}
+                records[4:4] = [(msgpack.packb({**inst, "y": "SIDEWAYS"}), None),
+                                (msgpack.packb({**inst, "y": "AB"}).replace(
+                                    b"\xa2AB", b"\xa2\xed\xa0"), None),
+                                (msgpack.packb({**inst, "y": "FLAT"}), None)]
+            msgs = [Message(topic="in", partition=0, offset=100 * k + i, key=b"a", value=v,
+                            headers=h) for i, (v, h) in enumerate(records)]
+            dead: list = []
+            rows = _decode(dec, task, msgs, dead)
+            for sr in rows.values():
+                sr.finish(3)
+            outs.append(({s: (sr.X.tolist(), sr.ys, list(sr.ids), list(sr.offsets),
+                              None if sr.labels is None else sr.labels.tolist())
+                          for s, sr in rows.items()},
+                         [(d[3], parse_deadletter_headers(d[2])["reason"]) for d in dead]))
+        return outs
+
+    decoded = []
+    real = intake.decode_bulk
+    monkeypatch.setattr(intake, "decode_bulk",
+                        lambda *a: decoded.append(real(*a)) or decoded[-1])
+    bulk = run()
+    assert sum(len(d.texts) for d in decoded) >= 12  # string labels read in bulk
+
+    def none_in_bulk(*a):
+        d = real(*a)
+        d.ok[:] = False
+        return d
+
+    monkeypatch.setattr(intake, "decode_bulk", none_in_bulk)
+    assert run() == bulk
+    assert {y for y in bulk[1][0]["a"][1] if y is not None} == {"UP", "DOWN"}
+    assert [code for code, _r in bulk[1][1]] == ["too_long", "not_decodable",
+                                                 "too_many_classes"]

@@ -124,6 +124,8 @@ def test_the_hot_path_never_accepts_what_full_validation_refuses(record):
         if bulk.ok[0]:
             assert full is not None and full.stream.encode() == key
             assert int(bulk.ids[0]) == full.id and int(bulk.ts[0]) == full.ts
+            label = bulk.label_of(0)
+            assert label == full.y and type(label) is type(full.y)
 
 
 def _worker_pass(batch, output_format):

@@ -147,8 +147,9 @@ def _check_bulk(values, keys, max_bytes=MAX):
         assert keys[i] == full.stream.encode()
         assert d.ids[i] == full.id and type(full.id) is int and d.ts[i] == full.ts
         assert d.has_y[i] == (full.y is not None)
-        if full.y is not None:
-            assert type(full.y) is int and d.y[i] == full.y
+        label = d.label_of(i)  # an integer or a string class label, as validation gives it
+        assert label == full.y and type(label) is type(full.y) and type(label) in (int, str,
+                                                                                  type(None))
         row = d.rows(np.array([i]), len(full.x))[0]
         assert d.nx[i] == len(full.x) and row.tolist() == full.x
         # and the per-message fast path, where it takes the message, agrees
@@ -161,6 +162,12 @@ def _check_bulk(values, keys, max_bytes=MAX):
 int64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 
 
+#: class labels that are strings, in each msgpack str form the bulk decoder reads (fixstr,
+#: str 8, str 16) and in more than one byte per character
+labels = st.one_of(st.text(max_size=4), st.text(min_size=30, max_size=40),
+                   st.just("é" * 140), st.sampled_from(["UP", "DOWN", ""]))
+
+
 @st.composite
 def plain_messages(draw):
     """Valid instances in every integer width and key order (the bulk decoder's case)."""
@@ -169,7 +176,7 @@ def plain_messages(draw):
          "x": draw(st.lists(st.floats(-1e100, 1e100), min_size=1, max_size=17))}
     if draw(st.booleans()):
         d["v"] = 1
-    y = draw(st.one_of(st.none(), int64s, st.just("missing")))
+    y = draw(st.one_of(st.none(), int64s, st.just("missing"), labels))
     if y != "missing":
         d["y"] = y
     keys = draw(st.permutations(sorted(d)))
@@ -200,21 +207,36 @@ def test_bulk_decode_takes_the_plain_layouts():
     variants = [ok, {**ok, "y": None}, {k: v for k, v in ok.items() if k not in ("v", "y")},
                 {**ok, "id": -(2**63), "ts": 2**63 - 1, "y": -1},
                 {**ok, "id": 2**40, "ts": 200, "y": 70000}, {**ok, "id": -33, "y": -200},
-                {**ok, "x": [0.25] * 20}, {**ok, "stream": "é" * 40}]
+                {**ok, "x": [0.25] * 20}, {**ok, "stream": "é" * 40}, {**ok, "y": "UP"},
+                {**ok, "y": ""}, {**ok, "y": "é" * 140}]
     values = [msgpack.packb(v) for v in variants]
     d = _check_bulk(values, [v["stream"].encode() for v in variants])
     assert d.ok.all()
     assert d.rows(np.arange(2), 2).tolist() == [[0.5, -1e100]] * 2
+    assert d.labels(np.arange(len(variants))) == [v.get("y") for v in variants]
+
+
+def test_bulk_decode_holds_string_labels_to_their_limit_in_characters():
+    """A string label longer than ``max_label_length`` characters is left to the
+    per-message way (which refuses it as too long); one of as many characters in more bytes
+    is taken."""
+    ok = {"v": 1, "stream": "s1", "id": 7, "ts": 3, "x": [0.5], "y": "UP"}
+    values = [msgpack.packb({**ok, "y": y}) for y in ("UP", "UPS", "éé", "", 5)]
+    d = decode_bulk(values, [b"s1"] * len(values), MAX, max_label_length=2)
+    assert d.ok.tolist() == [True, False, True, True, True]
+    assert [d.label_of(i) for i in (0, 2, 3, 4)] == ["UP", "éé", "", 5]
 
 
 def test_bulk_decode_declines_the_rest():
     ok = {"v": 1, "stream": "s1", "id": 7, "ts": 3, "x": [0.5, 1.5], "y": 2}
-    bad = [{**ok, "y": "UP"}, {**ok, "id": "a"}, {**ok, "x": [0.5, math.inf]},
+    bad = [{**ok, "y": b"UP"}, {**ok, "id": "a"}, {**ok, "x": [0.5, math.inf]},
            {**ok, "x": [0.5, math.nan]}, {**ok, "x": [1, 2.0]}, {**ok, "v": True},
            {**ok, "v": 2}, {**ok, "weight": 1.0}, {**ok, "x": {"a": 1.0}}, {**ok, "y": True},
            {**ok, "ts": -1}, {**ok, "id": 2**63}, {**ok, "x": []},
            {k: v for k, v in ok.items() if k != "ts"}]
     values = [msgpack.packb(v) for v in bad]
+    # a label whose bytes are no UTF-8 (an encoded surrogate): msgpack refuses it
+    values.append(msgpack.packb({**ok, "y": "AB"}).replace(b"\xa2AB", b"\xa2\xed\xa0"))
     values += [msgpack.packb(ok, use_single_float=True),  # float 32 goes the per-message way
                msgpack.packb(ok) + b"\x00",  # trailing bytes
                msgpack.packb(ok)[:-3], b"", None, b"\xc1", b'{"v":1}']
@@ -232,13 +254,14 @@ def test_bulk_decode_declines_the_rest():
 
 @st.composite
 def plain_label_messages(draw):
-    """LabelEvents in every integer width and key order, some of them not plain (a label
-    that is nil, missing or a string, an ``x``): the bulk decoder's LabelEvent case."""
+    """LabelEvents in every integer width and key order, with labels that are integers or
+    strings, some of them not plain (a label that is nil or missing, an ``x``): the bulk
+    decoder's LabelEvent case."""
     d = {"stream": draw(st.text(min_size=1, max_size=4)), "id": draw(int64s),
          "ts": draw(st.integers(min_value=0, max_value=2**63 - 1))}
     if draw(st.booleans()):
         d["v"] = 1
-    y = draw(st.one_of(int64s, int64s, st.none(), st.just("missing"), st.text(max_size=2)))
+    y = draw(st.one_of(int64s, int64s, st.none(), st.just("missing"), labels))
     if y != "missing":
         d["y"] = y
     if draw(st.integers(0, 5)) == 0:
@@ -252,7 +275,7 @@ def plain_label_messages(draw):
                 max_size=6))
 def test_bulk_decode_reads_a_label_event_as_full_validation_does(values):
     """Read as LabelEvents, messages are accepted only if full validation accepts them as
-    one, with the same values and an integer label; a plain one always is."""
+    one, with the same values and label (an integer or a string); a plain one always is."""
     keys = [_key(v) for v in values]
     d = decode_bulk(values, keys, MAX, np.ones(len(values), dtype=bool))
     for i, value in enumerate(values):
@@ -261,13 +284,14 @@ def test_bulk_decode_reads_a_label_event_as_full_validation_does(values):
         except DecodeError:
             assert not d.ok[i]
             continue
-        plain = type(full.id) is int and type(full.y) is int and full.stream.encode() == keys[i]
+        plain = type(full.id) is int and type(full.y) in (int, str) and \
+            full.stream.encode() == keys[i]
         plain = plain and set(msgpack.unpackb(value)) <= {"v", "stream", "id", "y", "ts"}
         if not d.ok[i]:
             assert not plain or not value[0] <= 0x8F  # only maps of over 15 keys decline
             continue
-        assert (d.ids[i], d.ts[i], d.y[i], d.nx[i]) == (full.id, full.ts, full.y, 0)
-        assert d.has_y[i] and type(full.y) is int and type(full.id) is int
+        assert (d.ids[i], d.ts[i], d.label_of(i), d.nx[i]) == (full.id, full.ts, full.y, 0)
+        assert d.has_y[i] and type(d.label_of(i)) is type(full.y) and type(full.id) is int
         assert d.rows(np.array([i]), 3).tolist() == [[0.0, 0.0, 0.0]]
 
 

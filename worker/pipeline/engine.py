@@ -231,7 +231,8 @@ class Pipeline(SegmentPlanning):
 
     @property
     def bulk_ready(self) -> bool:
-        """The bulk kernels take integer labels unchecked: classification streams only."""
+        """The bulk kernels take class labels (integers or strings) unchecked:
+        classification streams only."""
         return self.task is not None and self.task.name == CLASSIFICATION
 
     def check_instance_batch(self) -> None:
