@@ -47,6 +47,31 @@ def _decode(dec, task, msgs, dead):
     return rows
 
 
+def _outcome(dec, task, msgs) -> tuple[dict, list]:
+    """What decoding ``msgs`` (of streams of 3 features) gives: per stream its rows, labels,
+    ids, times, offsets, LabelEvents' mask and first live row; the dead letters' codes and
+    reasons."""
+    dead: list = []
+    rows = _decode(dec, task, msgs, dead)
+    for sr in rows.values():
+        sr.finish(3)
+    return ({s: (sr.X.tolist(), sr.ys, list(sr.ids), list(sr.ts), list(sr.offsets),
+                 None if sr.labels is None else sr.labels.tolist(), sr.live)
+             for s, sr in rows.items()},
+            [(d[3], parse_deadletter_headers(d[2])["reason"]) for d in dead])
+
+
+def _recorded_bulk(monkeypatch) -> list:
+    """Every result of the intake's bulk decoder from now on, in the list returned."""
+    import worker.intake as intake
+
+    decoded: list = []
+    real = intake.decode_bulk
+    monkeypatch.setattr(intake, "decode_bulk",
+                        lambda *a: decoded.append(real(*a)) or decoded[-1])
+    return decoded
+
+
 def test_first_messages_create_streams_later_batches_decode_in_bulk():
     task = PartitionTask("g", "in", 0, "in.features")
     dec = _decoder(task)
@@ -202,20 +227,10 @@ def test_label_events_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_wa
             msgs = [Message(topic="in", partition=0, offset=100 * (bad + 1) + k,
                             key=(b"a" if k < len(_label_poll("a", 1, bad)) else b"b"),
                             value=v, headers=h) for k, (v, h) in enumerate(polls)]
-            dead: list = []
-            rows = _decode(dec, task, msgs, dead)
-            for sr in rows.values():
-                sr.finish(3)
-            outs.append(({s: (sr.X.tolist(), sr.ys, list(sr.ids), list(sr.ts),
-                              list(sr.offsets), None if sr.labels is None else
-                              sr.labels.tolist(), sr.live) for s, sr in rows.items()},
-                         [(d[3], parse_deadletter_headers(d[2])["reason"]) for d in dead]))
+            outs.append(_outcome(dec, task, msgs))
         return outs
 
-    decoded = []
-    real = intake.decode_bulk
-    monkeypatch.setattr(intake, "decode_bulk",
-                        lambda *a: decoded.append(real(*a)) or decoded[-1])
+    decoded = _recorded_bulk(monkeypatch)
     bulk = run()
     assert sum(int((d.ok & d.label).sum()) for d in decoded) >= 12  # read in bulk
     monkeypatch.setattr(intake, "_label_mask", lambda headers: np.zeros(len(headers), bool))
@@ -269,20 +284,11 @@ def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_w
                                 (msgpack.packb({**inst, "y": "FLAT"}), None)]
             msgs = [Message(topic="in", partition=0, offset=100 * k + i, key=b"a", value=v,
                             headers=h) for i, (v, h) in enumerate(records)]
-            dead: list = []
-            rows = _decode(dec, task, msgs, dead)
-            for sr in rows.values():
-                sr.finish(3)
-            outs.append(({s: (sr.X.tolist(), sr.ys, list(sr.ids), list(sr.offsets),
-                              None if sr.labels is None else sr.labels.tolist())
-                          for s, sr in rows.items()},
-                         [(d[3], parse_deadletter_headers(d[2])["reason"]) for d in dead]))
+            outs.append(_outcome(dec, task, msgs))
         return outs
 
-    decoded = []
     real = intake.decode_bulk
-    monkeypatch.setattr(intake, "decode_bulk",
-                        lambda *a: decoded.append(real(*a)) or decoded[-1])
+    decoded = _recorded_bulk(monkeypatch)
     bulk = run()
     assert sum(len(d.texts) for d in decoded) >= 12  # string labels read in bulk
 
