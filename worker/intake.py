@@ -484,7 +484,7 @@ def _group_bulk(D, codes, names, width, offsets, replay_until) -> dict[str, Stre
     for c, idx in groups:
         offs = offsets[idx]
         sr = streams[names[c]] = StreamRows.from_columns(
-            D.rows(idx, int(width[c])), D.labels(idx), offs, D.ids[idx], D.ts[idx],
+            D.rows(idx, int(width[c])), D.labels(idx), offs, D.idents(idx), D.ts[idx],
             int(np.searchsorted(offs, replay_until)))
         events = D.label[idx]
         if events.any():  # the LabelEvents' mask (their rows are zeros)
@@ -498,12 +498,12 @@ def _take_bulk(pl, D, i: int, off: int, live: bool, streams: dict, stream: str) 
     y = D.label_of(i)
     if D.label[i]:
         pl.check_label_event(y)
-        _rows_of(streams, stream).add_label(y, off, int(D.ids[i]), int(D.ts[i]), live)
+        _rows_of(streams, stream).add_label(y, off, D.ident_of(i), int(D.ts[i]), live)
         return
     if y is not None:
         pl.check_label(y)
     a = int(D.xstart[i])
-    _rows_of(streams, stream).add_row(D.xs[a:a + int(D.nx[i])], y, off, int(D.ids[i]),
+    _rows_of(streams, stream).add_row(D.xs[a:a + int(D.nx[i])], y, off, D.ident_of(i),
                                       int(D.ts[i]), live)
 
 

@@ -5,7 +5,7 @@ goes through are done here in bulk:
 
 * :func:`decode_bulk` parses a whole poll's records at once with a numba kernel, straight
   from the msgpack bytes into columns (ids, timestamps, labels, one flat array of features),
-  for the plainest layout (integer ids, class labels that are integers or strings, ``x`` of
+  for the plainest layout (ids and class labels that are integers or strings, ``x`` of
   float 64), and the LabelEvents of that layout sent with their kind's header alone; it
   accepts only what full validation accepts, with the same values, and marks the rest for
   the per-message way.
@@ -38,8 +38,8 @@ _packb = msgpack.Packer(use_bin_type=True).pack
 #
 # The kernel parses the plain msgpack layout of an instance straight from the concatenated
 # message bytes into columns. It accepts what :func:`schemas.instances.read_plain_instance` accepts, narrowed to
-# integer ids, labels that are integers or strings (str 8 or 16 at most; decoded as UTF-8
-# after the kernel, :func:`_read_texts`), ``x`` of float 64 only, map keys as fixstr, no
+# ids and labels that are integers or strings (str 8 or 16 at most; decoded as UTF-8 after
+# the kernel, :func:`_read_texts`), ``x`` of float 64 only, map keys as fixstr, no
 # repeated key and the message key equal to the stream, and yields the same values. One difference: ``x`` is checked
 # value by value for finiteness, where ``read_plain_instance`` checks the sum (a sum that overflows
 # sends it to full validation, which accepts such a row). Values beyond +-1e100 (whose squares
@@ -101,14 +101,15 @@ def _read_int(buf, p, end):
     return False, 0, p
 
 
-def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok, ids, ts, ys,
-                     has_y, ytext, xstart, nx, xbytes):
+def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok, ids, idtext,
+                     ts, ys, has_y, ytext, xstart, nx, xbytes):
     """Parse every message ``buf[bounds[i]:bounds[i + 1]]`` (see the section comment).
 
     ``ok[i]`` is set for accepted messages; their ``x`` values are written as little-endian
     float 64 bytes into ``xbytes`` from value index ``xstart[i]`` (``nx[i]`` of them). A
     class label that is a string is left to the caller: ``ytext[i]`` is then its length in
-    bytes and ``ys[i]`` where they start in ``buf`` (``ytext[i]`` is -1 for an integer label).
+    bytes and ``ys[i]`` where they start in ``buf`` (``ytext[i]`` is -1 for an integer label);
+    an id that is a string likewise, in ``idtext[i]`` and ``ids[i]``.
     A message with ``label[i]`` set is read as a LabelEvent: the same fields but ``x``, and a
     label that is not nil.
     """
@@ -176,11 +177,21 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
                     good = False
                     break
             elif f == _F_ID:
-                r, v, p = _read_int(buf, p, end)
-                if not r:
-                    good = False
-                    break
-                ids[i] = v
+                idtext[i] = -1
+                m, q = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)  # fixstr, str 8, 16
+                if m >= 0:  # a string: its bytes, decoded (UTF-8) after the kernel
+                    if q + m > end:
+                        good = False
+                        break
+                    ids[i] = q
+                    idtext[i] = m
+                    p = q + m
+                else:
+                    r, v, p = _read_int(buf, p, end)
+                    if not r:
+                        good = False
+                        break
+                    ids[i] = v
             elif f == _F_TS:
                 r, v, p = _read_int(buf, p, end)
                 if not r or v < 0:
@@ -287,32 +298,44 @@ class Decoded:
     """Columns of a decoded batch (see :func:`decode_bulk`); rows where ``ok`` is false are
     left to the per-message way."""
 
-    __slots__ = ("ok", "label", "ids", "ts", "y", "has_y", "ytext", "xstart", "nx", "xs",
-                 "texts")
+    __slots__ = ("ok", "label", "ids", "idtext", "ts", "y", "has_y", "ytext", "xstart", "nx",
+                 "xs", "id_texts", "label_texts")
 
     def __init__(self, n: int, n_bytes: int, label: np.ndarray):
         self.ok = np.zeros(n, dtype=np.bool_)
         self.label = label  # the messages read as LabelEvents
+        # an integer id and label; the kernel's bytes of one that is a string (see idents,
+        # labels), decoded into the dicts (row -> string) after it
         self.ids = np.zeros(n, dtype=np.int64)
+        self.idtext = np.full(n, -1, dtype=np.int64)
         self.ts = np.zeros(n, dtype=np.int64)
-        self.y = np.zeros(n, dtype=np.int64)  # an integer label (see labels for strings)
+        self.y = np.zeros(n, dtype=np.int64)
         self.has_y = np.zeros(n, dtype=np.bool_)
-        self.ytext = np.full(n, -1, dtype=np.int64)  # the kernel's: bytes of a string label
+        self.ytext = np.full(n, -1, dtype=np.int64)
         self.xstart = np.zeros(n, dtype=np.int64)
         self.nx = np.zeros(n, dtype=np.int64)
         self.xs = np.empty(n_bytes // 9 + 1, dtype=np.float64)
-        self.texts: dict[int, str] = {}  # row -> its class label when it is a string
+        self.id_texts: dict[int, str] = {}
+        self.label_texts: dict[int, str] = {}
+
+    def idents(self, idx: np.ndarray):
+        """The ids of accepted messages ``idx``: an int64 array when all are integers, else a
+        list of integers and strings, as full validation gives them."""
+        if not self.id_texts:
+            return self.ids[idx]
+        return _with_texts(self.ids[idx].tolist(), idx, self.id_texts)
+
+    def ident_of(self, i: int):
+        """The id of accepted message ``i``."""
+        t = self.id_texts.get(i)
+        return int(self.ids[i]) if t is None else t
 
     def labels(self, idx: np.ndarray) -> list:
         """The labels of accepted messages ``idx`` as full validation gives them: an
         integer, a string or ``None`` (unlabelled)."""
         ys = self.y[idx].tolist()
-        texts = self.texts
-        if texts:
-            for k, i in enumerate(idx.tolist()):
-                t = texts.get(i)
-                if t is not None:
-                    ys[k] = t
+        if self.label_texts:
+            _with_texts(ys, idx, self.label_texts)
         for k in np.flatnonzero(~self.has_y[idx]).tolist():
             ys[k] = None
         return ys
@@ -321,7 +344,7 @@ class Decoded:
         """The label of accepted message ``i`` (``None``: unlabelled)."""
         if not self.has_y[i]:
             return None
-        t = self.texts.get(i)
+        t = self.label_texts.get(i)
         return int(self.y[i]) if t is None else t
 
     def rows(self, idx: np.ndarray, d: int) -> np.ndarray:
@@ -341,10 +364,10 @@ def decode_bulk(values: list, keys: list, max_bytes: int,
     """Decode a batch of plain instances (and LabelEvents) at once (keys as bytes).
 
     ``values[i]`` is accepted (``ok[i]``) only if it is a plain instance (see the section
-    comment) whose stream equals ``keys[i]``, with an integer id and a class label that is an
-    integer, a string of at most ``max_label_length`` characters (``None``: no bound) or
-    missing; its columns then hold exactly the values full validation yields
-    (:meth:`Decoded.labels` the labels). With ``label[i]`` set (its headers name a LabelEvent
+    comment) whose stream equals ``keys[i]``, with an id and a class label (or none) that are
+    integers or strings of at most ``max_label_length`` characters (``None``: no bound); its
+    columns then hold exactly the values full validation yields (:meth:`Decoded.idents`
+    and :meth:`Decoded.labels` the ids and labels). With ``label[i]`` set (its headers name a LabelEvent
     and nothing else) it is read as a plain LabelEvent instead: the same fields, a label that
     is not nil, no ``x`` (``nx`` is 0). The caller must still check that ``keys[i]`` is a
     known stream (one that passed full validation) that takes the record, and the row width
@@ -363,34 +386,39 @@ def decode_bulk(values: list, keys: list, max_bytes: int,
     np.cumsum(np.fromiter(map(len, keys), dtype=np.int64, count=n), out=kb[1:])
     d = Decoded(n, len(blob), np.zeros(n, dtype=np.bool_) if label is None else label)
     w = _kernels()(np.frombuffer(blob, dtype=np.uint8), bounds, np.frombuffer(kblob, dtype=np.uint8),
-                   kb, d.label, max_bytes, MAX_NAME_LENGTH, d.ok, d.ids, d.ts, d.y, d.has_y,
-                   d.ytext, d.xstart, d.nx, d.xs.view(np.uint8))
+                   kb, d.label, max_bytes, MAX_NAME_LENGTH, d.ok, d.ids, d.idtext, d.ts, d.y,
+                   d.has_y, d.ytext, d.xstart, d.nx, d.xs.view(np.uint8))
     _refuse_out_of_range(d, w)
     _read_texts(d, blob, max_label_length)
     return d
 
 
+def _with_texts(values: list, idx: np.ndarray, texts: dict) -> list:
+    """``values`` (of rows ``idx``) with the rows' strings from ``texts`` in place."""
+    for k, i in enumerate(idx.tolist()):
+        t = texts.get(i)
+        if t is not None:
+            values[k] = t
+    return values
+
+
 def _read_texts(d: Decoded, blob: bytes, max_label_length: int | None) -> None:
-    """The string labels of the accepted messages, decoded as msgpack decodes them (UTF-8,
-    strict: never a lone surrogate); one that is not UTF-8, or longer than
-    ``max_label_length``, leaves its message to the per-message way (which refuses it)."""
-    rows = np.flatnonzero(d.ok & (d.ytext >= 0))
-    if not rows.size:
-        return
-    texts, known = d.texts, {}
-    for i, a, m in zip(rows.tolist(), d.y[rows].tolist(), d.ytext[rows].tolist()):
-        raw = blob[a:a + m]
-        t = known.get(raw)  # a stream has few classes: each decoded once per poll
-        if t is None:
+    """The string ids and labels of the accepted messages, decoded as msgpack decodes them
+    (UTF-8, strict: never a lone surrogate); one that is not UTF-8, or longer than
+    ``max_label_length`` (the bound of both, :class:`schemas.instances.InstanceLimits`),
+    leaves its message to the per-message way (which refuses it)."""
+    for lengths, starts, texts in ((d.ytext, d.y, d.label_texts), (d.idtext, d.ids, d.id_texts)):
+        rows = np.flatnonzero(d.ok & (lengths >= 0))
+        for i, a, m in zip(rows.tolist(), starts[rows].tolist(), lengths[rows].tolist()):
             try:
-                t = known[raw] = raw.decode("utf-8")
+                t = blob[a:a + m].decode("utf-8")
             except UnicodeDecodeError:
                 d.ok[i] = False
                 continue
-        if max_label_length is not None and len(t) > max_label_length:
-            d.ok[i] = False
-            continue
-        texts[i] = t
+            if max_label_length is not None and len(t) > max_label_length:
+                d.ok[i] = False
+                continue
+            texts[i] = t
 
 
 def _refuse_out_of_range(d: Decoded, w: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgpack
 import numpy as np
+import pytest
 from confluent_kafka import Message
 
 from schemas import DriftAlert, Prediction, Ranking
@@ -257,10 +258,13 @@ def test_a_class_past_the_cap_is_refused_when_a_bad_record_sends_the_poll_the_lo
     assert rows["s"].ys == [0] and [d[3] for d in dead] == ["too_many_classes", "not_decodable"]
 
 
-def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_way(monkeypatch):
-    """Class labels that are strings (instances and LabelEvents) are read in bulk: the rows,
-    labels and dead letters are those of reading every record on its own, a label too long,
-    one that is no UTF-8 and a class past the cap included."""
+@pytest.mark.parametrize("ids", ["integers", "strings"])
+def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_way(
+        monkeypatch, ids):
+    """Class labels that are strings, and ids that are integers or strings (instances and
+    LabelEvents), are read in bulk: the rows, labels, ids and dead letters are those of
+    reading every record on its own, a label or an id too long, one that is no UTF-8 and a
+    class past the cap included."""
     import worker.intake as intake
     from schemas.instances import InstanceLimits
     from worker.tools.dev.produce import delayed_label_values
@@ -269,6 +273,9 @@ def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_w
         X = np.random.default_rng(seed).random((12, 3))
         values, headers = delayed_label_values(
             stream, X, ["UP" if v > 0.5 else "DOWN" for v in X[:, 0]], 2, start_id=100, every=2)
+        if ids == "strings":
+            values = [msgpack.packb({**d, "id": f"i{d['id']}"})
+                      for d in map(msgpack.unpackb, values)]
         return [(v, headers.get(k)) for k, v in enumerate(values)]
 
     def run():
@@ -276,12 +283,14 @@ def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_w
         dec = _decoder(task, max_classes=2, instance=InstanceLimits(max_label_length=4))
         outs = []
         for k, records in enumerate([poll("a", 1)[:2], poll("a", 2)]):
-            if k:  # a label too long, one that is no UTF-8, a third class
+            if k:  # a label or an id too long or no UTF-8, a third class
                 inst = {"stream": "a", "id": 900, "ts": 5, "x": [0.5, 0.5, 0.5]}
+                not_text = msgpack.packb({**inst, "y": "AB"}).replace(b"\xa2AB", b"\xa2\xed\xa0")
                 records[4:4] = [(msgpack.packb({**inst, "y": "SIDEWAYS"}), None),
-                                (msgpack.packb({**inst, "y": "AB"}).replace(
-                                    b"\xa2AB", b"\xa2\xed\xa0"), None),
-                                (msgpack.packb({**inst, "y": "FLAT"}), None)]
+                                (not_text, None), (msgpack.packb({**inst, "y": "FLAT"}), None),
+                                (msgpack.packb({**inst, "id": "i90000", "y": "UP"}), None),
+                                (msgpack.packb({**inst, "id": "AB", "y": "UP"}).replace(
+                                    b"\xa2AB", b"\xa2\xed\xa0"), None)]
             msgs = [Message(topic="in", partition=0, offset=100 * k + i, key=b"a", value=v,
                             headers=h) for i, (v, h) in enumerate(records)]
             outs.append(_outcome(dec, task, msgs))
@@ -290,7 +299,8 @@ def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_w
     real = intake.decode_bulk
     decoded = _recorded_bulk(monkeypatch)
     bulk = run()
-    assert sum(len(d.texts) for d in decoded) >= 12  # string labels read in bulk
+    assert sum(len(d.label_texts) for d in decoded) >= 12  # string labels read in bulk
+    assert sum(len(d.id_texts) for d in decoded) >= (12 if ids == "strings" else 0)
 
     def none_in_bulk(*a):
         d = real(*a)
@@ -301,4 +311,5 @@ def test_string_labels_read_in_bulk_give_the_rows_and_dead_letters_of_the_long_w
     assert run() == bulk
     assert {y for y in bulk[1][0]["a"][1] if y is not None} == {"UP", "DOWN"}
     assert [code for code, _r in bulk[1][1]] == ["too_long", "not_decodable",
-                                                 "too_many_classes"]
+                                                 "too_many_classes", "too_long", "not_decodable"]
+    assert {type(i) for i in bulk[1][0]["a"][2]} == {str if ids == "strings" else int}

@@ -123,7 +123,9 @@ def test_the_hot_path_never_accepts_what_full_validation_refuses(record):
         bulk = decode_bulk([value], [key], MAX)
         if bulk.ok[0]:
             assert full is not None and full.stream.encode() == key
-            assert int(bulk.ids[0]) == full.id and int(bulk.ts[0]) == full.ts
+            ident = bulk.ident_of(0)
+            assert ident == full.id and type(ident) is type(full.id)
+            assert int(bulk.ts[0]) == full.ts
             label = bulk.label_of(0)
             assert label == full.y and type(label) is type(full.y)
 

@@ -145,7 +145,8 @@ def _check_bulk(values, keys, max_bytes=MAX):
             continue
         full = decode_instance(value, max_bytes=max_bytes)  # raises if it refuses
         assert keys[i] == full.stream.encode()
-        assert d.ids[i] == full.id and type(full.id) is int and d.ts[i] == full.ts
+        ident = d.ident_of(i)  # an integer or a string, as validation gives it
+        assert ident == full.id and type(ident) is type(full.id) and d.ts[i] == full.ts
         assert d.has_y[i] == (full.y is not None)
         label = d.label_of(i)  # an integer or a string class label, as validation gives it
         assert label == full.y and type(label) is type(full.y) and type(label) in (int, str,
@@ -162,21 +163,21 @@ def _check_bulk(values, keys, max_bytes=MAX):
 int64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 
 
-#: class labels that are strings, in each msgpack str form the bulk decoder reads (fixstr,
-#: str 8, str 16) and in more than one byte per character
-labels = st.one_of(st.text(max_size=4), st.text(min_size=30, max_size=40),
+#: ids and class labels that are strings, in each msgpack str form the bulk decoder reads
+#: (fixstr, str 8, str 16) and in more than one byte per character
+texts = st.one_of(st.text(max_size=4), st.text(min_size=30, max_size=40),
                    st.just("é" * 140), st.sampled_from(["UP", "DOWN", ""]))
 
 
 @st.composite
 def plain_messages(draw):
     """Valid instances in every integer width and key order (the bulk decoder's case)."""
-    d = {"stream": draw(st.text(min_size=1, max_size=4)), "id": draw(int64s),
+    d = {"stream": draw(st.text(min_size=1, max_size=4)), "id": draw(st.one_of(int64s, texts)),
          "ts": draw(st.integers(min_value=0, max_value=2**63 - 1)),
          "x": draw(st.lists(st.floats(-1e100, 1e100), min_size=1, max_size=17))}
     if draw(st.booleans()):
         d["v"] = 1
-    y = draw(st.one_of(st.none(), int64s, st.just("missing"), labels))
+    y = draw(st.one_of(st.none(), int64s, st.just("missing"), texts))
     if y != "missing":
         d["y"] = y
     keys = draw(st.permutations(sorted(d)))
@@ -208,35 +209,42 @@ def test_bulk_decode_takes_the_plain_layouts():
                 {**ok, "id": -(2**63), "ts": 2**63 - 1, "y": -1},
                 {**ok, "id": 2**40, "ts": 200, "y": 70000}, {**ok, "id": -33, "y": -200},
                 {**ok, "x": [0.25] * 20}, {**ok, "stream": "é" * 40}, {**ok, "y": "UP"},
-                {**ok, "y": ""}, {**ok, "y": "é" * 140}]
+                {**ok, "y": ""}, {**ok, "y": "é" * 140}, {**ok, "id": "a"},
+                {**ok, "id": "txn-" + "9" * 40}]
     values = [msgpack.packb(v) for v in variants]
     d = _check_bulk(values, [v["stream"].encode() for v in variants])
     assert d.ok.all()
     assert d.rows(np.arange(2), 2).tolist() == [[0.5, -1e100]] * 2
     assert d.labels(np.arange(len(variants))) == [v.get("y") for v in variants]
+    assert d.idents(np.arange(len(variants))) == [v["id"] for v in variants]
+    ints = decode_bulk(values[:2], [b"s1"] * 2, MAX)  # integer ids only: one array
+    assert ints.idents(np.arange(2)).dtype == np.int64
 
 
-def test_bulk_decode_holds_string_labels_to_their_limit_in_characters():
-    """A string label longer than ``max_label_length`` characters is left to the
+def test_bulk_decode_holds_string_ids_and_labels_to_their_limit_in_characters():
+    """A string id or label longer than ``max_label_length`` characters is left to the
     per-message way (which refuses it as too long); one of as many characters in more bytes
     is taken."""
     ok = {"v": 1, "stream": "s1", "id": 7, "ts": 3, "x": [0.5], "y": "UP"}
     values = [msgpack.packb({**ok, "y": y}) for y in ("UP", "UPS", "éé", "", 5)]
+    values += [msgpack.packb({**ok, "id": i}) for i in ("ab", "abc", "éé")]
     d = decode_bulk(values, [b"s1"] * len(values), MAX, max_label_length=2)
-    assert d.ok.tolist() == [True, False, True, True, True]
+    assert d.ok.tolist() == [True, False, True, True, True, True, False, True]
     assert [d.label_of(i) for i in (0, 2, 3, 4)] == ["UP", "éé", "", 5]
+    assert [d.ident_of(i) for i in (0, 5, 7)] == [7, "ab", "éé"]
 
 
 def test_bulk_decode_declines_the_rest():
     ok = {"v": 1, "stream": "s1", "id": 7, "ts": 3, "x": [0.5, 1.5], "y": 2}
-    bad = [{**ok, "y": b"UP"}, {**ok, "id": "a"}, {**ok, "x": [0.5, math.inf]},
+    bad = [{**ok, "y": b"UP"}, {**ok, "id": b"a"}, {**ok, "x": [0.5, math.inf]},
            {**ok, "x": [0.5, math.nan]}, {**ok, "x": [1, 2.0]}, {**ok, "v": True},
            {**ok, "v": 2}, {**ok, "weight": 1.0}, {**ok, "x": {"a": 1.0}}, {**ok, "y": True},
            {**ok, "ts": -1}, {**ok, "id": 2**63}, {**ok, "x": []},
            {k: v for k, v in ok.items() if k != "ts"}]
     values = [msgpack.packb(v) for v in bad]
-    # a label whose bytes are no UTF-8 (an encoded surrogate): msgpack refuses it
+    # a label or an id whose bytes are no UTF-8 (an encoded surrogate): msgpack refuses it
     values.append(msgpack.packb({**ok, "y": "AB"}).replace(b"\xa2AB", b"\xa2\xed\xa0"))
+    values.append(msgpack.packb({**ok, "id": "AB"}).replace(b"\xa2AB", b"\xa2\xed\xa0"))
     values += [msgpack.packb(ok, use_single_float=True),  # float 32 goes the per-message way
                msgpack.packb(ok) + b"\x00",  # trailing bytes
                msgpack.packb(ok)[:-3], b"", None, b"\xc1", b'{"v":1}']
@@ -254,14 +262,14 @@ def test_bulk_decode_declines_the_rest():
 
 @st.composite
 def plain_label_messages(draw):
-    """LabelEvents in every integer width and key order, with labels that are integers or
-    strings, some of them not plain (a label that is nil or missing, an ``x``): the bulk
-    decoder's LabelEvent case."""
-    d = {"stream": draw(st.text(min_size=1, max_size=4)), "id": draw(int64s),
+    """LabelEvents in every integer width and key order, with ids and labels that are
+    integers or strings, some of them not plain (a label that is nil or missing, an ``x``):
+    the bulk decoder's LabelEvent case."""
+    d = {"stream": draw(st.text(min_size=1, max_size=4)), "id": draw(st.one_of(int64s, texts)),
          "ts": draw(st.integers(min_value=0, max_value=2**63 - 1))}
     if draw(st.booleans()):
         d["v"] = 1
-    y = draw(st.one_of(int64s, int64s, st.none(), st.just("missing"), labels))
+    y = draw(st.one_of(int64s, int64s, st.none(), st.just("missing"), texts))
     if y != "missing":
         d["y"] = y
     if draw(st.integers(0, 5)) == 0:
@@ -284,14 +292,15 @@ def test_bulk_decode_reads_a_label_event_as_full_validation_does(values):
         except DecodeError:
             assert not d.ok[i]
             continue
-        plain = type(full.id) is int and type(full.y) in (int, str) and \
+        plain = type(full.id) in (int, str) and type(full.y) in (int, str) and \
             full.stream.encode() == keys[i]
         plain = plain and set(msgpack.unpackb(value)) <= {"v", "stream", "id", "y", "ts"}
         if not d.ok[i]:
             assert not plain or not value[0] <= 0x8F  # only maps of over 15 keys decline
             continue
-        assert (d.ids[i], d.ts[i], d.label_of(i), d.nx[i]) == (full.id, full.ts, full.y, 0)
-        assert d.has_y[i] and type(d.label_of(i)) is type(full.y) and type(full.id) is int
+        assert (d.ident_of(i), d.ts[i], d.label_of(i), d.nx[i]) == (full.id, full.ts, full.y, 0)
+        assert d.has_y[i] and type(d.label_of(i)) is type(full.y)
+        assert type(d.ident_of(i)) is type(full.id)
         assert d.rows(np.array([i]), 3).tolist() == [[0.0, 0.0, 0.0]]
 
 
