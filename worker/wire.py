@@ -101,6 +101,19 @@ def _read_int(buf, p, end):
     return False, 0, p
 
 
+def _read_label(buf, p, end):
+    """``(ok, value, length, next)`` of an id or a class label at ``p``: an integer that fits
+    int 64 (``value``; ``length`` -1), or a string (fixstr, str 8 or 16) of ``length`` bytes
+    from ``value`` in ``buf``, decoded as UTF-8 after the kernel."""
+    m, q = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)
+    if m >= 0:
+        if q + m > end:
+            return False, np.int64(0), np.int64(-1), p
+        return True, np.int64(q), m, q + m
+    r, v, nxt = _read_int(buf, p, end)
+    return r, v, np.int64(-1), nxt
+
+
 def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok, ids, idtext,
                      ts, ys, has_y, ytext, xstart, nx, xbytes):
     """Parse every message ``buf[bounds[i]:bounds[i + 1]]`` (see the section comment).
@@ -177,21 +190,12 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
                     good = False
                     break
             elif f == _F_ID:
-                idtext[i] = -1
-                m, q = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)  # fixstr, str 8, 16
-                if m >= 0:  # a string: its bytes, decoded (UTF-8) after the kernel
-                    if q + m > end:
-                        good = False
-                        break
-                    ids[i] = q
-                    idtext[i] = m
-                    p = q + m
-                else:
-                    r, v, p = _read_int(buf, p, end)
-                    if not r:
-                        good = False
-                        break
-                    ids[i] = v
+                r, v, m, p = _read_label(buf, p, end)
+                if not r:
+                    good = False
+                    break
+                ids[i] = v
+                idtext[i] = m
             elif f == _F_TS:
                 r, v, p = _read_int(buf, p, end)
                 if not r or v < 0:
@@ -199,25 +203,17 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
                     break
                 ts[i] = v
             elif f == _F_Y:
-                ytext[i] = -1
-                m, q = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)  # fixstr, str 8, 16
                 if buf[p] == 0xC0:
                     has_y[i] = False
+                    ytext[i] = -1
                     p += 1
-                elif m >= 0:  # a string: its bytes, decoded (UTF-8) after the kernel
-                    if q + m > end:
-                        good = False
-                        break
-                    ys[i] = q
-                    ytext[i] = m
-                    has_y[i] = True
-                    p = q + m
                 else:
-                    r, v, p = _read_int(buf, p, end)
+                    r, v, m, p = _read_label(buf, p, end)
                     if not r:
                         good = False
                         break
                     ys[i] = v
+                    ytext[i] = m
                     has_y[i] = True
             elif f == _F_STREAM:
                 m, p = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)  # fixstr, str 8, 16
@@ -282,7 +278,7 @@ _PARSE = None
 
 def _kernels():
     """The compiled parser (numba is imported on first use: the CLI does not need it)."""
-    global _PARSE, _be, _read_int, _read_size
+    global _PARSE, _be, _read_int, _read_size, _read_label
     if _PARSE is None:
         from models.core._jit import njit
 
@@ -290,6 +286,7 @@ def _kernels():
         _be = njit(inline="always")(_be)
         _read_int = njit(inline="always")(_read_int)
         _read_size = njit(inline="always")(_read_size)
+        _read_label = njit(inline="always")(_read_label)
         _PARSE = njit(_parse_instances)
     return _PARSE
 
