@@ -37,7 +37,6 @@ import argparse
 import sys
 import time
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from models.cart.block_forest import BlockForestRanker  # noqa: E402
 from models.hoeffding.adaptive_forest import AdaptiveRandomForest  # noqa: E402
-from tests.benchmarks.common import write_results  # noqa: E402
+from tests.benchmarks.common import clocked_calls, write_results  # noqa: E402
 from tests.benchmarks.learners.bench_arf import CONSUME, RIVER_RULES, get_stream  # noqa: E402
 from worker.pipeline import Pipeline, PipelineConfig  # noqa: E402
 from worker.pipeline.engine import HELD_ROWS  # noqa: E402
@@ -108,31 +107,6 @@ def run_ours(X, y, delay: int, seed: int, every: int = 1, **params) -> float:
     return hits / answered
 
 
-@contextmanager
-def clocked_parts():
-    """While open, the CPU time of every call of :data:`PARTS` adds up in the Counter it
-    yields (by part), the calls otherwise unchanged."""
-    spent: Counter = Counter()
-    saved = [(cls, name, getattr(cls, name)) for cls, name, _part in PARTS]
-
-    def clocked(method, part):
-        def call(*args, **kwargs):
-            t0 = time.process_time()
-            try:
-                return method(*args, **kwargs)
-            finally:
-                spent[part] += time.process_time() - t0
-        return call
-
-    for (cls, name, method), (_c, _n, part) in zip(saved, PARTS):
-        setattr(cls, name, clocked(method, part))
-    try:
-        yield spent
-    finally:
-        for cls, name, method in saved:
-            setattr(cls, name, method)
-
-
 def run_side_by_side(X, y, seed: int, delay: int = 1000,
                      every: int = 2) -> tuple[tuple[float, float, float], list[dict]]:
     """Instances per CPU-second of three default pipelines run side by side: every label with
@@ -159,7 +133,7 @@ def run_side_by_side(X, y, seed: int, delay: int = 1000,
     pipelines.append(Pipeline("bench", PipelineConfig(seed=seed), X.shape[1],
                               held_rows=HELD_ROWS))
     taken, parts = [0, 0, 0], [Counter(), Counter(), Counter()]
-    with clocked_parts() as spent:
+    with clocked_calls(PARTS, time.process_time) as spent:
         while feeds[0] or feeds[1] or feeds[2]:
             k = min((k for k in range(3) if feeds[k]), key=taken.__getitem__)
             count, batch = feeds[k].pop(0)

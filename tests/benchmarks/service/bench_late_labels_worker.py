@@ -21,8 +21,8 @@ Run::
     python tests/benchmarks/service/bench_late_labels_worker.py [--pairs 3] [--int-labels]
         [--bootstrap HOST:PORT]
 
-``--int-labels`` sends the classes as integers, the layout the bulk decoder reads
-(:mod:`worker.wire`); the dataset's are strings, read record by record.
+``--int-labels`` sends the classes as integers instead of the dataset's strings; the bulk
+decoder (:mod:`worker.wire`) reads both.
 """
 
 from __future__ import annotations
@@ -32,13 +32,12 @@ import statistics
 import sys
 import time
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
-from tests.benchmarks.common import kafka, write_results  # noqa: E402
+from tests.benchmarks.common import clocked_calls, kafka, write_results  # noqa: E402
 from tests.benchmarks.learners.bench_arf import get_stream  # noqa: E402
 from tests.benchmarks.service.bench_worker import env_for  # noqa: E402
 from worker.app import Worker  # noqa: E402
@@ -74,27 +73,6 @@ def committed(w: Worker) -> float:
     return w.metrics.registry.get_sample_value("streamforest_instances_total") or 0
 
 
-@contextmanager
-def pipeline_clock():
-    """While open, the CPU time of the running thread in every stream pipeline's
-    ``process`` (the decoded rows through the learners) adds up in the list it yields."""
-    spent = [0.0]
-    method = Pipeline.process
-
-    def process(*args, **kwargs):
-        t0 = time.thread_time()
-        try:
-            return method(*args, **kwargs)
-        finally:
-            spent[0] += time.thread_time() - t0
-
-    Pipeline.process = process
-    try:
-        yield spent
-    finally:
-        Pipeline.process = method
-
-
 def run_side_by_side(bootstrap: str, topics: list, n: int) -> list[tuple[float, ...]]:
     """Per topic of ``topics`` (``(values, headers)``, ``n`` instances each), ``(instances
     per second, instances per CPU-second, CPU seconds of the steps per ``n`` instances, of
@@ -111,19 +89,19 @@ def run_side_by_side(bootstrap: str, topics: list, n: int) -> list[tuple[float, 
                 w.step()
         start = [committed(w) for w in workers]
         wall, cpu, inside = [0.0] * len(workers), [0.0] * len(workers), [0.0] * len(workers)
-        with pipeline_clock() as spent:
+        with clocked_calls([(Pipeline, "process", "pipeline")], time.thread_time) as spent:
             while True:
                 k = min(range(len(workers)), key=lambda i: committed(workers[i]))
                 if committed(workers[k]) >= n:
                     break
-                spent[0] = 0.0
+                spent.clear()
                 t0, c0 = time.perf_counter(), time.thread_time()
                 workers[k].step()
                 if committed(workers[k]) >= n:
                     workers[k].settle()  # its last commit
                 wall[k] += time.perf_counter() - t0
                 cpu[k] += time.thread_time() - c0
-                inside[k] += spent[0]
+                inside[k] += spent["pipeline"]
         # workers commit a poll's instances at once: after the warm-up each has its own count
         return [((n - s0) / t, (n - s0) / c, c * n / (n - s0), p * n / (n - s0))
                 for s0, t, c, p in zip(start, wall, cpu, inside)]
@@ -137,8 +115,7 @@ def main() -> None:
     ap.add_argument("--bootstrap", default=None)
     ap.add_argument("--pairs", type=int, default=3, help="runs of the two side by side")
     ap.add_argument("--int-labels", action="store_true",
-                    help="the classes as integers 0, 1 (the bulk decoder's layout) instead of "
-                    "the dataset's strings")
+                    help="the classes as integers 0, 1 instead of the dataset's strings")
     args = ap.parse_args()
     X, y = get_stream(STREAM)
     if args.int_labels:

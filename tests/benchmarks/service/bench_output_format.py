@@ -7,9 +7,9 @@ Run: ``python tests/benchmarks/service/bench_output_format.py [--repeats N] [--s
 Electricity (45,312 rows, 7 features, packaged) as msgpack Instance records, in polls of the
 worker's consume batch (2,000 records; with ``--streams K`` the rows are cut into K streams of
 consecutive rows, each poll holding an equal share of every stream). Its labels as they are
-(``text``: ``UP``/``DOWN``, which the worker decodes record by record) or as integers (``int``:
-0/1, which it decodes in bulk, about 1 µs per row: the cheaper decode makes JSON's share
-larger). Each poll goes through
+(``text``: ``UP``/``DOWN``) or as integers (``int``: 0/1); the worker decodes both in bulk
+(about 1 µs per row; results files older than commit caa60c4 show text labels decoded record
+by record, whose dearer decode made JSON's share smaller). Each poll goes through
 the worker's own steps in process, no broker: decode (:class:`worker.intake.RecordDecoder`),
 learn (:func:`worker.step.learn_streams`), then encode the same results twice, with the
 msgpack and the JSON :class:`worker.output.OutputEncoder` (predictions, drift alerts and
