@@ -266,7 +266,9 @@ class Worker:
 
     def _transact(self, fn, *args) -> None:
         """Run a transactional step; when it was aborted, rewind every partition."""
-        if self.txn.run(fn, *args):
+        with self.txn.step() as step:
+            fn(*args)
+        if step.aborted:
             self._rewind()
 
     def settle(self) -> None:

@@ -9,9 +9,10 @@ transaction (:mod:`worker.app`). :class:`Transactions` owns what that takes:
   coordinator, then the commit) run there while the next poll is consumed and computed;
   :meth:`Transactions.settle` waits for them, and every later use of the producer settles
   first;
-* aborts: :meth:`Transactions.run` runs a transactional step, and when it fails aborts (or
-  makes a new producer) and returns ``True``: the caller must then rewind every partition
-  to its last commit. It never calls back into the worker;
+* aborts: the body of a ``with`` :meth:`Transactions.step` is a transactional step; when
+  it fails, the step aborts (or makes a new producer) and its :class:`StepOutcome` says
+  ``aborted``: the caller must then rewind every partition to its last commit. The worker
+  runs its own steps; nothing here calls back into it;
 * fencing: a producer fenced again and again means another process shares the
   transactional id, and the worker must end (:class:`worker.failure.WorkerFailed`).
 
@@ -25,7 +26,9 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 
 from . import checkpoint_store as ckpt
 from .committer import Committer
@@ -48,6 +51,15 @@ def send_and_commit(producer, offsets, metadata) -> None:
     """End a transaction (runs on the commit thread)."""
     producer.send_offsets(offsets, metadata)
     producer.commit()
+
+
+class StepOutcome:
+    """What one :meth:`Transactions.step` came to: ``aborted`` when its body failed."""
+
+    __slots__ = ("aborted",)
+
+    def __init__(self):
+        self.aborted = False
 
 
 class Transactions:
@@ -138,16 +150,20 @@ class Transactions:
 
     # -- running a transactional step ----------------------------------------------------------
 
-    def run(self, fn, *args) -> bool:
-        """Run a transactional step; on failure abort (or recreate the producer).
+    @contextmanager
+    def step(self) -> Iterator[StepOutcome]:
+        """A transactional step: the ``with`` body; on failure abort (or recreate the
+        producer), and the failure goes no further.
 
-        Returns ``True`` when the step failed and was aborted: the caller must rewind every
-        partition to its last commit (the state computed since is dropped).
+        The outcome it yields says ``aborted`` once the body failed and was aborted: the
+        caller must then rewind every partition to its last commit (the state computed
+        since is dropped).
         """
+        outcome = StepOutcome()
         try:
-            fn(*args)
-            return False
+            yield outcome
         except AbortableError as exc:
+            outcome.aborted = True
             self.drain()
             event(log, logging.WARNING, "transaction aborted, rewinding", error=str(exc))
             self._aborted()
@@ -156,6 +172,7 @@ class Transactions:
             except FatalProducerError:
                 self._rebuild_producer()
         except FatalProducerError as exc:
+            outcome.aborted = True
             self.drain()
             event(log, logging.ERROR, "producer failed, recreating it", error=str(exc),
                   fenced=exc.fenced)
@@ -163,7 +180,6 @@ class Transactions:
             if exc.fenced:
                 self.check_fencing_loop()
             self._rebuild_producer()
-        return True
 
     def _aborted(self) -> None:
         self.metrics.aborts.inc()

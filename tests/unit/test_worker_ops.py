@@ -234,6 +234,38 @@ def test_a_producer_fenced_again_and_again_ends_the_worker():
         w.txn.check_fencing_loop()
 
 
+def test_a_failed_transactional_step_is_aborted_and_says_so_and_other_errors_go_on():
+    """The worker's step runs in the ``with`` body of ``Transactions.step``: an abortable
+    failure aborts the open transaction and the outcome tells the worker to rewind; an error
+    that is not the producer's is not swallowed. (The aborts on a real broker are the fault
+    tests'.)"""
+    import threading
+
+    from worker.app import Faults
+    from worker.kafka_io import AbortableError
+    from worker.settings import load_settings
+    from worker.transactions import Transactions
+
+    class Producer:  # records what the step asks of it
+        aborts = 0
+
+        def abort(self):
+            self.aborts += 1
+
+    metrics = WorkerMetrics()
+    txn = Transactions(load_settings({}), metrics, Faults(), threading.Event())
+    txn.producer = Producer()
+    with txn.step() as ok:
+        pass
+    with txn.step() as failed:
+        raise AbortableError("the broker refused the transaction")
+    assert (ok.aborted, failed.aborted, txn.producer.aborts) == (False, True, 1)
+    assert metrics.registry.get_sample_value("streamforest_transactions_aborted_total") == 1
+    with pytest.raises(KeyError), txn.step() as other:
+        raise KeyError("not the producer's")
+    assert not other.aborted and txn.producer.aborts == 1
+
+
 def test_the_watchdog_ends_an_overdue_step_and_not_a_finished_one():
     import threading
 
