@@ -24,11 +24,14 @@ minutes, runs back to back gave single ratios of 0.54-1.00. Where each pipeline'
 is set apart too (:func:`parts_table`): the forest's kernel, the ranker's learning and the
 rest of the pipeline (Python), so that what the learning order costs the learners and what
 the late labels add (the held store, the join, the planning; the trees' second look at a
-late row) can be read apart.
+late row) can be read apart. The peer beside them (:func:`river_side_by_side`): river's
+ARF-10 row by row on the same two streams, so that what late labels cost a forest by
+themselves (the learning order, the second look) is measured outside this pipeline too.
 
 Run::
 
-    python tests/benchmarks/learners/bench_delayed_labels.py --seeds 3 --river-seeds 1
+    python tests/benchmarks/learners/bench_delayed_labels.py --seeds 3 --river-seeds 1 \
+        --river-pairs 1
 """
 
 from __future__ import annotations
@@ -157,6 +160,54 @@ def run_river(X, y, delay: int, seed: int) -> float:
     return metric.get()
 
 
+def river_side_by_side(X, y, seed: int, delay: int = 1000,
+                       every: int = 2) -> tuple[float, float]:
+    """Instances per CPU-second of river's ``forest.ARFClassifier(n_models=10)`` row by row on
+    the rows of :func:`run_side_by_side`: every label with its instance (``predict_one`` then
+    ``learn_one``), and every ``every``-th label ``delay`` instances late (``predict_one`` when
+    the instance comes, ``learn_one`` when its label does; the instance's features kept by id
+    meanwhile, as the worker holds them). The two run side by side in consume batches, as
+    ours do: what late labels cost river's forest, beside what they cost the pipeline."""
+    from river import forest
+
+    rows, ys, ids, _ts, lab = late_rows(X, y, delay, every)
+    xs = [dict(enumerate(r)) for r in X.tolist()]  # river's rows, made beforehand
+    models = [forest.ARFClassifier(n_models=10, seed=seed) for _ in range(2)]
+    held: dict = {}
+
+    def plain(a: int, b: int) -> int:
+        model = models[0]
+        for k in range(a, min(b, len(y))):
+            model.predict_one(xs[k])
+            model.learn_one(xs[k], y[k])
+        return min(b, len(y)) - a
+
+    def late(a: int, b: int) -> int:
+        model, count = models[1], 0
+        for r in range(a, min(b, len(ys))):
+            if lab[r]:  # a LabelEvent: its instance's features, learned now
+                model.learn_one(held.pop(ids[r]), ys[r])
+                continue
+            x = xs[ids[r]]
+            model.predict_one(x)
+            count += 1
+            if ys[r] is None:
+                held[ids[r]] = x
+            else:
+                model.learn_one(x, ys[r])
+        return count
+
+    feeds = [(plain, len(y)), (late, len(ys))]
+    at, taken, spent = [0, 0], [0, 0], [0.0, 0.0]
+    while at[0] < feeds[0][1] or at[1] < feeds[1][1]:
+        k = min((k for k in range(2) if at[k] < feeds[k][1]), key=taken.__getitem__)
+        t0 = time.process_time()
+        taken[k] += feeds[k][0](at[k], at[k] + CONSUME)
+        spent[k] += time.process_time() - t0
+        at[k] += CONSUME
+    return len(y) / spent[0], len(y) / spent[1]
+
+
 def parts_table(runs: list, n: int) -> list[str]:
     """Where each pipeline's time goes: the median over ``runs`` (per run, the three
     pipelines' CPU seconds by part) of each part's seconds per ``n`` instances, and the
@@ -187,6 +238,8 @@ def main() -> None:
     ap.add_argument("--river-seeds", type=int, default=1)
     ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--pairs", type=int, default=9, help="throughput pairs of runs")
+    ap.add_argument("--river-pairs", type=int, default=1,
+                    help="throughput pairs of river's forest (0: none; a pair takes minutes)")
     args = ap.parse_args()
     X, y = get_stream(args.stream, args.rows)
     run_side_by_side(X, y, 1)  # compile (the growth of pools too): not counted
@@ -232,6 +285,21 @@ def main() -> None:
               f"{np.median(order_ratios):.2f} ({order_ratios.min():.2f}-"
               f"{order_ratios.max():.2f}) |"]
     lines += ["", *parts_table([parts for _r, parts in runs], len(y))]
+    if args.river_pairs:
+        peer = np.array([river_side_by_side(X, y, 1 + k) for k in range(args.river_pairs)])
+        forest = [float(np.median([parts[p]["forest"] for _r, parts in runs])) for p in (0, 2)]
+        lines += ["", "The peer: river's ARF-10 row by row on the same rows, the two streams side "
+                  f"by side in consume batches ({args.river_pairs} pair(s), seeds from 1; "
+                  "medians): what late labels cost the forest alone, with no ranker beside it "
+                  "and no Kafka.", "",
+                  "| river: every label with its instance | river: half the labels 1,000 "
+                  "instances late | river's late / every label | pairs' ratios | ours, the "
+                  "forest's kernel alone (its CPU seconds above) |",
+                  "|---|---|---|---|---|",
+                  f"| {np.median(peer[:, 0]):,.0f} | {np.median(peer[:, 1]):,.0f} | "
+                  f"{np.median(peer[:, 1] / peer[:, 0]):.2f} | "
+                  f"{(peer[:, 1] / peer[:, 0]).min():.2f}-{(peer[:, 1] / peer[:, 0]).max():.2f} "
+                  f"| {forest[0] / forest[1]:.2f} |"]
     text = "\n".join(lines) + "\n"
     print(text)
     write_results(Path(__file__).parent / "results" / "delayed_labels.md", text)
