@@ -101,17 +101,23 @@ def _read_int(buf, p, end):
     return False, 0, p
 
 
-def _read_label(buf, p, end):
-    """``(ok, value, length, next)`` of an id or a class label at ``p``: an integer that fits
-    int 64 (``value``; ``length`` -1), or a string (fixstr, str 8 or 16) of ``length`` bytes
-    from ``value`` in ``buf``, decoded as UTF-8 after the kernel."""
+def _read_label(buf, p, end, values, lengths, i):
+    """``(ok, next)`` of an id or a class label at ``p``, written at ``i`` when it reads: an
+    integer that fits int 64 (``values[i]``; ``lengths[i]`` -1), or a string (fixstr, str 8
+    or 16) of ``lengths[i]`` bytes from ``values[i]`` in ``buf``, decoded as UTF-8 after the
+    kernel."""
     m, q = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)
     if m >= 0:
         if q + m > end:
-            return False, np.int64(0), np.int64(-1), p
-        return True, np.int64(q), m, q + m
+            return False, p
+        values[i] = q
+        lengths[i] = m
+        return True, q + m
     r, v, nxt = _read_int(buf, p, end)
-    return r, v, np.int64(-1), nxt
+    if r:
+        values[i] = v
+        lengths[i] = -1
+    return r, nxt
 
 
 def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok, ids, idtext,
@@ -190,12 +196,10 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
                     good = False
                     break
             elif f == _F_ID:
-                r, v, m, p = _read_label(buf, p, end)
+                r, p = _read_label(buf, p, end, ids, idtext, i)
                 if not r:
                     good = False
                     break
-                ids[i] = v
-                idtext[i] = m
             elif f == _F_TS:
                 r, v, p = _read_int(buf, p, end)
                 if not r or v < 0:
@@ -208,12 +212,10 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
                     ytext[i] = -1
                     p += 1
                 else:
-                    r, v, m, p = _read_label(buf, p, end)
+                    r, p = _read_label(buf, p, end, ys, ytext, i)
                     if not r:
                         good = False
                         break
-                    ys[i] = v
-                    ytext[i] = m
                     has_y[i] = True
             elif f == _F_STREAM:
                 m, p = _read_size(buf, p, end, 0xA0, 0x1F, 0xD9, 0xDA)  # fixstr, str 8, 16
