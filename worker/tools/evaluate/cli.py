@@ -73,8 +73,9 @@ def add_parser(subparsers) -> None:
                    "and PREFIX.rankings (one configuration only), exactly once")
     p.add_argument("--label-delay", default=None, metavar="DELAY[,DELAY...]",
                    help="replay each label that much later, as a LabelEvent: N instances of "
-                   "its stream or a duration (500ms, 30s, 2m); several, comma-separated, "
-                   "replay each configuration once per delay")
+                   "its stream or a duration (500ms, 30s, 2m) after its instance, or after "
+                   "where a LabelEvent of the topic came; several, comma-separated, replay "
+                   "each configuration once per delay")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress on stderr (a bar on a terminal, otherwise a line every 10 s)")
     add_kafka_arguments(p)

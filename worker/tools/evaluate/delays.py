@@ -5,9 +5,12 @@ Every Instance that carries its label is replayed unlabelled, and its label foll
 (``--label-delay 100``) or once the stream's event time has passed the instance's by a
 duration (``--label-delay 30s``): the worker then predicts each instance when it arrives and
 learns it when its label does, as river's ``progressive_val_score(delay=...)`` and MOA's
-``EvaluatePrequentialDelayed`` do. Labels still waiting at the end of the range are not
-replayed (no prediction follows them). InstanceBatch records, records that are not valid
-instances and LabelEvents already on the topic pass unchanged.
+``EvaluatePrequentialDelayed`` do. A LabelEvent already on the topic comes that much later
+than it came: ``N`` instances of its stream after its place, or once the stream's event time
+has passed its own by the duration (so that a topic whose labels are LabelEvents is replayed
+with its labels later still). Labels still waiting at the end of the range are not replayed
+(no prediction follows them). InstanceBatch records and records that are neither a valid
+instance nor a valid LabelEvent pass unchanged.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from confluent_kafka import Message
 from schemas.codec import CONTENT_TYPE, encode
 from schemas.errors import DecodeError
 from schemas.instances import decode_instance
-from schemas.kinds import INSTANCE, record_kind
+from schemas.kinds import INSTANCE, LABEL, record_kind
+from schemas.labels import decode_label_event
 from schemas.messages import Instance, LabelEvent
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -66,43 +70,61 @@ class DelayedLabels:
 
     def __init__(self, delay: LabelDelay):
         self.delay = delay
-        self.waiting: dict[bytes, deque] = {}  # stream key -> (due, Instance) of held labels
+        # stream key -> (due, LabelEvent at its first event time) of the labels held back
+        self.waiting: dict[bytes, deque] = {}
         self.seen: dict[bytes, int] = {}  # stream key -> instances so far
 
     def rewrite(self, msgs: list, offsets: np.ndarray) -> tuple[list, np.ndarray]:
         """The records of one feed with labels moved later; a released label takes the
         offset of the record it follows."""
         out, offs = [], []
+        by_count = self.delay.ms is None
         for m, off in zip(msgs, offsets.tolist()):
-            inst = self._instance(m)
-            if inst is None:  # not an instance of a stream: passes as it is
-                out.append(m)
+            record = self._record(m)
+            if record is None or (type(record) is LabelEvent and by_count
+                                  and not self.delay.instances):
+                out.append(m)  # not a record of a stream, or a label not moved: as it is
                 offs.append(off)
                 continue
             key = m.key()
-            if self.delay.ms is not None:  # labels whose time has come, before this instance
-                self._release(key, m, inst.ts, inst.ts, out, offs)
+            if type(record) is LabelEvent:  # held back from here
+                self._hold(key, self.seen.get(key, 0), record)
+                continue
+            if not by_count:  # labels whose time has come, before this instance
+                self._release(key, m, record.ts, record.ts, out, offs)
             n = self.seen[key] = self.seen.get(key, 0) + 1
-            if inst.y is None:
+            if record.y is None:
                 out.append(m)
             else:
-                out.append(self._unlabelled(m, inst))
-                d = self.delay
-                due = n + d.instances if d.ms is None else inst.ts + d.ms
-                self.waiting.setdefault(key, deque()).append((due, inst))
+                out.append(self._unlabelled(m, record))
+                self._hold(key, n, LabelEvent(stream=record.stream, id=record.id, y=record.y,
+                                              ts=record.ts))
             offs.append(off)
-            if self.delay.ms is None:  # labels due after this many instances, after it
-                self._release(key, m, inst.ts, n, out, offs)
+            if by_count:  # labels due after this many instances, after it
+                self._release(key, m, record.ts, n, out, offs)
         return out, np.asarray(offs, dtype=np.int64)
 
+    def _hold(self, key: bytes, n: int, event: LabelEvent) -> None:
+        """Hold back ``event`` of stream ``key``, which came after ``n`` of its instances."""
+        d = self.delay
+        due = n + d.instances if d.ms is None else event.ts + d.ms
+        self.waiting.setdefault(key, deque()).append((due, event))
+
     @staticmethod
-    def _instance(m) -> Instance | None:
-        if m.key() is None or record_kind(m.headers()) != INSTANCE:
+    def _record(m) -> Instance | LabelEvent | None:
+        """The valid Instance or LabelEvent of a stream ``m`` holds; ``None`` for anything
+        else (an invalid one is dead-lettered by the worker, as it would have been)."""
+        if m.key() is None:
             return None
+        kind = record_kind(m.headers())
         try:
-            return decode_instance(m.value(), m.headers())
+            if kind == INSTANCE:
+                return decode_instance(m.value(), m.headers())
+            if kind == LABEL:
+                return decode_label_event(m.value(), m.headers())
         except DecodeError:
-            return None  # the worker dead-letters it, as it would have
+            pass
+        return None
 
     def _release(self, key: bytes, m, ts: int, now: int, out: list, offs: list) -> None:
         """The held labels of stream ``key`` due by ``now`` (instances of the stream, or event
@@ -110,10 +132,9 @@ class DelayedLabels:
         ``m``'s offset."""
         queue = self.waiting.get(key)
         while queue and queue[0][0] <= now:
-            _due, inst = queue.popleft()
-            label_ts = ts if self.delay.ms is None else inst.ts + self.delay.ms
-            value, headers = encode(LabelEvent(stream=inst.stream, id=inst.id, y=inst.y,
-                                               ts=label_ts))
+            _due, event = queue.popleft()
+            label_ts = ts if self.delay.ms is None else event.ts + self.delay.ms
+            value, headers = encode(event.model_copy(update={"ts": label_ts}))
             out.append(Message(topic=m.topic(), partition=m.partition(), offset=m.offset(),
                                key=key, value=value, headers=headers))
             offs.append(m.offset())
