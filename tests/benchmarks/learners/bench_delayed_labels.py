@@ -19,7 +19,7 @@ LabelEvents, the worker's default bound of 1,000 held instances (the accuracy ru
 the delay, so that no label expires); numba compiled beforehand. Beside them, the fully
 labelled rows in the order the late stream learns them (as their labels come), which sets
 apart what that order costs the learners. The pipelines run side by side, a consume batch of
-one at a time (:func:`run_side_by_side`): on a shared machine whose speed drifts between
+one at a time (:func:`side_by_side`): on a shared machine whose speed drifts between
 minutes, runs back to back gave single ratios of 0.54-1.00. Where each pipeline's time goes
 is set apart too (:func:`parts_table`): the forest's kernel, the ranker's learning and the
 rest of the pipeline (Python), so that what the learning order costs the learners and what
@@ -135,18 +135,30 @@ def run_side_by_side(X, y, seed: int, delay: int = 1000,
     pipelines = [Pipeline("bench", PipelineConfig(seed=seed), X.shape[1]) for _ in range(2)]
     pipelines.append(Pipeline("bench", PipelineConfig(seed=seed), X.shape[1],
                               held_rows=HELD_ROWS))
-    taken, parts = [0, 0, 0], [Counter(), Counter(), Counter()]
+    parts = [Counter(), Counter(), Counter()]
     with clocked_calls(PARTS, time.process_time) as spent:
-        while feeds[0] or feeds[1] or feeds[2]:
-            k = min((k for k in range(3) if feeds[k]), key=taken.__getitem__)
-            count, batch = feeds[k].pop(0)
+
+        def run(k: int, batch: dict) -> None:
             spent.clear()
             t0 = time.process_time()
             pipelines[k].process(**batch)
             parts[k]["all"] += time.process_time() - t0
             parts[k].update(spent)
-            taken[k] += count
+
+        side_by_side(feeds, run)
     return tuple(n / p["all"] for p in parts), [dict(p) for p in parts]
+
+
+def side_by_side(feeds: list[list], run) -> None:
+    """Every batch of ``feeds`` (per feed, its ``(instances, batch)`` in order) through
+    ``run(k, batch)``, one batch at a time, the feed that has taken fewest instances going
+    next: the feeds then run at the machine's speed of the same moments."""
+    taken = [0] * len(feeds)
+    while any(feeds):
+        k = min((k for k, feed in enumerate(feeds) if feed), key=taken.__getitem__)
+        count, batch = feeds[k].pop(0)
+        run(k, batch)
+        taken[k] += count
 
 
 def run_river(X, y, delay: int, seed: int) -> float:
@@ -175,37 +187,38 @@ def river_side_by_side(X, y, seed: int, delay: int = 1000,
     models = [forest.ARFClassifier(n_models=10, seed=seed) for _ in range(2)]
     held: dict = {}
 
-    def plain(a: int, b: int) -> int:
+    def plain(a: int, b: int) -> None:
         model = models[0]
-        for k in range(a, min(b, len(y))):
+        for k in range(a, b):
             model.predict_one(xs[k])
             model.learn_one(xs[k], y[k])
-        return min(b, len(y)) - a
 
-    def late(a: int, b: int) -> int:
-        model, count = models[1], 0
-        for r in range(a, min(b, len(ys))):
+    def late(a: int, b: int) -> None:
+        model = models[1]
+        for r in range(a, b):
             if lab[r]:  # a LabelEvent: its instance's features, learned now
                 model.learn_one(held.pop(ids[r]), ys[r])
                 continue
             x = xs[ids[r]]
             model.predict_one(x)
-            count += 1
             if ys[r] is None:
                 held[ids[r]] = x
             else:
                 model.learn_one(x, ys[r])
-        return count
 
-    feeds = [(plain, len(y)), (late, len(ys))]
-    at, taken, spent = [0, 0], [0, 0], [0.0, 0.0]
-    while at[0] < feeds[0][1] or at[1] < feeds[1][1]:
-        k = min((k for k in range(2) if at[k] < feeds[k][1]), key=taken.__getitem__)
+    n, m = len(y), len(ys)
+    feeds = [[(min(a + CONSUME, n) - a, (a, min(a + CONSUME, n))) for a in range(0, n, CONSUME)],
+             [(int((~lab[b:b + CONSUME]).sum()), (b, min(b + CONSUME, m)))
+              for b in range(0, m, CONSUME)]]
+    spent = [0.0, 0.0]
+
+    def run(k: int, bounds: tuple[int, int]) -> None:
         t0 = time.process_time()
-        taken[k] += feeds[k][0](at[k], at[k] + CONSUME)
+        (plain, late)[k](*bounds)
         spent[k] += time.process_time() - t0
-        at[k] += CONSUME
-    return len(y) / spent[0], len(y) / spent[1]
+
+    side_by_side(feeds, run)
+    return n / spent[0], n / spent[1]
 
 
 def parts_table(runs: list, n: int) -> list[str]:
