@@ -209,7 +209,6 @@ def _parse_instances(buf, bounds, kbuf, kbounds, label, max_bytes, max_name, ok,
             elif f == _F_Y:
                 if buf[p] == 0xC0:
                     has_y[i] = False
-                    ytext[i] = -1
                     p += 1
                 else:
                     r, p = _read_label(buf, p, end, ys, ytext, i)
