@@ -16,10 +16,12 @@ def n_streams(tasks: dict) -> int:
 
 
 def streams(metrics, tasks: dict, budget) -> None:
-    """Resident and passivated streams, and the bytes their state holds."""
+    """Resident and passivated streams, the bytes their state holds and the unlabelled
+    instances the resident ones hold for their labels."""
     metrics.streams.set(n_streams(tasks))
     metrics.streams_passivated.set(sum(len(t.pipelines.passivated) for t in tasks.values()))
     metrics.state_bytes.set(budget.held(tasks))
+    metrics.held.set(sum(pl.n_held for t in tasks.values() for pl in t.pipelines.values()))
 
 
 def checkpoint_age(metrics, tasks: dict, now: float) -> None:

@@ -123,6 +123,12 @@ class WorkerMetrics:
         self.held_dropped = Counter(
             "streamforest_held_dropped", "Unlabelled instances that fell out of their stream's "
             "held store (its row or age bound) before their label came", registry=r)
+        self.labels_joined = Counter(
+            "streamforest_labels_joined", "LabelEvents that joined the instance they name (its "
+            "served prediction scored, its row learned); refused ones are dead letters",
+            registry=r)
+        self.held = Gauge("streamforest_held_instances", "Unlabelled instances the streams in "
+                          "memory hold for their LabelEvents", registry=r)
         self.learner_events = Counter(
             "streamforest_learner_events",
             "Learner events and detector signals not published as drift alerts",

@@ -229,6 +229,8 @@ class OutputEncoder:
         self._rejected(task, stream, key, res.rejected, outbox)
         if res.held_dropped:
             self.metrics.held_dropped.inc(res.held_dropped)
+        if res.labels_joined:
+            self.metrics.labels_joined.inc(res.labels_joined)
 
     def _rejected(self, task, stream: str, key: bytes, rejected: list, outbox: Outbox) -> None:
         """Rows a pipeline refused (``[(offsets, PipelineError)]``) as dead letters."""

@@ -52,6 +52,9 @@ DASHBOARD_MUST_SHOW = {
     "streamforest_prequential_error",
     "streamforest_prequential_loss_total",
     "streamforest_scored_instances_total",
+    "streamforest_labels_joined_total",               # late labels (issue 38)
+    "streamforest_held_dropped_total",
+    "streamforest_held_instances",
     "streamforest_build_info",                        # versions running
     "process_cpu_seconds_total",                      # the process
     "process_resident_memory_bytes",

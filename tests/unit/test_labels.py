@@ -3,6 +3,8 @@ that outputs depend neither on how the input was cut nor on a restore in between
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -192,9 +194,21 @@ def test_any_sequence_of_instances_and_labels_is_taken_or_refused_never_crashes(
     args = (X[half:], ys[half:])
     kw = dict(ids=ids[half:], ts=rest, labels=labels[half:])
     r1, r2 = p.process(*args, **kw), q.process(*args, **kw)
-    for r in (res, r1):
+    for r, part in ((res, labels[:half]), (r1, labels[half:])):
         assert {e.code for _o, e in r.rejected} <= {UNKNOWN_ID, EXPIRED_ID, DUPLICATE_LABEL}
-    assert _outputs([r1]) == _outputs([r2])
+        assert r.labels_joined + len(r.rejected) == int(part.sum())
+    # joined: the labels whose instance a store of four rows, held row by row, still holds
+    held, joined = OrderedDict(), 0
+    for is_label, ident, y in events:
+        if is_label:
+            joined += held.pop(ident, None) is not None
+        elif y is None:
+            held.pop(ident, None)
+            held[ident] = True
+            if len(held) > 4:
+                held.popitem(last=False)
+    assert res.labels_joined + r1.labels_joined == joined
+    assert _outputs([r1]) == _outputs([r2]) and r1.labels_joined == r2.labels_joined
     assert encode_state(p.to_state()) == encode_state(q.to_state())
     assert p.n_instances == int((~labels).sum())
 
@@ -281,7 +295,7 @@ def _full_outputs(res_list) -> list:
              [(r.row, r.method, r.features, r.scores, r.n_seen) for r in res.rankings],
              [(o.tolist(), e.code) for o, e in res.rejected],
              [(pos.tolist(), served, truth) for pos, served, truth in res.scored],
-             res.held_dropped) for res in res_list]
+             res.held_dropped, res.labels_joined) for res in res_list]
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,6 +1,7 @@
 """The models' quality in the worker's metrics: prequential accuracy and error per profile, the
 counters behind them, drift alerts by profile; one series per profile whatever the number of
-streams (no broker: records are built in memory and run through the worker's step)."""
+streams; the late labels joined, held and fallen out (no broker: records are built in memory
+and run through the worker's step)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ import numpy as np
 import pytest
 from confluent_kafka import Message
 
-from worker.intake import Caps, RecordDecoder
+from worker import gauges
+from worker.intake import LABEL_HEADERS, Caps, RecordDecoder
 from worker.merge import Released
 from worker.metrics import MAX_PROFILES, OTHER_PROFILE, WorkerMetrics
 from worker.output import Outbox, OutputEncoder
 from worker.pipeline import PipelineConfig, Profiles
 from worker.pipeline.results import Alert
+from worker.residency import Budget
 from worker.settings import load_settings
 from worker.step import StreamStep
 from worker.task import PartitionTask
-from worker.tools.dev.produce import instance_values
+from worker.tools.dev.produce import instance_values, label_value
 
 FAST = dict(rankers=[], detectors=[], batch_size=10)
 CLS = PipelineConfig(predictor="forgetful_tree", profile="default", **FAST)
@@ -179,3 +182,36 @@ def test_label_events_are_not_counted_as_instances():
     assert len(msgs) == 40 and stepped.learned.n_live == 20 and stepped.learned.n_replay == 0
     assert sum(len(labels) for res in stepped.learned.results
                for _p, _s, labels in res[4].scored) == 20
+
+
+def test_labels_joined_held_and_fallen_out_are_counted_and_refused_ones_are_dead_letters():
+    """Of ten unlabelled instances in a store of four, six fall out; of five LabelEvents, two
+    join their instances, and the expired, duplicate and unknown ones are dead letters, not
+    joins; the gauge shows the two instances still held, then the poll's new ones."""
+    settings = load_settings({})
+    m = WorkerMetrics()
+    enc = OutputEncoder(settings.topics, m, output=settings.output)
+    step = StreamStep(RecordDecoder(Profiles(CLS), Caps(held_rows=4)), enc, m, 1 << 20)
+    task = PartitionTask("g", "in", 0, "in.features")
+    X = np.random.default_rng(4).random((13, 2))
+    labels = [(9, 1), (8, 0), (5, 1), (8, 0), (99, 1)]  # joined, joined, expired, twice, unknown
+    values = instance_values("s", X[:10], [None] * 10, ts0=1000) + [
+        label_value("s", ident, y, 2000 + k) for k, (ident, y) in enumerate(labels)]
+
+    def poll(values, first, headers):
+        msgs = [Message(topic="in", partition=0, offset=first + k, key=b"s", value=v,
+                        headers=headers(k)) for k, v in enumerate(values)]
+        outbox = Outbox("test")
+        step.run(task, Released(a=msgs, a_offsets=np.arange(first, first + len(msgs))), outbox)
+        gauges.streams(m, {0: task}, Budget(1 << 30))
+        return outbox
+
+    outbox = poll(values, 0, lambda k: LABEL_HEADERS if k >= 10 else None)
+    assert _value(m, "streamforest_labels_joined_total") == 2
+    assert _value(m, "streamforest_held_dropped_total") == 6
+    assert _value(m, "streamforest_held_instances") == 2  # instances 6 and 7
+    assert outbox.refused_codes() == ["label_expired", "label_duplicate", "label_unknown_id"]
+    poll(instance_values("s", X[10:], [None] * 3, start_id=10, ts0=3000), 15, lambda k: None)
+    assert _value(m, "streamforest_held_instances") == 4  # 6, 7 and two of the new three
+    assert _value(m, "streamforest_held_dropped_total") == 7
+    assert _value(m, "streamforest_labels_joined_total") == 2

@@ -54,7 +54,7 @@ from models.registry import CLASSIFICATION, PREDICTOR, RANKER, REGRESSION, SELEC
 
 from .config import AUTO, PipelineConfig, stream_seed
 from .errors import PipelineError
-from .held import HeldInstances
+from .held import REFUSALS, HeldInstances
 from .planning import REFUSED, LabelledRows, Pending, Rows, SegmentPlanning, refuse_label
 from .protocol import not_a_stream_of_features
 from .results import Alert, PredictionBlock, RankingOut, StreamResult
@@ -332,6 +332,9 @@ class Pipeline(SegmentPlanning):
             pX[k], pO[k] = _own(pX[k]), _own(pO[k])
         self._owned = len(pX)
         out.held_dropped = self.held.dropped - dropped
+        if labels is not None:  # the label events the held store did not refuse
+            out.labels_joined = int(np.count_nonzero(labels)) - sum(
+                getattr(exc, "code", None) in REFUSALS for _offsets, exc in out.rejected)
         return out
 
     def _defer_rankings(self) -> DeferredRankings | None:
@@ -687,6 +690,11 @@ class Pipeline(SegmentPlanning):
                 row, method, [names[c] for c in order], scores[order].tolist(), n_seen))
 
     # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def n_held(self) -> int:
+        """Unlabelled instances held for their labels (:mod:`worker.pipeline.held`)."""
+        return len(self.held)
 
     @property
     def nbytes(self) -> int:

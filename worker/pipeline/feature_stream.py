@@ -484,6 +484,12 @@ class FeatureStreamPipeline:
     # -- state ---------------------------------------------------------------------------------
 
     @property
+    def n_held(self) -> int:
+        """Instances held for their labels: none (a stream of features takes no LabelEvent;
+        its rows wait for features, not labels)."""
+        return 0
+
+    @property
     def nbytes(self) -> int:
         """Bytes of the learner's state and of the row store."""
         store = sum(a.nbytes for a in (self._X, self._labelled, self._offsets, self._ts))

@@ -28,6 +28,8 @@ from .errors import PipelineError
 
 #: dead-letter codes of a label event the store refuses
 UNKNOWN_ID, EXPIRED_ID, DUPLICATE_LABEL = "label_unknown_id", "label_expired", "label_duplicate"
+#: all of them (a label event refused with another code joined its instance)
+REFUSALS = frozenset((UNKNOWN_ID, EXPIRED_ID, DUPLICATE_LABEL))
 
 #: the largest bound a checkpoint may name (a setting above it is refused at start)
 MAX_HELD_ROWS = 10_000_000

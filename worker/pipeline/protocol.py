@@ -49,6 +49,10 @@ class StreamPipeline(Protocol):
         when its turn comes)."""
 
     @property
+    def n_held(self) -> int:
+        """Unlabelled instances held for their LabelEvents (the worker's gauge)."""
+
+    @property
     def bulk_ready(self) -> bool:
         """Rows may be taken by the bulk decoding kernels (integer labels unchecked)."""
 

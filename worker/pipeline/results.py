@@ -62,6 +62,10 @@ class StreamResult:
     scored: list = field(default_factory=list)
     #: unlabelled instances that fell out of the held store during the call
     held_dropped: int = 0
+    #: label events of the call that joined the instance they name (held before, or earlier
+    #: in the call): scored against its served prediction and learned as a labelled row; the
+    #: others are in ``rejected``
+    labels_joined: int = 0
     #: learner events and detector signals not published as alerts (their specs' alert rules
     #: hold them back): ``(source, kind) -> count``, for the worker's metrics
     events: dict = field(default_factory=dict)
