@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.request
 from collections import Counter
 
 import msgpack
@@ -33,6 +35,7 @@ from worker_support import (
 from schemas.deadletter import parse_deadletter_headers
 from worker.pipeline import Pipeline
 from worker.settings import stream_profiles
+from worker.tools.dev.broker import free_port
 from worker.tools.evaluate.report import json_safe
 from worker.tools.evaluate.scores import StreamMetrics
 from worker.tools.evaluate.summary import rows as summary_rows
@@ -327,7 +330,8 @@ def _in_process_late(settings, records: dict, streams: dict) -> dict:
                  np.concatenate([p for p, _yp, _yt in res.scored]).tolist())
         codes = [exc.code for _offs, exc in res.rejected]
         out[s] = {"metrics": m, "labelled": pl.n_labelled, "instances": pl.n_instances,
-                  "refused": codes}
+                  "refused": codes, "joined": res.labels_joined, "dropped": res.held_dropped,
+                  "held": pl.n_held}
     return out
 
 
@@ -339,11 +343,14 @@ def late(kafka_bootstrap, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("late")
     prefix = new_prefix("late")
-    env = worker_env(kafka_bootstrap, prefix, "w1", LEARNERS__HELD_ROWS=str(LATE_HELD))
+    port = free_port()
+    env = worker_env(kafka_bootstrap, prefix, "w1", LEARNERS__HELD_ROWS=str(LATE_HELD),
+                     WORKER__METRICS_PORT=str(port))
     settings = settings_from(env)
     create_topics(settings)
     streams = make_streams(2, LATE_ROWS, seed=7)
     records = _late_records(streams)
+    reference = _in_process_late(settings, records, streams)
     p = make_producer(kafka_bootstrap)
     # streams interleaved; one partition each, whatever their keys' hashes (their predictions
     # go by key: the predictions of both may share a partition)
@@ -360,13 +367,43 @@ def late(kafka_bootstrap, tmp_path_factory):
                            timeout_s=240)
         dead = read_topic(kafka_bootstrap, settings.topics.deadletter, expected=4,
                           timeout_s=60, idle_s=1)
+        # the held gauge is read once a second: wait for the reference's value
+        held = sum(r["held"] for r in reference.values())
+        metrics = _late_metrics(port)
+        for _ in range(40):
+            if metrics.get("streamforest_held_instances") == held:
+                break
+            time.sleep(0.5)
+            metrics = _late_metrics(port)
     finally:
         assert w.terminate() == 0, w.log()[-3000:]
     assert len(preds) == n
     return {"env": env, "settings": settings, "tmp": tmp, "prefix": prefix, "preds": preds,
             "refused": sorted(parse_deadletter_headers(m.headers())["code"] for m in dead),
             "inline": sum(v is not None for v in streams["stream-1"][1][:LATE_INLINE]),
-            "reference": _in_process_late(settings, records, streams)}
+            "reference": reference, "metrics": metrics}
+
+
+def _late_metrics(port: int) -> dict[str, float]:
+    """The worker's late-label series, scraped from ``/metrics``."""
+    names = ("streamforest_labels_joined_total", "streamforest_held_dropped_total",
+             "streamforest_held_instances")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        lines = r.read().decode().splitlines()
+    return {name: float(value) for name, _sp, value in (ln.partition(" ") for ln in lines)
+            if name in names}
+
+
+def test_the_late_labels_metrics_count_what_an_uninterrupted_pipeline_joined_and_holds(late):
+    """Labels joined, instances fallen out of the held store and instances held at the end,
+    as the worker exports them, are the in-process pipelines' (the refused labels are dead
+    letters, not joins)."""
+    ref = late["reference"].values()
+    assert late["metrics"] == {
+        "streamforest_labels_joined_total": sum(r["joined"] for r in ref),
+        "streamforest_held_dropped_total": sum(r["dropped"] for r in ref),
+        "streamforest_held_instances": sum(r["held"] for r in ref)}
+    assert all(r["joined"] > 0 and r["dropped"] > 0 for r in ref)
 
 
 def test_served_scores_labels_that_came_later_as_in_process(late):
