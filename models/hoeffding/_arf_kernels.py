@@ -528,10 +528,31 @@ def _detect(learned, errors, n, moa, flags, befores, settings, b_total, b_var, b
                 flags[j] = False
 
 
-@njit
+def learn_scratch(T, K, m, F, P):
+    """Zeroed scratch of one :func:`learn_rows` call for ``T`` trees, ``K`` classes, subsets of
+    ``m`` features of ``F`` and a node pool of ``P`` cells, in its parameters' order:
+    ``left``, ``right``, ``best_left``, ``best_right``, ``scores`` and ``proba`` (K,), ``perm``
+    (F,), ``index`` (P,), ``ones`` and ``x_sub`` (m,), ``factors`` (2, K, m) (naive Bayes
+    factors of a foreground and a background leaf, see :func:`_naive_bayes`), ``observed``
+    (2, m), ``learned``, ``errors``, ``flags`` and ``befores`` (T,) (the trees that learned a
+    row, their errors, and their detectors' answers and means before it).
+
+    Examples
+    --------
+    >>> [a.shape for a in learn_scratch(2, 3, 1, 4, 5)][5:9]
+    [(3,), (4,), (5,), (1,)]
+    """
+    return (np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K),
+            np.zeros(F, np.int64), np.zeros(P, np.int64), np.ones(m, np.uint8), np.zeros(m),
+            np.zeros((2, K, m)), np.zeros((2, m), np.bool_), np.zeros(T, np.int64),
+            np.zeros(T), np.zeros(T, np.bool_), np.zeros(T))
+
+
+@njit(_nrt=False)
 def learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, lam, settings_f,
-               settings_i,
-               w_settings, d_settings,
+               settings_i, w_settings, d_settings,
+               left, right, best_left, best_right, scores, proba, perm, index, ones, x_sub,
+               factors, observed, learned, errors, flags, befores,
                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
                n_drifts, n_seen,
                slot_root, slot_nodes, used, node_feature, node_threshold, node_left, node_right,
@@ -559,61 +580,10 @@ def learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, lam
     (``[:, 0]``) and background trees started (``[:, 1]``) per segment: what one call per
     segment would report, learned in one call.
 
-    This allocates the scratch and hands everything to :func:`_learn_rows`, compiled without
-    numba's runtime: there a view (a row, a leaf's class weights) and a helper's call cost no
-    reference counts, which were most of a row's time on streams of few features."""
-    T = fg_slot.shape[0]
-    K = node_counts.shape[1]
-    m = leaf_feat.shape[1]
-    left, right, best_left, best_right = hs.split_scratch(K)
-    scores = np.zeros(K)  # a leaf's naive Bayes log joint
-    proba = np.zeros(K)  # a tree's vote
-    perm = np.zeros(X.shape[1], np.int64)
-    index = np.zeros(node_feature.shape[0], np.int64)
-    ones = np.ones(m, np.uint8)
-    x_sub = np.zeros(m)
-    # naive Bayes factors of a foreground and a background leaf (see _naive_bayes)
-    factors = np.zeros((2, K, m))
-    observed = np.zeros((2, m), np.bool_)
-    learned = np.zeros(T, np.int64)  # the trees that learned the row, and their errors
-    errors = np.zeros(T)
-    flags = np.zeros(T, np.bool_)
-    befores = np.zeros(T)
-    return _learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, lam,
-                       settings_f, settings_i,
-                       w_settings, d_settings, left, right, best_left, best_right,
-                       scores, proba, perm, index, ones, x_sub, factors, observed, learned,
-                       errors, flags, befores,
-                       rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
-                       n_drifts, n_seen,
-                       slot_root, slot_nodes, used, node_feature, node_threshold, node_left,
-                       node_right, node_depth, node_active, node_merit, node_slot, node_leaf,
-                       node_counts, leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb,
-                       g_w, g_mean, g_m2, g_min, g_max,
-                       wb_total, wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick,
-                       w_drift, w_det, w_seen,
-                       db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
-                       d_drift, d_det, d_seen)
-
-
-@njit(_nrt=False)
-def _learn_rows(X, y, quiet, cuts, seg_counts, start, out, k_known, weighted, lam, settings_f,
-                settings_i,
-                w_settings, d_settings, left, right, best_left, best_right, scores, proba, perm, index,
-                ones, x_sub, factors, observed, learned, errors, flags, befores,
-                rng, fg_slot, bg_slot, bg_active, tree_correct, tree_seen, n_warnings,
-                n_drifts, n_seen,
-                slot_root, slot_nodes, used, node_feature, node_threshold, node_left, node_right,
-                node_depth, node_active, node_merit, node_slot, node_leaf, node_counts,
-                leaf_node, leaf_feat, leaf_last_eval, leaf_mc, leaf_nb,
-                g_w, g_mean, g_m2, g_min, g_max,
-                wb_total, wb_var, wb_count, w_rows, w_total, w_variance, w_width, w_tick,
-                w_drift, w_det, w_seen,
-                db_total, db_var, db_count, d_rows, d_total, d_variance, d_width, d_tick,
-                d_drift, d_det, d_seen):
-    """:func:`learn_rows` with its scratch: ``scores`` and ``proba`` (K,), ``perm`` (F,),
-    ``index`` (node capacity), ``ones`` and ``x_sub`` (m,), ``factors`` (2, K, m) and
-    ``observed`` (2, m), ``learned``, ``errors``, ``flags`` and ``befores`` (T,)."""
+    Compiled without numba's runtime: here a view (a row, a leaf's class weights) and a
+    helper's call cost no reference counts, which were most of a row's time on streams of few
+    features. The scratch it needs, from ``left`` to ``befores``, is :func:`learn_scratch`'s
+    (allocated by the caller, since nothing here may allocate)."""
     T = fg_slot.shape[0]
     K = node_counts.shape[1]
     lp = settings_i[1]

@@ -482,6 +482,8 @@ class AdaptiveRandomForest(ProbabilityClassifier):
             done = ak.learn_rows(
                 X, codes, quiet, cuts, counts, done, out, known, self._vote, self.params["lambda_value"],
                 self._settings_f, self._settings_i, self._w_settings, self._d_settings,
+                *ak.learn_scratch(a["fg_slot"].shape[0], a["node_counts"].shape[1],
+                                  a["leaf_feat"].shape[1], X.shape[1], a["node_feature"].shape[0]),
                 a["rng"], a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"],
                 a["tree_seen"], a["n_warnings"], a["n_drifts"], a["n_seen"],
                 *self._pool_args(), *tree_bank_args(a, "w_"), *tree_bank_args(a, "d_"))
