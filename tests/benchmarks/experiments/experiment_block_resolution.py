@@ -1,7 +1,8 @@
 """Experiment: can the block forest choose its block size from the drift it sees?
 
 Run: ``python tests/benchmarks/experiments/experiment_block_resolution.py [--seeds 5] [--jobs 1]``
-(17 settings x 5 streams: about 2 minutes of one core per run).
+(17 settings x 5 streams: about 2 minutes of one core per run). Writes
+``results/block_resolution.md`` (``--out``).
 
 The former default ranking (:class:`models.cart.block_forest.BlockForestRanker` with 200-row
 blocks every 25 rows and ``memory="lepski"``, Lepski's rule over their mean) trailed the best sliding-window forest most at the
@@ -43,8 +44,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from models.cart.block_forest import BlockForestRanker
-from tests.benchmarks.common import tracking_score
+from tests.benchmarks.common import tracking_score, write_results
 from tests.benchmarks.rankings import bench_rankings_drift as bench
+
+RESULTS = Path(__file__).resolve().parent / "results" / "block_resolution.md"
 
 SIZES = {"B100": (100, 25), "B200": (200, 25), "B300": (300, 50), "B1000": (1000, 125)}
 LOG_SIZES = np.log([b for b, _ in SIZES.values()])
@@ -130,6 +133,7 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--windows", action="store_true",
                         help="add the best committed window column on the shared streams")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="markdown output path")
     args = parser.parse_args(argv)
     jobs = [(s.name, s.seed_base + i) for s in bench.all_settings() for i in range(args.seeds)]
     with mp.get_context("spawn").Pool(args.jobs) as pool:
@@ -141,18 +145,26 @@ def main(argv=None) -> int:
         for c, v in scores.items():
             by.setdefault(name, {}).setdefault(c, []).append(v)
     cols = list(next(iter(by.values())))
-    print("| setting | " + " | ".join(cols) + (" | best window (shared streams) |"
-                                               if args.windows else " |"))
-    print("|" + "---|" * (len(cols) + 1 + args.windows))
+    lines = ["# Can the block forest choose its block size from the drift it sees?", "",
+             f"Streams 1-{args.seeds} of every setting of `bench_rankings_drift.py`"
+             + (" (the window column: the committed window runs on the same streams)"
+                if args.windows else "") + ". Columns and selectors: the script's docstring.",
+             "",
+             "| setting | " + " | ".join(cols) + (" | best window (shared streams) |"
+                                                  if args.windows else " |"),
+             "|" + "---|" * (len(cols) + 1 + args.windows)]
     for name, columns in by.items():
         cells = [f"{np.mean(columns[c]):.3f}" for c in cols]
         if args.windows:
             wm = window_means(name, seeds[name])
             cells.append(f"{max(wm.values()):.3f} ({max(wm, key=wm.get)})" if wm else "-")
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     means = {c: np.mean([np.mean(v[c]) for v in by.values()]) for c in cols}
-    print("| mean | " + " | ".join(f"{means[c]:.3f}" for c in cols) + (" | |" if args.windows
-                                                                          else " |"))
+    lines.append("| mean | " + " | ".join(f"{means[c]:.3f}" for c in cols)
+                 + (" | |" if args.windows else " |"))
+    text = "\n".join(lines)
+    print(text)
+    write_results(args.out, text)
     return 0
 
 
