@@ -217,23 +217,32 @@ class RegressionTask(Task):
         return np.asarray(ys, dtype=np.float64).reshape(len(ys), self.n_targets)
 
     def losses(self, y_pred: list, y_true: list) -> np.ndarray:
-        out = np.empty(len(y_true))
-        for r, (p, t) in enumerate(zip(y_pred, y_true)):
-            t = np.asarray(t, dtype=np.float64)
-            if p is None:
-                out[r] = 1.0
-            else:
-                err = np.abs(np.asarray(p, dtype=np.float64) - t)
-                scaled = np.where(self.mad > 0, err / np.where(self.mad > 0, self.mad, 1.0),
-                                  (err > 0).astype(np.float64))
-                out[r] = float(np.minimum(scaled, 1.0).mean())
-            self._update(t)
+        Y = self.learn_targets(y_true)
+        mad = self._advance(Y)  # each row's MAD before it
+        out = np.ones(len(y_true))  # a row predicted by an empty model: a full miss
+        served = [r for r, p in enumerate(y_pred) if p is not None]
+        if served:
+            P = np.array([y_pred[r] for r in served], dtype=np.float64).reshape(len(served), -1)
+            err, m = np.abs(P - Y[served]), mad[served]
+            scaled = np.where(m > 0, err / np.where(m > 0, m, 1.0), (err > 0).astype(np.float64))
+            # row by row, each row's mean over its targets is the one a 1-D mean gives
+            out[served] = np.minimum(scaled, 1.0).mean(axis=1)
         return out
 
-    def _update(self, t: np.ndarray) -> None:
-        self.n += 1
-        self.mean += (t - self.mean) / self.n
-        self.mad += (np.abs(t - self.mean) - self.mad) / self.n
+    def _advance(self, Y: np.ndarray) -> np.ndarray:
+        """Update the running mean and MAD with the rows of ``Y`` in order; returns the MAD
+        each row's loss is scaled by (the one before the row). The recurrence runs on Python
+        floats: the same IEEE operations as on arrays of one row, without an array per row."""
+        mean, mad, n = self.mean.tolist(), self.mad.tolist(), self.n
+        before = []
+        for t in Y.tolist():
+            before.append(mad.copy())
+            n += 1
+            for j, v in enumerate(t):
+                mean[j] += (v - mean[j]) / n
+                mad[j] += (abs(v - mean[j]) - mad[j]) / n
+        self.n, self.mean, self.mad = n, np.array(mean), np.array(mad)
+        return np.array(before, dtype=np.float64).reshape(Y.shape)
 
     def predict(self, predictor, X: np.ndarray, emit: bool):
         n = X.shape[0]
