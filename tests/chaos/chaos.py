@@ -22,11 +22,13 @@ injected:
 At the end the input stops, the group drains it, and the run checks that every valid input
 has exactly one committed prediction identical to an in-process run of the same pipeline,
 that every malformed input is in the dead-letter topic exactly once, and that drift alerts
-and rankings equal the reference too. It prints a report (and writes it with ``--out``).
+and rankings equal the reference too. It prints a report (and writes it with ``--out``,
+stamped with the commit, the machine and the command by
+:func:`tests.benchmarks.common.write_results`).
 
 Run (outside the default test run; it needs the broker jars, see ``make setup``)::
 
-    .venv/bin/python tests/chaos/chaos.py --minutes 10 --out tests/benchmarks/service/results/chaos.md
+    .venv/bin/python tests/chaos/chaos.py --minutes 10 --seed 1 --out tests/benchmarks/service/results/chaos.md
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from worker_support import (  # noqa: E402 (the path above makes the helpers imp
 )
 
 from schemas.deadletter import ERROR_CODE, SOURCE_OFFSET, SOURCE_PARTITION  # noqa: E402
+from tests.benchmarks.common import write_results  # noqa: E402
 from worker.tools.dev.broker import DEFAULT_JVM_OPTS, LocalBroker, free_port  # noqa: E402
 from worker.tools.dev.produce import make_producer  # noqa: E402
 from worker.tools.topics import create_topics  # noqa: E402
@@ -346,7 +349,7 @@ def main(argv=None) -> int:
     text = _markdown(report, faults)
     print(text)
     if args.out is not None:
-        args.out.write_text(text)
+        write_results(args.out, text)  # stamped with the commit, the machine and the command
     return 0
 
 
@@ -372,9 +375,7 @@ def member_log_counts(work: Path) -> dict:
 
 def _markdown(report: dict, faults: list) -> str:
     lines = ["# Chaos run", "",
-             "`.venv/bin/python tests/chaos/chaos.py --minutes "
-             f"{report['minutes']:g} --seed {report['seed']}`", "",
-             "Every valid input has exactly one committed prediction identical to an "
+             f"{report['minutes']:g} minutes, seed {report['seed']}. Every valid input has exactly one committed prediction identical to an "
              "uninterrupted in-process run; every malformed input is dead-lettered once; drift "
              "alerts and rankings equal the reference. `member_exits` counts exit statuses: "
              "-9 killed, 0 stopped, 3 a stop or partition revocation that outlasted "

@@ -108,10 +108,24 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     lines = ["# What the default ranking costs as features grow", "",
-             f"Rows per CPU-second, median (range) of {args.repeats} runs of {args.rows:,} rows "
-             "after a warm-up; pipelines fed consume batches of 2,000 rows "
-             f"(`tests/benchmarks/rankings/bench_ranker_features.py`){'; profile ' if args.profile else ''}"
-             f"{json.dumps(args.profile) if args.profile else ''}.", "",
+             "Rows per CPU-second (`time.process_time`, this process only), median (range) of "
+             f"{args.repeats} runs of {args.rows:,} rows of a rotating hyperplane (two drifting "
+             f"weights, 0.001 per row, seed 1) after a warm-up on {WARM:,} rows (numba compiled "
+             "or loaded from the cache)"
+             f"{'; learner params ' + json.dumps(args.profile) if args.profile else ''}. "
+             "`predictor`: the default classification predictor alone, its fused "
+             "test-then-train kernel (`predict_learn_many`) per consume batch of "
+             f"{CONSUME:,} rows, as the pipeline calls it; `no ranker`: the pipeline with "
+             "`rankers=[]` (the predictor, ADWIN and the pipeline's own work); `default`: the "
+             "default pipeline (`Pipeline(\"s\", PipelineConfig(), d)`, what a stream with no "
+             f"profile gets), fed consume batches of {CONSUME:,} rows; `ranker alone`: the "
+             f"default ranker learning mini-batches of {BATCH} rows, asked for its importances "
+             "after each (the pipeline asks it after every block). `default / predictor` is "
+             "the ratio of the medians.", "",
+             "CPU-seconds depend on what else the machine runs: compare within a row and the "
+             "ratios rather than with other files. Where the ranker's time goes: "
+             "`tests/benchmarks/rankings/profile_block_forest.py`. Before/after comparisons "
+             "with earlier commits are in this file's git history.", "",
              "| features | predictor | no ranker | default | ranker alone | default / predictor |",
              "|---|---|---|---|---|---|"]
     for d in args.features:
