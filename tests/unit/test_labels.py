@@ -72,6 +72,37 @@ def test_the_store_restores_exactly_and_refuses_a_forged_state():
         HeldInstances.from_state(state, 2, 2, 0)  # more rows than the bound
 
 
+@pytest.mark.parametrize("served", [[1.0], [1.0, 2.0, 3.0, 4.0], "UP", 3])
+def test_a_checkpoint_whose_held_prediction_the_task_does_not_serve_is_refused(served):
+    # a 3-target regression stream holding two unlabelled instances: a forged checkpoint
+    # that says one of them was served a prediction of another shape is refused at restore,
+    # where the worker falls back to the checkpoint beneath, instead of failing its label's join
+    X = np.random.default_rng(0).random((22, 2))
+    p = Pipeline("r", PipelineConfig(seed=1), 2, held_rows=10)
+    p.process(X[:20], [[float(a), 2.0 * a, 1.0] for a in X[:20, 0]])
+    p.process(X[20:], [None, None], ids=[1, 2], ts=[0, 0])
+    state = decode_state(encode_state(p.to_state()))
+    back = Pipeline.from_state(state)  # as written: restores, and the labels join
+    out = back.process(np.zeros((2, 2)), [[0.5, 1.0, 1.0]] * 2, ids=[1, 2], ts=[1, 1],
+                       labels=np.array([True, True]))
+    assert out.labels_joined == 2
+    state["held"]["served"] = [served, state["held"]["served"][1]]
+    with pytest.raises(ValueError, match="3 targets"):
+        Pipeline.from_state(state)
+
+
+def test_a_classification_checkpoint_holding_regression_predictions_is_refused():
+    X, y = _stream(60)
+    p = Pipeline("c", PipelineConfig(seed=1), X.shape[1], held_rows=10)
+    p.process(X[:50], y[:50])
+    p.process(X[50:52], [None, None], ids=[1, 2], ts=[0, 0])
+    state = decode_state(encode_state(p.to_state()))
+    Pipeline.from_state(state)
+    state["held"]["served"] = [[0.5], state["held"]["served"][1]]
+    with pytest.raises(ValueError, match="class label"):
+        Pipeline.from_state(state)
+
+
 # --------------------------------------------------------------------------- the pipeline's join
 
 

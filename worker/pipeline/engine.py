@@ -798,8 +798,16 @@ class Pipeline(SegmentPlanning):
         held = state.get("held")
         p.held = (HeldInstances(p.n_features, HELD_ROWS, 0) if held is None else
                   HeldInstances.from_state(held, p.n_features, int(held["max_rows"]),
-                                           int(held["max_age_ms"])))
+                                           int(held["max_age_ms"]), check_served=(
+                                               p.task.check_served if p.task is not None
+                                               else _nothing_served)))
         return p
+
+
+def _nothing_served(pred) -> None:
+    """A stream with no task yet (no label so far) served its held instances nothing."""
+    if pred is not None:
+        raise ValueError(f"held instances: {pred!r} served by a stream that has no task yet")
 
 
 def _published_at(rankings: list, row: int, method: str, n_seen: int) -> bool:

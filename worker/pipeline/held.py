@@ -234,10 +234,12 @@ class HeldInstances:
                 "labelled": list(self.labelled), "dropped": self.dropped}
 
     @classmethod
-    def from_state(cls, state: dict, n_features: int, max_rows: int,
-                   max_age_ms: int) -> HeldInstances:
+    def from_state(cls, state: dict, n_features: int, max_rows: int, max_age_ms: int,
+                   check_served=None) -> HeldInstances:
         """The store :meth:`to_state` wrote, under the bounds of now (a smaller bound drops
-        the oldest rows at the next put)."""
+        the oldest rows at the next put). ``check_served`` (optional) raises ``ValueError``
+        for a served prediction the stream's task does not serve (its label's join would
+        fail)."""
         if not 0 <= max_rows <= MAX_HELD_ROWS or max_age_ms < 0:
             raise ValueError(f"held instances: bounds {max_rows} rows, {max_age_ms} ms are "
                              f"outside 0..{MAX_HELD_ROWS} rows and 0.. ms")
@@ -250,8 +252,10 @@ class HeldInstances:
             raise ValueError("held instances: more rows than the bound, or a value that is not "
                              "finite within +-1e100")
         for k, ident in enumerate(ids):
-            held.rows[_checked_id(ident)] = (np.array(X[k]), _checked_served(served[k]),
-                                              int(ts[k]))
+            pred = _checked_served(served[k])
+            if check_served is not None:
+                check_served(pred)
+            held.rows[_checked_id(ident)] = (np.array(X[k]), pred, int(ts[k]))
         for ident in state["expired"]:
             held.expired[_checked_id(ident)] = None
         for ident in state["labelled"]:

@@ -59,6 +59,11 @@ class Task:
     def check_label(self, y: Any) -> None:
         """Raise :class:`PipelineError` when ``y`` is no label of this stream."""
 
+    def check_served(self, pred: Any) -> None:
+        """Raise ``ValueError`` when ``pred``, a prediction a checkpoint says was served for
+        a held instance, is none this task serves (``None``: served before anything was
+        learned). A checkpoint is untrusted input: its label's join must not fail."""
+
     def losses(self, y_pred: list, y_true: list) -> np.ndarray:
         """Per-row prequential loss in ``[0, 1]`` of labelled rows, in row order."""
         raise NotImplementedError
@@ -124,6 +129,10 @@ class ClassificationTask(Task):
                     "too_many_classes", f"the stream has {len(self.labels)} classes already, "
                     f"the limit (worker.max_classes); label {str(y)[:64]!r} is refused")
             self.labels[y] = None
+
+    def check_served(self, pred: Any) -> None:
+        if type(pred) is list:
+            raise ValueError(f"held instances: {pred!r} is not a class label")
 
     def knows(self, labels) -> bool:
         """Whether every label is one the stream has seen (checked in bulk)."""
@@ -215,6 +224,11 @@ class RegressionTask(Task):
             return np.array([y[0] if type(y) is list else y for y in ys],
                             dtype=np.float64).reshape(len(ys), 1)
         return np.asarray(ys, dtype=np.float64).reshape(len(ys), self.n_targets)
+
+    def check_served(self, pred: Any) -> None:
+        if pred is not None and (type(pred) is not list or len(pred) != self.n_targets):
+            raise ValueError(f"held instances: {pred!r} is not a prediction of "
+                             f"{self.n_targets} targets")
 
     def losses(self, y_pred: list, y_true: list) -> np.ndarray:
         Y = self.learn_targets(y_true)
