@@ -149,6 +149,10 @@ def _plain_label(label):
     raise ValueError(f"class label {label!r} must be an int or a string")
 
 
+#: the label types :meth:`ClassIndex.encode` looks up as they are
+_PLAIN, _PLAIN_OR_MISSING = frozenset((int, str)), frozenset((int, str, type(None)))
+
+
 class ClassIndex:
     """Maps class labels to indices ``0, 1, ...`` in order of first appearance.
 
@@ -181,6 +185,9 @@ class ClassIndex:
         labels = list(np.asarray(y, dtype=object).ravel()) if not isinstance(y, list) else y
         if n_rows is not None and len(labels) != n_rows:
             raise ValueError(f"y has {len(labels)} labels but X has {n_rows} rows")
+        fast = self._known(labels, missing)
+        if fast is not None:
+            return fast
         out = np.empty(len(labels), dtype=np.int64)
         for i, raw in enumerate(labels):
             if type(raw) is int or type(raw) is str:  # already plain: a known one is looked up
@@ -201,6 +208,17 @@ class ClassIndex:
                 self._index[label] = k
             out[i] = k
         return out
+
+    def _known(self, labels: list, missing: bool) -> np.ndarray | None:
+        """The indices of ``labels`` when every one is a plain ``int`` or ``str`` already
+        known (or ``None`` with ``missing``), in C-level passes: a stream's labels are almost
+        always ones it has seen. ``None`` otherwise (the row-by-row loop decides)."""
+        types = set(map(type, labels))
+        if not types <= (_PLAIN_OR_MISSING if missing else _PLAIN):
+            return None
+        index = {**self._index, None: -1} if missing else self._index  # a few classes
+        ks = list(map(index.get, labels))
+        return None if None in ks else np.array(ks, dtype=np.int64)
 
     def decode(self, indices) -> list:
         """Labels of class indices."""

@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from models.generators.hyperplane import RotatingHyperplane
@@ -438,6 +438,9 @@ def test_a_stream_of_late_labels_is_served_at_once_as_row_by_row(monkeypatch):
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 6), st.lists(st.integers(0, 9), max_size=6, unique=True),
        st.lists(st.tuples(st.booleans(), st.integers(0, 19)), max_size=30))
+# an id taken twice removes its row at its first take, and only then
+@example(2, [0], [(False, 0), (True, 10), (True, 11), (False, 0)])
+@example(1, [0], [(False, 0), (False, 0), (True, 10), (True, 11)])
 def test_a_poll_fits_exactly_when_holding_it_row_by_row_lets_no_row_fall_out(cap, before,
                                                                              events):
     """``_fits`` counts the store's size at each hold as taking and holding row by row would
@@ -463,6 +466,47 @@ def test_a_poll_fits_exactly_when_holding_it_row_by_row_lets_no_row_fall_out(cap
             except PipelineError:
                 pass
     assert held._fits(*puts, *takes) == (by_row.dropped == dropped)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 8), st.lists(st.tuples(st.booleans(), st.integers(0, 9)), max_size=12),
+       st.lists(st.tuples(st.booleans(), st.integers(0, 19)), max_size=30))
+def test_a_poll_served_at_once_takes_refuses_and_remembers_as_row_by_row(cap, before, events):
+    """``take_many`` then ``put_many`` leave the store and give each refusal the reason that
+    taking and holding row by row would (a store of ids 0-9 held or labelled before the
+    poll; a hold is a new id, 10-19; a take may name any id, twice too), whenever the store
+    allows a poll at once."""
+    held = HeldInstances(1, max_rows=cap, max_age_ms=0)
+    for label, ident in before:
+        held.put(ident, np.zeros(1), "a", ts=0)
+        if label:
+            held.take(ident, ts=0)
+    puts, takes, new = ([], []), ([], []), set()
+    for pos, (hold, ident) in enumerate(events):
+        if hold and ident >= 10 and ident not in new:
+            new.add(ident)
+            puts[0].append(ident), puts[1].append(pos)
+        elif not hold:
+            takes[0].append(ident), takes[1].append(pos)
+    if not held.orderless(*puts, *takes):
+        return
+    by_row = HeldInstances.from_state(held.to_state(), 1, cap, 0)
+    codes = []
+    for pos in sorted(puts[1] + takes[1]):
+        if pos in puts[1]:
+            by_row.put(puts[0][puts[1].index(pos)], np.full(1, pos), "b", ts=0)
+        else:
+            try:
+                by_row.take(takes[0][takes[1].index(pos)], ts=0)
+            except PipelineError as exc:
+                codes.append((pos, exc.code))
+    put_at = dict(zip(*puts))
+    _taken, _joined, refused = held.take_many(*takes, put_at)
+    assert [(pos, exc.code) for pos, exc in refused] == codes
+    held.put_many(list(put_at), np.array([[put_at[i]] for i in put_at], float),
+                  ["b"] * len(put_at), [0] * len(put_at))
+    assert list(held.labelled) == list(by_row.labelled)
+    assert list(held.rows) == list(by_row.rows) and held.dropped == by_row.dropped
 
 
 def test_the_store_serves_a_poll_at_once_only_when_its_order_cannot_matter():
