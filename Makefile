@@ -21,7 +21,7 @@
 # Variables: PYTHON (interpreter for the venv), VENV, PYTEST_ARGS (e.g. PYTEST_ARGS='-k restore'),
 # PYTEST_WORKERS (pytest-xdist workers of make test and test-fast, default 2; 0 runs in one process),
 # BROKER_PORT, CONTROLLER_PORT, BENCH (benchmark scripts to run), HELM_VALUES, IMAGE (worker image name),
-# DEPLOY_ARGS (e.g. DEPLOY_ARGS='--out tests/benchmarks/service/results/deploy-run.md').
+# DEPLOY_ARGS (e.g. DEPLOY_ARGS='--out tests/benchmarks/service/results/deploy.md').
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
