@@ -87,9 +87,15 @@ fi
 
 # -- 3. the worker image ---------------------------------------------------------------------
 say "podman build $image:$version (revision $revision)"
+# the labels that change with each build also go on the command line: podman 4.3 reuses the
+# Dockerfile's LABEL layer from its cache when only the build arguments changed, which left a
+# rebuilt image naming the revision of an earlier build
 "${podman[@]}" build --format docker -f deploy/docker/Dockerfile \
     --build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg VERSION="$version" \
     --build-arg REVISION="$revision" --build-arg SOURCE="$source_url" \
+    --label org.opencontainers.image.version="$version" \
+    --label org.opencontainers.image.revision="$revision" \
+    --label org.opencontainers.image.source="$source_url" \
     -t "$image:$version" -t "$image:latest" .
 
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image:latest")

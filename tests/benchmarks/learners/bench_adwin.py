@@ -19,12 +19,17 @@ compilation is done before timing. Run: ``python tests/benchmarks/learners/bench
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from river import drift
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
 from models import ADWIN, DDM, ADWINBank
+from tests.benchmarks.common import write_results
 
 
 def timed_pairs(repeat, ours, river):
@@ -140,15 +145,22 @@ def main(argv=None) -> None:
 
     rows = [case_adwin_stream(args.repeat), case_adwin_bank(args.repeat),
             case_adwin_single_calls(args.repeat), case_ddm_stream(args.repeat)]
-    header = (f"{'case':<42} {'updates':>9} {'ours upd/s':>12} {'river upd/s':>12} "
-              f"{'ratio':>7} {'CPU ratio':>9} {'same detections':>15} {'detections':>10}")
-    print(header)
-    print("-" * len(header))
+    lines = [
+        "# ADWIN and DDM against river", "",
+        f"`ADWIN`, `ADWINBank` and `DDM` against river's `drift.ADWIN` and `drift.binary.DDM` "
+        f"on the same values, back to back in one process, {args.repeat} runs of each pair "
+        "(protocol in the script's docstring). Updates per second: the best run; ratios: the "
+        "medians of the runs' river / ours wall and CPU times.", "",
+        "| case | updates | ours updates/s | river updates/s | ratio (wall / CPU) | same "
+        "detections | detections |", "|---|---|---|---|---|---|---|"]
     for name, n, ours_t, river_t, ratio, cpu_ratio, same, n_det in rows:
-        print(f"{name:<42} {n:>9,} {n / ours_t:>12,.0f} {n / river_t:>12,.0f} "
-              f"{ratio:>6.2f}x {cpu_ratio:>8.2f}x {str(same):>15} {n_det:>10}")
-    print("upd/s: best wall time of the runs; ratio / CPU ratio: median over the runs of "
-          "river's wall / CPU time over ours, each pair run back to back")
+        lines.append(f"| {name} | {n:,} | {n / ours_t:,.0f} | {n / river_t:,.0f} | "
+                     f"{ratio:.2f}x / {cpu_ratio:.2f}x | {'yes' if same else 'NO'} | {n_det} |")
+    lines += ["", "A per-value Python call pays numba's dispatch on every value; the worker "
+              "feeds its detectors whole batches through `update_many`."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    write_results(Path(__file__).parent / "results" / "adwin.md", text)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,20 @@
-"""The default pipeline's state per stream, before and after a change, seed by seed.
+"""The default pipeline's state per stream, seed by seed (and, optionally, against a revision).
 
-Issue 36 (part 6): on the rotating hyperplane the default pipeline held 1.00 MB for some seeds
-and 1.90 MB for others, against a budget of 1 MB per stream. This measures what a stream's
-pipeline holds (``Pipeline.nbytes``: the learners' arrays, capacity included, as the worker's
-state budget counts it) and its checkpoint (msgpack over zlib level 1, as the worker writes
-it) after 2,000 rows, fed in consume batches of 100 rows; "peak" is the largest ``nbytes``
-after any batch. Streams: the rotating hyperplane (10 features, 2 drifting, T=0.001), SEA
-concepts and an Agrawal-like loan stream (:mod:`tests.synthetic`), and the first 2,000 rows
-of Electricity and Phishing (``shared/data``). Seeds 1..N are the pipeline's seed and, for
-the generators, the stream's.
+What a stream's pipeline holds (``Pipeline.nbytes``: the learners' arrays, capacity included,
+as the worker's state budget counts it, 1 MB per stream by default) and its checkpoint
+(msgpack over zlib level 1, as the worker writes it) after 2,000 rows, fed in consume batches
+of 100 rows; "peak" is the largest ``nbytes`` after any batch. Streams: the rotating
+hyperplane (10 features, 2 drifting, T=0.001), SEA concepts and an Agrawal-like loan stream
+(:mod:`tests.synthetic`), and the first 2,000 rows of Electricity and Phishing
+(``shared/data``). Seeds 1..N are the pipeline's seed and, for the generators, the stream's.
 
-"Before" is the code of a git revision (``--before``, default ``main``), exported with
-``git archive`` and measured in a child process with its own numba cache; "after" is this
-checkout. Both run the same rows.
+With ``--before REV`` the code of that git revision is measured too ("before"), exported with
+``git archive`` and run in a child process with its own numba cache, on the same rows.
 
 Usage::
 
     python tests/benchmarks/learners/bench_state_size.py --seeds 10       # writes results/state_size.md
+    python tests/benchmarks/learners/bench_state_size.py --seeds 10 --before main --out /tmp/s.md
 """
 
 from __future__ import annotations
@@ -118,33 +116,34 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.3f}"
 
 
-def report(before: list[dict], after: list[dict], rev: str, head: str, seeds) -> str:
-    """The results as markdown: per stream and seed, then the worst and mean per stream."""
-    key = {(r["stream"], r["seed"]): r for r in before}
+def report(before: list[dict] | None, after: list[dict], rev: str, head: str, seeds) -> str:
+    """The results as markdown: per stream and seed, then the mean and worst per stream
+    (``before``: another revision's, beside; ``None``: this checkout's only)."""
+    sides = [("after", after)] if before is None else [("before", before), ("after", after)]
+    key = {(r["stream"], r["seed"]): r for r in before or ()}
+    what = f"before: `{rev}`; after: `{head}`. " if before is not None else ""
     lines = [
-        "# Default pipeline state per stream (issue 36, part 6)", "",
-        f"Written by `tests/benchmarks/learners/bench_state_size.py --seeds {max(seeds)}`: the default "
-        f"pipeline after {ROWS:,} rows fed in batches of {BATCH}; MB = 10^6 bytes of state arrays "
-        "(`Pipeline.nbytes`, capacity included: what the worker's state budget counts), peak "
-        "over the batches, and the checkpoint (msgpack + zlib 1). Before: "
-        f"`{rev}`; after: `{head}`. Budget: 1 MB per stream.", "",
-        "| stream | seed | before MB | before peak | after MB | after peak | "
-        "checkpoint kB before | after |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+        "# Default pipeline state per stream", "",
+        f"The default pipeline after {ROWS:,} rows fed in batches of {BATCH}; MB = 10^6 bytes of "
+        "state arrays (`Pipeline.nbytes`, capacity included: what the worker's state budget "
+        "counts), peak over the batches, and the checkpoint (msgpack + zlib 1); "
+        f"{what}budget: 1 MB per stream.", ""]
+    cols = [f"{side} {c}" if before is not None else c for side, _ in sides
+            for c in ("MB", "peak MB", "checkpoint kB")]
+    lines += ["| stream | seed | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
     for r in after:
-        b = key[(r["stream"], r["seed"])]
-        lines.append(f"| {r['stream']} | {r['seed']} | {_mb(b['final'])} | {_mb(b['peak'])} | "
-                     f"{_mb(r['final'])} | {_mb(r['peak'])} | {b['checkpoint'] / 1e3:.1f} | "
-                     f"{r['checkpoint'] / 1e3:.1f} |")
-    lines += ["", "| stream | before: mean MB | worst peak MB | seeds over 1 MB | "
-              "after: mean MB | worst peak MB | seeds over 1 MB |", "|---|---|---|---|---|---|---|"]
-    for name in dict.fromkeys(r["stream"] for r in after):
-        rows = {side: [r for r in runs if r["stream"] == name]
-                for side, runs in (("before", before), ("after", after))}
         cells = []
-        for side in ("before", "after"):
-            rs = rows[side]
+        for _side, runs in sides:
+            x = r if runs is after else key[(r["stream"], r["seed"])]
+            cells += [_mb(x["final"]), _mb(x["peak"]), f"{x['checkpoint'] / 1e3:.1f}"]
+        lines.append(f"| {r['stream']} | {r['seed']} | " + " | ".join(cells) + " |")
+    cols = [f"{side} {c}" if before is not None else c for side, _ in sides
+            for c in ("mean MB", "worst peak MB", "seeds over 1 MB")]
+    lines += ["", "| stream | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    for name in dict.fromkeys(r["stream"] for r in after):
+        cells = []
+        for _side, runs in sides:
+            rs = [r for r in runs if r["stream"] == name]
             cells += [_mb(sum(r["final"] for r in rs) / len(rs)), _mb(max(r["peak"] for r in rs)),
                       f"{sum(r['peak'] > BUDGET for r in rs)} of {len(rs)}"]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -155,7 +154,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--streams", default=",".join(STREAMS))
-    ap.add_argument("--before", default="main", help="git revision measured as 'before'")
+    ap.add_argument("--before", default=None, help="a git revision measured beside ('before')")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results"
                     / "state_size.md")
@@ -165,11 +164,13 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure(streams, seeds)))
         return
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
-                         capture_output=True, text=True, check=True).stdout.strip()
-    with tempfile.TemporaryDirectory() as tmp:
-        tree = _export(rev, Path(tmp))
-        before = run_side(tree, Path(tmp) / "cache", streams, seeds)
+    before, rev = None, ""
+    if args.before:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.before],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = _export(rev, Path(tmp))
+            before = run_side(tree, Path(tmp) / "cache", streams, seeds)
     cache = Path(os.environ.get("NUMBA_CACHE_DIR", ROOT / ".numba_cache"))
     after = run_side(ROOT, cache, streams, seeds)
     head = subprocess.run(["git", "-C", str(ROOT), "describe", "--all", "--always", "--dirty"],
