@@ -48,7 +48,7 @@ def _cpu_model() -> str:
 
 def results_stamp(argv: list[str] | None = None) -> dict[str, str]:
     """What a results file must say about the run that wrote it: the commit (``+dirty`` when
-    tracked files differ from it), the machine (CPU model, the cores this process may use and
+    tracked files other than results files differ from it), the machine (CPU model, the cores this process may use and
     the machine's), the exact command and the UTC time."""
     from datetime import UTC, datetime
 
@@ -59,7 +59,9 @@ def results_stamp(argv: list[str] | None = None) -> dict[str, str]:
     except ValueError:
         pass
     commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--untracked-files=no"):
+    # results files written by earlier runs change no measurement: they do not make it dirty
+    if _git("status", "--porcelain", "--untracked-files=no", "--", ".",
+            ":(exclude)tests/benchmarks/*/results/*"):
         commit += "+dirty"
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"commit": commit,
