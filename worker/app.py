@@ -201,7 +201,7 @@ class Worker:
         t = time.monotonic()
         # records the merge already holds are work: ask for more without waiting for it
         busy = any(task.ready and task.waiting for task in self.tasks.values())
-        msgs = self.consumer.consume(w.consume_batch, 0 if busy else w.consume_timeout_s)
+        msgs = self.consumer.consume(w.max_poll_records, 0 if busy else w.consume_timeout_s)
         self._input_clock += time.monotonic() - t
         self.metrics.beat()
         if self.to_restore:  # assigned during consume: restore before processing
@@ -466,7 +466,7 @@ class Worker:
         for p, task in self.tasks.items():
             if task.ready and task.waiting:
                 rel = task.release(self.consumer, self._input_clock,
-                                   self.settings.worker.consume_batch)
+                                   self.settings.worker.max_poll_records)
                 if rel:
                     out[p] = rel
         return out

@@ -76,6 +76,8 @@ CONFIG_ENV_VAR = "STREAMFOREST_CONFIG"
 # Variables under the prefix that belong to other tools (the local broker, the test fixtures,
 # the numba cache switch), not to the worker's settings: the scan leaves them alone.
 OTHER_ENV_VARS = frozenset({"STREAMFOREST_HOME", "STREAMFOREST_NUMBA_CACHE", CONFIG_ENV_VAR})
+#: settings renamed, (section, old key) -> new key: the old name fails with the new one
+RENAMED = {("worker", "consume_batch"): "max_poll_records"}
 OTHER_ENV_PREFIXES = ("STREAMFOREST_TEST_", "STREAMFOREST_BROKER_", "STREAMFOREST_LOCAL_KAFKA_")
 
 # kafka.extra keys that would silently override a typed setting
@@ -516,7 +518,9 @@ class OutputSettings(Section):
 class WorkerSettings(Section):
     """The consume loop and operations (``STREAMFOREST_WORKER__*``)."""
 
-    consume_batch: Positive = 2000
+    max_poll_records: Positive = Field(
+        2000, description="records one poll of the consumer returns at most (Kafka's "
+        "max.poll.records): the worker's unit of work between two transactions")
     consume_timeout_s: PositiveFloat = 0.2
     max_poll_interval_ms: int = Field(300_000, ge=1, le=86_400_000)
     queued_max_messages_kbytes: int = Field(65_536, ge=1, le=2_097_151)
@@ -713,6 +717,9 @@ def _scan_environ(environ: Mapping[str, str]) -> list[tuple[str, str]]:
         parts = name[len(ENV_PREFIX):].lower().split(NESTED_DELIMITER)
         model = sections.get(parts[0])
         field = model.model_fields.get(parts[1]) if model is not None and len(parts) > 1 else None
+        if len(parts) == 2 and (parts[0], parts[1]) in RENAMED:
+            problems.append((key, f"renamed: set {_env_name(parts[0], RENAMED[parts[0], parts[1]])}"))
+            continue
         if (parts[0] not in sections or (len(parts) > 1 and field is None) or "" in parts):
             hint = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
             fix = f"did you mean {hint[0]}?" if hint else "see `streamforest config` for the keys"
@@ -809,7 +816,10 @@ def _scan_file(file: ConfigFile) -> list[tuple[str, str]]:
             if not isinstance(table, dict):
                 continue  # a section of the wrong type: validation says what it expects
             for key in table:
-                if key not in fields:
+                if (where[0], key) in RENAMED:
+                    problems.append((file.key((*where, key)),
+                                     f"renamed: set {RENAMED[where[0], key]}"))
+                elif key not in fields:
                     unknown((*where, key), key, fields)
     return problems
 

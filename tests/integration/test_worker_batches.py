@@ -56,7 +56,7 @@ def test_batched_rows_get_the_predictions_of_single_rows_exactly_once_through_cr
         kafka_bootstrap, tmp_path):
     # a transaction every few records: crashes land between batches of one stream
     sc = scenario(kafka_bootstrap, "batch", streams=(3, 3000, 8),  # every 11th row unlabelled
-                  KAFKA__EXTRA=FAST_GROUP, WORKER__CONSUME_BATCH="6", CHECKPOINT__EVERY_INSTANCES="700")
+                  KAFKA__EXTRA=FAST_GROUP, WORKER__MAX_POLL_RECORDS="6", CHECKPOINT__EVERY_INSTANCES="700")
     env, settings, streams = sc.env, sc.settings, sc.streams
     n_records = _produce_batches(kafka_bootstrap, settings.topics.instances, streams, 100)
     assert n_records == 90

@@ -103,7 +103,7 @@ def test_one_prediction_per_instance_in_order_and_graceful_stop(kafka_bootstrap,
 def test_sigterm_mid_stream_commits_what_was_processed(kafka_bootstrap, tmp_path):
     """Stop while input is still arriving: offsets committed = positions of the last batch,
     and every committed prediction's instance is below those offsets (and vice versa)."""
-    sc = scenario(kafka_bootstrap, "term", "w1", streams=(2, 3000, 2), WORKER__CONSUME_BATCH="100")
+    sc = scenario(kafka_bootstrap, "term", "w1", streams=(2, 3000, 2), WORKER__MAX_POLL_RECORDS="100")
     env, settings, streams = sc.env, sc.settings, sc.streams
     produce_streams(kafka_bootstrap, settings.topics.instances, streams, 0, 1500)
     w = WorkerProc(env, tmp_path, "w1")

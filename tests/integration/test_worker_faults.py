@@ -391,7 +391,7 @@ def _ondemand_env(bootstrap, prefix, **over):
     """A budget far smaller than one stream: after every checkpoint the streams are
     passivated, and nearly every batch restores some of them on demand."""
     return _env(bootstrap, prefix, WORKER__STATE_BUDGET_MB="0.005", LEARNERS__BATCH_SIZE="50",
-                CHECKPOINT__EVERY_INSTANCES="300", WORKER__CONSUME_BATCH="40",
+                CHECKPOINT__EVERY_INSTANCES="300", WORKER__MAX_POLL_RECORDS="40",
                 WORKER__LOG_LEVEL="DEBUG", **over)
 
 

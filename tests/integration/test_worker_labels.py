@@ -121,7 +121,7 @@ def _reference(settings, streams: dict) -> dict:
 def test_late_labels_are_learned_exactly_once_through_crashes_and_bad_ones_dead_lettered(
         kafka_bootstrap, tmp_path):
     sc = scenario(kafka_bootstrap, "labels", streams=(3, 1500, 4), KAFKA__EXTRA=FAST_GROUP,
-                  WORKER__CONSUME_BATCH="50", CHECKPOINT__EVERY_INSTANCES="300")
+                  WORKER__MAX_POLL_RECORDS="50", CHECKPOINT__EVERY_INSTANCES="300")
     env, settings = sc.env, sc.settings
     # every instance labelled, late (make_streams leaves some unlabelled: those get none)
     streams = sc.streams
@@ -160,7 +160,7 @@ def test_late_labels_join_instances_held_by_passivated_streams(kafka_bootstrap, 
     record comes (a label, often), through a crash. Outputs equal an uninterrupted run's."""
     sc = scenario(kafka_bootstrap, "labels-passivate", streams=(3, 900, 6), KAFKA__EXTRA=FAST_GROUP,
                   WORKER__STATE_BUDGET_MB="0.05", TOPICS__PARTITIONS="2",
-                  WORKER__CONSUME_BATCH="40", CHECKPOINT__EVERY_INSTANCES="200",
+                  WORKER__MAX_POLL_RECORDS="40", CHECKPOINT__EVERY_INSTANCES="200",
                   WORKER__LOG_LEVEL="DEBUG")
     env, settings, streams = sc.env, sc.settings, sc.streams
     _produce(kafka_bootstrap, settings.topics.instances, _records(streams), [])
@@ -185,7 +185,7 @@ def test_late_labels_stay_exact_when_workers_join_and_leave(kafka_bootstrap, tmp
     """A second worker joins while instances and their late labels flow, then the first
     leaves: held instances move with their partitions' checkpoints, outputs stay exact."""
     sc = scenario(kafka_bootstrap, "labels-rebal", streams=(6, 900, 7), KAFKA__EXTRA=FAST_GROUP,
-                  TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="100",
+                  TOPICS__PARTITIONS="4", WORKER__MAX_POLL_RECORDS="100",
                   CHECKPOINT__EVERY_INSTANCES="300")
     settings, streams = sc.settings, sc.streams
     records = _records(streams)

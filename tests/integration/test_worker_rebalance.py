@@ -22,7 +22,7 @@ FAST_GROUP = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
 
 def test_join_and_leave_mid_stream_keep_outputs_exact(kafka_bootstrap, tmp_path):
     sc = scenario(kafka_bootstrap, "rebal", streams=(8, 1500, 5), KAFKA__EXTRA=FAST_GROUP,
-                  TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="200", CHECKPOINT__EVERY_INSTANCES="500")
+                  TOPICS__PARTITIONS="4", WORKER__MAX_POLL_RECORDS="200", CHECKPOINT__EVERY_INSTANCES="500")
     envs = {m: sc.member_env(m) for m in ("w1", "w2", "w3")}
     settings, streams = sc.settings, sc.streams
     n = sum(len(y) for _, y in streams.values())

@@ -42,7 +42,7 @@ def _holding(worker) -> set[int]:
 
 def test_restart_under_the_same_name_keeps_the_assignment(kafka_bootstrap, tmp_path):
     sc = scenario(kafka_bootstrap, "static", "pod-0", streams=(8, 1200, 7), KAFKA__EXTRA=GROUP,
-                  TOPICS__PARTITIONS="4", WORKER__CONSUME_BATCH="200", CHECKPOINT__EVERY_INSTANCES="500",
+                  TOPICS__PARTITIONS="4", WORKER__MAX_POLL_RECORDS="200", CHECKPOINT__EVERY_INSTANCES="500",
                   WORKER__STATIC_MEMBERSHIP="true")
     envs = {m: sc.member_env(m) for m in ("pod-0", "pod-1")}
     settings, streams = sc.settings, sc.streams

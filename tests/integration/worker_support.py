@@ -52,7 +52,7 @@ def worker_env(bootstrap: str, prefix: str, member: str, **over) -> dict[str, st
                                                       "n_tests": 5}},
         "CHECKPOINT__EVERY_INSTANCES": "400",
         "CHECKPOINT__MAX_MESSAGE_BYTES": "20000",
-        "WORKER__CONSUME_BATCH": "300",
+        "WORKER__MAX_POLL_RECORDS": "300",
         "WORKER__CONSUME_TIMEOUT_S": "0.1",
         "WORKER__METRICS_PORT": "0",
         "WORKER__MEMBER_NAME": member,

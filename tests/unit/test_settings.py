@@ -57,7 +57,7 @@ def test_defaults():
         10_000, 30.0, 1_000_000, 8_388_608,
     )
     w = s.worker
-    assert (w.consume_batch, w.consume_timeout_s, w.max_poll_interval_ms) == (2000, 0.2, 300_000)
+    assert (w.max_poll_records, w.consume_timeout_s, w.max_poll_interval_ms) == (2000, 0.2, 300_000)
     assert (w.queued_max_messages_kbytes, w.metrics_port, w.max_message_bytes) == (65536, 9464, 1_048_576)
     assert (w.log_level, w.exactly_once, w.transactional_id, w.member_name) == ("INFO", True, None, None)
 
@@ -141,6 +141,19 @@ def test_unknown_key_is_named():
     with pytest.raises(ConfigError) as info:
         load_settings({"STREAMFOREST_KAFKA__BOOTSTRP": "b:9092"})
     assert "STREAMFOREST_KAFKA__BOOTSTRP" in str(info.value)
+
+
+def test_a_renamed_setting_names_its_new_name(tmp_path):
+    # the poll's record count was ``consume_batch``: an old configuration fails at start
+    # with the name to use, in the environment and in a configuration file alike
+    assert problems({"STREAMFOREST_WORKER__CONSUME_BATCH": "100"}) == [
+        ("STREAMFOREST_WORKER__CONSUME_BATCH", "renamed: set STREAMFOREST_WORKER__MAX_POLL_RECORDS")]
+    path = tmp_path / "sf.toml"
+    path.write_text("[worker]\nconsume_batch = 100\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings({}, config_file=path)
+    assert "renamed: set max_poll_records" in str(info.value)
+    assert load_settings({"STREAMFOREST_WORKER__MAX_POLL_RECORDS": "100"}).worker.max_poll_records == 100
 
 
 def test_pydantic_settings_alone_ignores_unknown_sections(monkeypatch):

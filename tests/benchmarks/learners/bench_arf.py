@@ -46,7 +46,7 @@ from worker.tools.dev.datasets import load  # noqa: E402
 
 STREAMS = ("electricity", "weather", "outdoor", "phishing", "powersupply",
            "mixed_abrupt", "mixed_gradual")
-CONSUME = 2000  # rows per consume batch (worker.consume_batch's default)
+CONSUME = 2000  # rows per poll (worker.max_poll_records' default)
 RIVER_RULES = {"flavour": "river", "max_features": "sqrt"}  # the defaults before issue 36
 
 

@@ -62,7 +62,7 @@ def warmup_seconds(cache: str) -> float:
 def _input(bootstrap: str, rows: int) -> tuple[dict, dict]:
     """Settings env of a fresh group and topics, with both streams' input produced."""
     prefix = f"cs-{uuid.uuid4().hex[:6]}"
-    env = env_for(bootstrap, prefix, WORKER__LOG_LEVEL="INFO", WORKER__CONSUME_BATCH="2000",
+    env = env_for(bootstrap, prefix, WORKER__LOG_LEVEL="INFO", WORKER__MAX_POLL_RECORDS="2000",
                   WORKER__CONSUME_TIMEOUT_S="0.2")
     settings = load_settings(env)
     create_topics(settings)

@@ -135,7 +135,7 @@ def one_pass(env: dict, batches: list[list[Message]]) -> dict:
 
 def measure(pipeline: str, n_streams: int, labels: str, repeats: int, n_rows: int | None) -> dict:
     env = dict(PIPELINES[pipeline])
-    consume_batch = load_settings(env).worker.consume_batch
+    consume_batch = load_settings(env).worker.max_poll_records
     batches = polls(n_rows, n_streams, consume_batch, labels)
     runs = [one_pass(env, batches) for _ in range(repeats)]
     rows = runs[0]["rows"]

@@ -85,7 +85,7 @@ def env_for(bootstrap: str, prefix: str, metrics_port: int, budget_mb: float,
     over = {
         "KAFKA__BOOTSTRAP_SERVERS": bootstrap, "KAFKA__GROUP_ID": f"{prefix}-g",
         "TOPICS__PARTITIONS": str(partitions), "WORKER__METRICS_PORT": str(metrics_port),
-        "WORKER__CONSUME_BATCH": "2000", "WORKER__LOG_LEVEL": "INFO",
+        "WORKER__MAX_POLL_RECORDS": "2000", "WORKER__LOG_LEVEL": "INFO",
         "WORKER__STATE_BUDGET_MB": str(budget_mb), "WORKER__MEMBER_NAME": f"{prefix}-m",
     }
     for t in ("instances", "features", "predictions", "drift", "rankings", "deadletter",

@@ -78,7 +78,7 @@ def env_for(bootstrap: str, prefix: str, **over) -> dict:
     env = {
         "KAFKA__BOOTSTRAP_SERVERS": bootstrap, "KAFKA__GROUP_ID": f"{prefix}-g",
         "TOPICS__PARTITIONS": "2", "WORKER__METRICS_PORT": "0",
-        "WORKER__CONSUME_BATCH": str(CONSUME_BATCH),
+        "WORKER__MAX_POLL_RECORDS": str(CONSUME_BATCH),
         "WORKER__CONSUME_TIMEOUT_S": "0.05", "WORKER__MEMBER_NAME": f"{prefix}-m",
         "WORKER__LOG_LEVEL": "WARNING", "LEARNERS__RANKING_EVERY": "5000",
         "CHECKPOINT__EVERY_INSTANCES": "50000",
@@ -143,7 +143,7 @@ def table_batched(bootstrap: str, rows: int, size: int, records: int) -> list[di
     for label, batches_out in (("PredictionBatch per record", "true"),
                                ("Prediction per row", "false")):
         prefix = f"bb-{uuid.uuid4().hex[:6]}"
-        settings = load_settings(env_for(bootstrap, prefix, WORKER__CONSUME_BATCH=str(records),
+        settings = load_settings(env_for(bootstrap, prefix, WORKER__MAX_POLL_RECORDS=str(records),
                                          OUTPUT__PREDICTION_BATCHES=batches_out, **over))
         create_topics(settings)
         n = produce_batched(bootstrap, settings.topics.instances, streams, size)
@@ -241,7 +241,7 @@ def table_recovery(bootstrap: str, rows: int, intervals=(2000, 10000, 50000)) ->
         prefix = f"br-{uuid.uuid4().hex[:6]}"
         env = env_for(bootstrap, prefix, LEARNERS__PREDICTOR="forgetful_tree",
                       CHECKPOINT__EVERY_INSTANCES=str(every), TOPICS__PARTITIONS="1",
-                      CHECKPOINT__INTERVAL_S="3600", WORKER__CONSUME_BATCH="1000")
+                      CHECKPOINT__INTERVAL_S="3600", WORKER__MAX_POLL_RECORDS="1000")
         settings = load_settings(env)
         create_topics(settings)
         # a length that is no multiple of the intervals: the crash leaves input to replay
@@ -433,7 +433,7 @@ def main(argv=None) -> int:
                     help="write the markdown results here (the full run's default: "
                          "tests/benchmarks/service/results/worker.md)")
     ap.add_argument("--consume-batch", type=int, default=CONSUME_BATCH,
-                    help="worker.consume_batch of the throughput table (one transaction each)")
+                    help="worker.max_poll_records of the throughput table (one transaction each)")
     ap.add_argument("--only-throughput", action="store_true", help="table 1 only")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT",
                     help="table 1: only pipelines whose name contains TEXT (repeatable)")
