@@ -11,7 +11,8 @@
 #                       accuracy runs), on two workers: under 3 minutes once setup has compiled the kernels
 #   make demo           the demo
 #   make broker-start   a local Kafka broker on BROKER_PORT (default 9092) in the background; make broker-stop
-#   make bench          the benchmark scripts tests/benchmarks/*/bench_*.py
+#   make bench          the benchmark scripts tests/benchmarks/*/bench_*.py (installs the bench extra:
+#                       capymoa, which runs MOA for them; a Java 17+ runtime)
 #   make image          the worker image with podman (deploy/image/build.sh; root, podman, runc, debootstrap)
 #   make deploy-test    the image if needed, then three worker containers in one group, killed, scaled
 #                       and stopped, every output checked (tests/deploy/group.py; outside `make test`)
@@ -99,7 +100,9 @@ broker-start: setup
 broker-stop:
 	$(BIN)/streamforest broker stop $(BROKER_ARGS)
 
+# the benchmarks run MOA through capymoa (the bench extra), besides river of the test extra
 bench: setup
+	$(BIN)/python -m pip install --quiet -c deploy/docker/requirements.txt -e '.[test,bench]'
 	@set -e; for script in $(BENCH); do \
 		echo "== $$script"; \
 		$(BIN)/python $$script; \
