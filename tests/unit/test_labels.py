@@ -435,6 +435,19 @@ def test_a_stream_of_late_labels_is_served_at_once_as_row_by_row(monkeypatch):
     assert run() == at_once
 
 
+def _poll(events: list) -> tuple:
+    """``(ids, positions)`` of a poll's holds and of its takes: ``(hold, id)`` per position;
+    a hold is a new id (10-19, once), a take any id."""
+    puts, takes, new = ([], []), ([], []), set()
+    for pos, (hold, ident) in enumerate(events):
+        if hold and ident >= 10 and ident not in new:
+            new.add(ident)
+            puts[0].append(ident), puts[1].append(pos)
+        elif not hold:
+            takes[0].append(ident), takes[1].append(pos)
+    return puts, takes
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 6), st.lists(st.integers(0, 9), max_size=6, unique=True),
        st.lists(st.tuples(st.booleans(), st.integers(0, 19)), max_size=30))
@@ -448,13 +461,7 @@ def test_a_poll_fits_exactly_when_holding_it_row_by_row_lets_no_row_fall_out(cap
     held = HeldInstances(1, max_rows=cap, max_age_ms=0)
     for ident in before:
         held.put(ident, np.zeros(1), "a", ts=0)
-    puts, takes, new = ([], []), ([], []), set()
-    for pos, (hold, ident) in enumerate(events):
-        if hold and ident >= 10 and ident not in new:
-            new.add(ident)
-            puts[0].append(ident), puts[1].append(pos)
-        elif not hold:
-            takes[0].append(ident), takes[1].append(pos)
+    puts, takes = _poll(events)
     by_row = HeldInstances.from_state(held.to_state(), 1, cap, 0)
     dropped = by_row.dropped
     for pos in sorted(puts[1] + takes[1]):
@@ -481,13 +488,7 @@ def test_a_poll_served_at_once_takes_refuses_and_remembers_as_row_by_row(cap, be
         held.put(ident, np.zeros(1), "a", ts=0)
         if label:
             held.take(ident, ts=0)
-    puts, takes, new = ([], []), ([], []), set()
-    for pos, (hold, ident) in enumerate(events):
-        if hold and ident >= 10 and ident not in new:
-            new.add(ident)
-            puts[0].append(ident), puts[1].append(pos)
-        elif not hold:
-            takes[0].append(ident), takes[1].append(pos)
+    puts, takes = _poll(events)
     if not held.orderless(*puts, *takes):
         return
     by_row = HeldInstances.from_state(held.to_state(), 1, cap, 0)
