@@ -37,7 +37,8 @@ def run_moa(X: np.ndarray, Y: np.ndarray, cli: str, repeats: int = 3, rank_every
     jar = moa_jar()
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["javac", "-cp", str(jar), "-d", tmp,
-                        str(ROOT / "tests" / "benchmarks" / "IsoupMoaLoop.java")], check=True)
+                        str(ROOT / "tests" / "benchmarks" / "learners" / "IsoupMoaLoop.java")],
+                       check=True)
         arff = Path(tmp) / "stream.arff"
         write_arff(arff, X, Y)
         out = subprocess.run(["java", "-cp", f"{jar}:{tmp}", "IsoupMoaLoop", str(arff),
