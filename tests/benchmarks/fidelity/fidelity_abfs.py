@@ -104,9 +104,10 @@ VARIANTS = [("ensemble N, accuracy-order deletion", "ensemble", "accuracy"),
 def build(learner: str, boosting, omega, classes, normaliser="layer", deletion="creation"):
     if boosting is None:
         return base(learner, classes)
+    # the paper's composition: no guard (ours, not the reference's; on by default)
     return ABFSClassifier(base(learner, classes),
                           ABFS(omega=omega, boosting=boosting, bole_normaliser=normaliser,
-                               bole_deletion=deletion, classes=classes, **ASSIS))
+                               bole_deletion=deletion, classes=classes, **ASSIS), guard=None)
 
 
 def prequential(model, X, y) -> tuple[float, float, int]:
