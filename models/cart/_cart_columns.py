@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core._jit import njit
+from ..core._trees import copy_into
 
 #: columns with at most this many distinct values are ranked and searched by histograms
 HIST_MAX = 64
@@ -44,7 +45,7 @@ def _distinct_values(column, out):
                 return -1
             out[k] = x
             k += 1
-    out[:k] = np.sort(out[:k])
+    copy_into(out[:k], np.sort(out[:k]))
     return k
 
 
@@ -98,7 +99,7 @@ def prepare_columns(X, codes):
         n_distinct[j] = k
         if k < 0:
             # ties may come in any order: a split scan only scores between distinct values
-            order[j] = np.argsort(X[:, j])
+            copy_into(order[j], np.argsort(X[:, j]))
         else:
             for i in range(n):
                 rank[j, i] = _rank_of(distinct[j], k, X[i, j])

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..core._jit import njit
 from ..core._stats import argmax
+from ..core._trees import copy_into
 from ..drift.adwin import _update_pairs as _adwin_update
 from . import _hoeffding as hs
 
@@ -79,7 +80,7 @@ def _push_window(x, k, win_X, win_y, win_meta):
     """Add a row to the ring of the last ``grace_period`` rows."""
     G = win_y.shape[0]
     slot = win_meta[1]
-    win_X[slot, :] = x
+    copy_into(win_X[slot], x)
     win_y[slot] = k
     win_meta[1] = (slot + 1) % G
     if win_meta[0] < G:

@@ -48,6 +48,7 @@ from ..core import _fmath as fm
 from ..core import _rng
 from ..core._jit import njit
 from ..core._stats import argmax, normalise
+from ..core._trees import copy_into
 from ..drift.adwin import _update_pairs, reset_detector
 from . import _hoeffding as hs
 from ._ht_kernels import LEAF_NB, LEAF_NBA, NO_DECISION, RESTART, SPLIT, split_decision
@@ -172,15 +173,15 @@ def drop_slot(s, index, slot_root, slot_nodes, used, node_feature, node_threshol
     for q in range(q_old):
         if node_slot[leaf_node[q]] != s:
             leaf_node[j] = leaf_node[q]
-            leaf_feat[j] = leaf_feat[q]
+            copy_into(leaf_feat[j], leaf_feat[q])
             leaf_last_eval[j] = leaf_last_eval[q]
             leaf_mc[j] = leaf_mc[q]
             leaf_nb[j] = leaf_nb[q]
-            g_w[j] = g_w[q]
-            g_mean[j] = g_mean[q]
-            g_m2[j] = g_m2[q]
-            g_min[j] = g_min[q]
-            g_max[j] = g_max[q]
+            copy_into(g_w[j], g_w[q])
+            copy_into(g_mean[j], g_mean[q])
+            copy_into(g_m2[j], g_m2[q])
+            copy_into(g_min[j], g_min[q])
+            copy_into(g_max[j], g_max[q])
             node_leaf[leaf_node[j]] = j
             j += 1
     for q in range(j, q_old):
@@ -207,7 +208,7 @@ def drop_slot(s, index, slot_root, slot_nodes, used, node_feature, node_threshol
         node_merit[p] = node_merit[n]
         node_slot[p] = node_slot[n]
         node_leaf[p] = node_leaf[n]
-        node_counts[p] = node_counts[n]
+        copy_into(node_counts[p], node_counts[n])
         if node_leaf[p] >= 0:
             leaf_node[node_leaf[p]] = p
     for n in range(j, n_old):

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..core._jit import njit
 from ..core._rng import poisson, randint
-from ..core._trees import find_leaf
+from ..core._trees import copy_into, find_leaf
 from ..drift.adwin import _update_pairs, reset_detector
 from ..hoeffding import _hoeffding as hs
 from . import _ebst as eb
@@ -214,9 +214,9 @@ def _make_child(t, parent, c, slot, w, ysum, node_feature, node_left, node_right
     node_slot[t, c] = slot
     node_w[t, c] = w
     node_last_eval[t, c] = w  # grace counts the weight learned by the child itself
-    node_ysum[t, c] = ysum
-    node_err[t, c] = node_err[t, parent]
-    node_lin[t, c] = node_lin[t, parent]  # the child inherits the parent's perceptron ...
+    copy_into(node_ysum[t, c], ysum)
+    copy_into(node_err[t, c], node_err[t, parent])
+    copy_into(node_lin[t, c], node_lin[t, parent])  # the child inherits the parent's perceptron ...
     node_fit_w[t, c] = 0.0  # ... but its learning rate starts afresh (MOA)
     obs_n[t, slot] = 0  # an observer empties by forgetting its thresholds
 
@@ -407,22 +407,22 @@ def copy_tree(t, s_feature, s_threshold, s_left, s_right, s_depth, s_slot, s_las
                obs_n, obs_key, obs_stats, n_nodes, n_slots)
     n = s_n_nodes[t]
     m = s_n_slots[t]
-    node_feature[t, :n] = s_feature[t, :n]
-    node_threshold[t, :n] = s_threshold[t, :n]
-    node_left[t, :n] = s_left[t, :n]
-    node_right[t, :n] = s_right[t, :n]
-    node_depth[t, :n] = s_depth[t, :n]
-    node_slot[t, :n] = s_slot[t, :n]
-    node_last_eval[t, :n] = s_last_eval[t, :n]
-    node_w[t, :n] = s_w[t, :n]
-    node_fit_w[t, :n] = s_fit_w[t, :n]
-    node_ysum[t, :n] = s_ysum[t, :n]
-    node_err[t, :n] = s_err[t, :n]
-    node_lin[t, :n] = s_lin[t, :n]
-    slot_features[t, :m] = s_slot_features[t, :m]
-    obs_n[t, :m] = s_obs_n[t, :m]
-    obs_key[t, :m] = s_obs_key[t, :m]
-    obs_stats[t, :m] = s_obs_stats[t, :m]
+    copy_into(node_feature[t, :n], s_feature[t, :n])
+    copy_into(node_threshold[t, :n], s_threshold[t, :n])
+    copy_into(node_left[t, :n], s_left[t, :n])
+    copy_into(node_right[t, :n], s_right[t, :n])
+    copy_into(node_depth[t, :n], s_depth[t, :n])
+    copy_into(node_slot[t, :n], s_slot[t, :n])
+    copy_into(node_last_eval[t, :n], s_last_eval[t, :n])
+    copy_into(node_w[t, :n], s_w[t, :n])
+    copy_into(node_fit_w[t, :n], s_fit_w[t, :n])
+    copy_into(node_ysum[t, :n], s_ysum[t, :n])
+    copy_into(node_err[t, :n], s_err[t, :n])
+    copy_into(node_lin[t, :n], s_lin[t, :n])
+    copy_into(slot_features[t, :m], s_slot_features[t, :m])
+    copy_into(obs_n[t, :m], s_obs_n[t, :m])
+    copy_into(obs_key[t, :m], s_obs_key[t, :m])
+    copy_into(obs_stats[t, :m], s_obs_stats[t, :m])
     n_nodes[t] = n
     n_slots[t] = m
 

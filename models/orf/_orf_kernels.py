@@ -41,7 +41,7 @@ import numpy as np
 from ..core._jit import njit
 from ..core._rng import poisson, randint, uniform
 from ..core._stats import gini
-from ..core._trees import find_leaf
+from ..core._trees import copy_into, find_leaf
 from ._orf_importance import _advance_scale, _reset_tree_importance, _update_mda
 
 DONE = 0
@@ -88,8 +88,8 @@ def _reset_tree(t, max_depth, node_feature, node_threshold, node_left, node_righ
         n_free[t] -= 1
         s = slot_free[t, n_free[t]]
         node_slot[t, 0] = s
-        slot_lo[t, s, :] = feat_lo
-        slot_hi[t, s, :] = feat_hi
+        copy_into(slot_lo[t, s], feat_lo)
+        copy_into(slot_hi[t, s], feat_hi)
         slot_n[t, s] = 0.0
         _draw_tests(t, s, slot_feature, slot_threshold, slot_count, slot_lo, slot_hi, rng)
     else:
@@ -168,7 +168,7 @@ def _split_leaf(t, leaf, m, max_depth, track, w, node_feature, node_threshold, n
         node_left[t, child] = -1
         node_right[t, child] = -1
         node_depth[t, child] = depth
-        node_count[t, child, :] = slot_count[t, s, m, side, :]
+        copy_into(node_count[t, child], slot_count[t, s, m, side])
         if track:
             for c in range(imp_count.shape[2]):
                 imp_count[t, child, c] = w * slot_count[t, s, m, side, c]
@@ -181,8 +181,8 @@ def _split_leaf(t, leaf, m, max_depth, track, w, node_feature, node_threshold, n
     # the right child takes a fresh slot, the left child keeps the parent's slot in place
     n_free[t] -= 1
     s_r = slot_free[t, n_free[t]]
-    slot_lo[t, s_r, :] = slot_lo[t, s, :]
-    slot_hi[t, s_r, :] = slot_hi[t, s, :]
+    copy_into(slot_lo[t, s_r], slot_lo[t, s])
+    copy_into(slot_hi[t, s_r], slot_hi[t, s])
     if slot_lo[t, s_r, f] < thr:
         slot_lo[t, s_r, f] = thr  # right child: x[f] > thr
     if slot_hi[t, s, f] > thr:
