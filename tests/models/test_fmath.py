@@ -23,7 +23,10 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(a.view(np.int64) - b.view(np.int64))
 
 
-@njit
+# not cached: its cache key holds the type of the function it is passed, which numba keeps by
+# weak reference, and an index written by another process then fails to compare
+# ("underlying object has vanished") when this one saves a new entry
+@njit(cache=False)
 def _map(f, x):
     out = np.empty_like(x)
     for i in range(x.shape[0]):
