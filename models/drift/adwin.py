@@ -318,9 +318,15 @@ def new_tree_bank(n: int, prefix: str, rows: int = _INITIAL_ROWS) -> dict[str, n
     return a
 
 
+def tree_bank_names(prefix: str) -> tuple[str, ...]:
+    """The names of the bank's arrays under ``prefix``, in the order :func:`_update_pairs`
+    takes them."""
+    return tuple(prefix + name for name in _KERNEL_ARRAYS)
+
+
 def tree_bank_args(a: dict, prefix: str) -> tuple:
     """The bank's arrays in the order :func:`_update_pairs` takes them."""
-    return tuple(a[prefix + name] for name in _KERNEL_ARRAYS)
+    return tuple(a[name] for name in tree_bank_names(prefix))
 
 
 def tree_bank_settings(delta: float) -> np.ndarray:

@@ -8,6 +8,7 @@ attempt and leaf prediction), :mod:`models.hoeffding._hoeffding` (statistics), :
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 
 import numpy as np
 
@@ -18,8 +19,8 @@ from ..drift.adwin import (
     check_tree_bank,
     grow_tree_bank,
     new_tree_bank,
-    tree_bank_args,
     tree_bank_layout,
+    tree_bank_names,
     tree_bank_settings,
 )
 from . import _arf_kernels as ak
@@ -90,6 +91,42 @@ def _round_log2(n: int) -> int:
 _NONE_QUIET = np.zeros(0, np.uint8)
 #: ``cuts`` and ``seg_counts`` of the kernel when a call is one segment
 _ONE_SEGMENT = (np.zeros(0, np.int64), np.zeros((0, 2, 0), np.int64))
+#: the pools, in the order the kernels take them
+_POOL_NAMES = ("slot_root", "slot_nodes", "used", *_NODE_ARRAYS, "node_counts", "leaf_node",
+               "leaf_feat", "leaf_last_eval", "leaf_mc", "leaf_nb", *hs.GAUSSIAN_FILL)
+_pool_arrays = itemgetter(*_POOL_NAMES)
+#: the state arrays :func:`~models.hoeffding._arf_kernels.learn_rows` takes after its
+#: scratch, in its order: one C-level lookup of the ~90 names, where a lookup per name cost
+#: a stream fed a row at a time a tenth of its call
+_learn_arrays = itemgetter("rng", "fg_slot", "bg_slot", "bg_active", "tree_correct",
+                           "tree_seen", "n_warnings", "n_drifts", "n_seen", *_POOL_NAMES,
+                           *tree_bank_names("w_"), *tree_bank_names("d_"))
+
+
+
+def _segment_events(counts: np.ndarray, drifts: int, warnings: int) -> list[tuple]:
+    """Per segment of a call, as plain ints: (trees replaced, trees warned, replacements,
+    drifts and warnings so far), from the kernel's ``seg_counts`` and the forest's drifts and
+    warnings before the call.
+
+    Examples
+    --------
+    >>> counts = np.array([[[1, 0], [0, 0]], [[0, 0], [2, 1]]])  # 2 segments, 2 trees
+    >>> _segment_events(counts, 5, 7)
+    [(1, 0, 1, 6, 7), (0, 2, 0, 6, 10)]
+    >>> _segment_events(counts[:1], 5, 7) == _segment_events(counts, 5, 7)[:1]
+    True
+    """
+    if counts.shape[0] == 1:  # one segment (a stream fed a row at a time): no array passes
+        replaced, warned = counts[0].tolist()
+        n_replaced, n_warned = sum(replaced), sum(warned)
+        return [(len(replaced) - replaced.count(0), len(warned) - warned.count(0), n_replaced,
+                 drifts + n_replaced, warnings + n_warned)]
+    # a poll has a segment per 10 rows and most report nothing
+    so_far = counts.sum(axis=2).cumsum(axis=0) + [drifts, warnings]
+    return list(zip((counts[:, 0] > 0).sum(axis=1).tolist(),
+                    (counts[:, 1] > 0).sum(axis=1).tolist(),
+                    counts[:, 0].sum(axis=1).tolist(), *so_far.T.tolist()))
 
 
 class AdaptiveRandomForest(ProbabilityClassifier):
@@ -413,10 +450,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
 
     def _pool_args(self):
         """The pools in the order the kernels take them."""
-        a = self._arrays
-        return (a["slot_root"], a["slot_nodes"], a["used"], *(a[n] for n in _NODE_ARRAYS),
-                a["node_counts"], a["leaf_node"], a["leaf_feat"], a["leaf_last_eval"],
-                a["leaf_mc"], a["leaf_nb"], *(a[n] for n in hs.GAUSSIAN_FILL))
+        return _pool_arrays(self._arrays)
 
     # ------------------------------------------------------------------ learning
 
@@ -462,7 +496,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         known = len(self._classes)  # a row is predicted over the classes known by then
         codes = self._classes.encode(y, n_rows=X.shape[0], missing=predict)
         self._segments = self._view = None
-        if X.shape[0] == 0 or (codes < 0).all() and not self._arrays:
+        if X.shape[0] == 0 or not self._arrays and (codes < 0).all():
             if self._arrays:  # nothing learned: nothing to report
                 self._arrays["last_drifts"][:] = 0
                 self._arrays["last_warnings"][:] = 0
@@ -484,9 +518,7 @@ class AdaptiveRandomForest(ProbabilityClassifier):
                 self._settings_f, self._settings_i, self._w_settings, self._d_settings,
                 *ak.learn_scratch(a["fg_slot"].shape[0], a["node_counts"].shape[1],
                                   a["leaf_feat"].shape[1], X.shape[1], a["node_feature"].shape[0]),
-                a["rng"], a["fg_slot"], a["bg_slot"], a["bg_active"], a["tree_correct"],
-                a["tree_seen"], a["n_warnings"], a["n_drifts"], a["n_seen"],
-                *self._pool_args(), *tree_bank_args(a, "w_"), *tree_bank_args(a, "d_"))
+                *_learn_arrays(a))
             if done >= X.shape[0]:
                 break
             self._grow()
@@ -496,17 +528,14 @@ class AdaptiveRandomForest(ProbabilityClassifier):
         else:  # the state one call per segment leaves: the last segment's counts
             a["last_drifts"][:] = counts[-1, 0]
             a["last_warnings"][:] = counts[-1, 1]
-            # per segment, as plain ints: (trees replaced, trees warned, replacements, drifts
-            # and warnings so far); a poll has a segment per 10 rows and most report nothing
-            so_far = counts.sum(axis=2).cumsum(axis=0) + [drifts.sum(), warnings.sum()]
-            self._segments = list(zip((counts[:, 0] > 0).sum(axis=1).tolist(),
-                                      (counts[:, 1] > 0).sum(axis=1).tolist(),
-                                      counts[:, 0].sum(axis=1).tolist(),
-                                      *so_far.T.tolist()))
+            self._segments = _segment_events(counts, int(drifts.sum()), int(warnings.sum()))
         return out[:, :len(self._classes)] if predict else None
 
     def _segment_arrays(self, segments, X) -> tuple[np.ndarray, np.ndarray]:
         """The kernel's ``cuts`` and zeroed ``seg_counts`` for ``segments``."""
+        if type(segments) is list and len(segments) == 1 and segments[0] == X.shape[0]:
+            cuts = np.full(1, X.shape[0], dtype=np.int64)  # one segment: nothing to check
+            return cuts, np.zeros((1, 2, self.n_models), np.int64)
         cuts = np.asarray(segments, dtype=np.int64).reshape(-1)
         if cuts.shape[0] == 0 or cuts[-1] != X.shape[0] or (np.diff(cuts) < 0).any() \
                 or cuts[0] < 0:

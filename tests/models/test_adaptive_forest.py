@@ -251,6 +251,38 @@ def test_a_state_from_before_the_flavour_goes_on_by_rivers_rules():
         AdaptiveRandomForest(flavour="java")
 
 
+def test_a_call_of_one_segment_reports_as_a_call_without_segments():
+    # a stream fed a row at a time makes calls of one segment each (their own short path):
+    # every call's probabilities, events and counts so far are those of the call without
+    # segments. Three flips and 10% noise: calls where trees warn without being replaced
+    rng = np.random.default_rng(3)
+    X = rng.random((3000, 4))
+    y = (X[:, 0] + X[:, 1] > 1.0).astype(int)
+    for flip in (750, 1500, 2250):
+        y[flip:] = 1 - y[flip:]
+    y[rng.random(3000) < 0.1] ^= 1
+    ys = y.tolist()
+    seg, plain = AdaptiveRandomForest(n_models=6, seed=3), AdaptiveRandomForest(n_models=6, seed=3)
+    got, expected, a = [], [], 0
+    for k in range(3000):
+        b = min(3000, a + (1, 1, 7, 1, 30)[k % 5])
+        p = seg.predict_proba_learn_many(X[a:b], ys[a:b], segments=[b - a])
+        seg.select_segment(0)
+        got.append((p.tolist(), seg.events(), seg.n_drifted, seg.n_warned, seg.n_drifts,
+                    seg.n_warnings))
+        p = plain.predict_proba_learn_many(X[a:b], ys[a:b])
+        expected.append((p.tolist(), plain.events(), plain.n_drifted, plain.n_warned,
+                         plain.n_drifts, plain.n_warnings))
+        a = b
+        if a == 3000:
+            break
+    assert got == expected
+    _same_arrays(seg, plain)
+    assert sum(g[2] for g in got) >= 3 and sum(g[2] != g[3] for g in got) >= 3  # replaced, warned
+    with pytest.raises(ValueError, match="segments"):
+        seg.predict_proba_learn_many(X[:10], ys[:10], segments=[5])
+
+
 def test_one_call_with_segments_reports_each_segment_as_its_own_call():
     # the worker learns a poll in one call and judges the trees replaced per segment: the
     # probabilities, the state and every segment's events (with its counts so far) are
