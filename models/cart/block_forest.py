@@ -138,10 +138,6 @@ class BlockRanker(Learner):
         return (counts[:, None] * self._weights()).sum(axis=0) if kept \
             else np.zeros(self.n_features or 0)
 
-    def memory_bytes(self) -> int:
-        """Bytes held by the state arrays."""
-        return int(sum(a.nbytes for a in self._arrays.values()))
-
     @property
     def nbytes(self) -> int:
         """Bytes held in memory: the state arrays, and the block's sorted columns with their

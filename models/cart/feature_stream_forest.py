@@ -173,10 +173,6 @@ class FeatureStreamForest(ProbabilityClassifier):
         """Weighted use per column (the paper's ``weightedFeatureUseCnt``, relative scale)."""
         return self._arrays["weighted_use"].copy() if self._arrays else np.zeros(0)
 
-    def memory_bytes(self) -> int:
-        """Bytes held by the state arrays."""
-        return int(sum(a.nbytes for a in self._arrays.values()))
-
     # ------------------------------------------------------------------ learning
 
     def learn_many(self, X, y, sample_weight=None) -> None:

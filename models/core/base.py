@@ -29,11 +29,14 @@ feature losing its use) has ``events()``: the :class:`LearnerEvent` list of its 
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from ._ranges import ranges_of_kind
+
+_NBYTES = attrgetter("nbytes")
 
 
 def as_float64(values, name: str) -> np.ndarray:
@@ -333,8 +336,14 @@ class Learner:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the learner's state arrays (what it holds in memory)."""
-        return sum(a.nbytes for a in self._arrays.values())
+        """Bytes the learner holds in memory: its state arrays (:meth:`memory_bytes`)."""
+        return self.memory_bytes()
+
+    def memory_bytes(self) -> int:
+        """Bytes of the learner's state arrays (of a forest: divide by its trees for a
+        per-tree figure)."""
+        # asked for every stream of every poll (a worker's state budget): one C-level pass
+        return sum(map(_NBYTES, self._arrays.values()))
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled (``copy``, ``pickle``, ``joblib.load(..., mmap_mode="r")``): the state

@@ -98,10 +98,6 @@ class ForgetfulLearner(Classifier):
                   f"{int(np.max(kept))} at most")
         return [LearnerEvent("collapse", level, -1, -1, detail)]
 
-    def memory_bytes(self) -> int:
-        """Bytes held by the state arrays (divide by the number of trees for a per-tree figure)."""
-        return int(sum(a.nbytes for a in self._arrays.values()))
-
     # ------------------------------------------------------------------ restore checks
 
     def _check_state(self) -> None:

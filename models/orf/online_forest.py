@@ -171,10 +171,6 @@ class OnlineRandomForest(ProbabilityClassifier):
         """Trees discarded and regrown so far (temporal knowledge weighting)."""
         return int(self._arrays["n_replaced"][0]) if self._arrays else 0
 
-    def memory_bytes(self) -> int:
-        """Bytes held by the state arrays (divide by ``n_trees`` for a per-tree figure)."""
-        return int(sum(a.nbytes for a in self._arrays.values()))
-
     # ------------------------------------------------------------------ allocation
 
     @property
