@@ -5,8 +5,8 @@ A results file is written by its script through ``tests.benchmarks.common.write_
 the machine, the command and the date: a figure whose run cannot be named is not a result.
 A JSON file is the data of the markdown file of the same name, or carries its own stamp.
 
-:data:`BEFORE_STAMPS` lists the files of runs made before the stamp existed (hours-long ranking
-runs, the many-streams run): each names the last commit before its run's date instead. The
+:data:`BEFORE_STAMPS` lists the files of runs made before the stamp existed (ranking runs of up
+to hours each): each names the last commit before its run's date instead. The
 list may only shrink: a file regenerated since must leave it.
 """
 
@@ -20,7 +20,6 @@ import pytest
 
 #: runs from before the stamp: the last commit before their date, said so in the file
 BEFORE_STAMPS = frozenset({
-    "service/streams.md", "service/streams_budget.md",
     *(f"rankings/rankings_drift{s}.md" for s in (
         "", "_longest_s1-40", "_near_s1-40", "_near_s21-40", "_regression",
         "_regression_windows", "_regression_windows_s4-10", "_s1-20", "_slowest_s1-100",
