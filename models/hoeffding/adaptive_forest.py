@@ -103,7 +103,6 @@ _learn_arrays = itemgetter("rng", "fg_slot", "bg_slot", "bg_active", "tree_corre
                            *tree_bank_names("w_"), *tree_bank_names("d_"))
 
 
-
 def _segment_events(counts: np.ndarray, drifts: int, warnings: int) -> list[tuple]:
     """Per segment of a call, as plain ints: (trees replaced, trees warned, replacements,
     drifts and warnings so far), from the kernel's ``seg_counts`` and the forest's drifts and
