@@ -8,6 +8,8 @@ one row. Both must give the same bits, losses and state alike, over any sequence
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,8 +31,9 @@ class RowByRow:
                 out[r] = 1.0
             else:
                 err = np.abs(np.asarray(p, dtype=np.float64) - t)
-                scaled = np.where(self.mad > 0, err / np.where(self.mad > 0, self.mad, 1.0),
-                                  (err > 0).astype(np.float64))
+                with np.errstate(over="ignore"):  # as the task: inf, then capped at 1
+                    scaled = np.where(self.mad > 0, err / np.where(self.mad > 0, self.mad, 1.0),
+                                      (err > 0).astype(np.float64))
                 out[r] = float(np.minimum(scaled, 1.0).mean())
             self.n += 1
             self.mean += (t - self.mean) / self.n
@@ -79,3 +82,14 @@ def test_a_row_predicted_by_an_empty_model_is_a_full_miss_and_an_exact_one_costs
     assert task.losses([None, [1.0, 2.0]], [[1.0, 2.0], [1.0, 2.0]]).tolist() == [1.0, 0.0]
     # MAD 0 on both targets so far: any error is a full miss
     assert task.losses([[1.0, 2.5]], [[1.0, 2.0]]).tolist() == [0.5]
+
+
+def test_an_error_over_a_subnormal_spread_is_a_full_miss_without_a_warning():
+    # a MAD of 2.5e-321 scales an error of 1e300 past the largest float: inf, capped at 1,
+    # and no RuntimeWarning in the worker's log for it
+    task = RegressionTask(1)
+    task.losses([None, [0.0]], [[0.0], [1e-320]])
+    assert 0.0 < task.mad[0] < 1e-300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert task.losses([[1e300]], [[0.0]]).tolist() == [1.0]
