@@ -238,11 +238,12 @@ class RegressionTask(Task):
         if served:
             P = np.array([y_pred[r] for r in served], dtype=np.float64).reshape(len(served), -1)
             err, m = np.abs(P - Y[served]), mad[served]
-            with np.errstate(over="ignore"):  # a subnormal MAD scales an error to inf: 1 below
-                scaled = np.where(m > 0, err / np.where(m > 0, m, 1.0),
-                                  (err > 0).astype(np.float64))
+            # min(err, m) / m is min(err / m, 1) to the bit, and cannot overflow where a
+            # subnormal MAD would scale an error past the largest float
+            scaled = np.where(m > 0, np.minimum(err, m) / np.where(m > 0, m, 1.0),
+                              (err > 0).astype(np.float64))
             # row by row, each row's mean over its targets is the one a 1-D mean gives
-            out[served] = np.minimum(scaled, 1.0).mean(axis=1)
+            out[served] = scaled.mean(axis=1)
         return out
 
     def _advance(self, Y: np.ndarray) -> np.ndarray:
