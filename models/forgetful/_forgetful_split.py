@@ -76,7 +76,6 @@ def _scan_sparse2(X, f, y, work, s, e, t0, t1, xl, best):
     t1u = np.uint64(t1)
     l1 = np.uint64(0)
     best_v = 0.0
-    found = False
     v = X[fu, np.uint64(work[fu, su])]
     for p in range(s, e - 1):
         pu = np.uint64(p)
@@ -86,16 +85,15 @@ def _scan_sparse2(X, f, y, work, s, e, t0, t1, xl, best):
             nl = pu - su + ONE
             score = _score2(nl, n - nl, l1, t0u, t1u, xl)
             if score < best:
-                best = score
-                best_v = v
-                found = True
+                best, best_v = score, v
             v = v_next
-    return best, best_v, found
+    return best, best_v
 
 
 @njit
 def _scan_sparse(X, f, y, work, s, e, K, xl, tot, lc, best, tol):
-    """Best threshold of one sorted feature segment; ``found`` only if strictly below ``best``.
+    """``(score, threshold)`` of the best threshold of one sorted feature segment: ``best`` (and
+    any threshold) unless a score is strictly below it.
 
     A running sum prices each candidate in O(1); candidates within ``tol`` of the best are
     re-scored exactly, so the decision does not depend on the order of equal values.
@@ -108,7 +106,6 @@ def _scan_sparse(X, f, y, work, s, e, K, xl, tot, lc, best, tol):
     for k in range(K):
         run += xl[tot[k]]
     best_v = 0.0
-    found = False
     v = X[fu, np.uint64(work[fu, np.uint64(s)])]
     for p in range(s, e - 1):
         pu = np.uint64(p)
@@ -124,11 +121,9 @@ def _scan_sparse(X, f, y, work, s, e, K, xl, tot, lc, best, tol):
             if (xl[np.uint64(nl)] + xl[np.uint64(nr)]) - run <= best + tol:
                 score = _exact_score(nl, nr, K, lc, tot, xl)
                 if score < best:
-                    best = score
-                    best_v = v
-                    found = True
+                    best, best_v = score, v
             v = v_next
-    return best, best_v, found
+    return best, best_v
 
 
 @njit
@@ -139,7 +134,6 @@ def _scan_dense2(X, f, y, rows, s, e, t0, t1, dvals, nv, xl, dcnt, dtot, best):
     t0u = np.uint64(t0)
     t1u = np.uint64(t1)
     best_v = 0.0
-    found = False
     if nv == 2:
         hi = np.uint64(0)
         hi1 = np.uint64(0)
@@ -153,10 +147,8 @@ def _scan_dense2(X, f, y, rows, s, e, t0, t1, dvals, nv, xl, dcnt, dtot, best):
         if nl > 0 and hi > 0:
             score = _score2(nl, hi, t1u - hi1, t0u, t1u, xl)
             if score < best:
-                best = score
-                best_v = v0
-                found = True
-        return best, best_v, found
+                best, best_v = score, v0
+        return best, best_v
     for c in range(nv):
         dtot[c] = 0
         dcnt[c, 1] = 0
@@ -176,10 +168,8 @@ def _scan_dense2(X, f, y, rows, s, e, t0, t1, dvals, nv, xl, dcnt, dtot, best):
             break
         score = _score2(nl, n - nl, l1, t0u, t1u, xl)
         if score < best:
-            best = score
-            best_v = dvals[fu, np.uint64(c)]
-            found = True
-    return best, best_v, found
+            best, best_v = score, dvals[fu, np.uint64(c)]
+    return best, best_v
 
 
 @njit
@@ -202,7 +192,6 @@ def _scan_dense(X, f, y, rows, s, e, K, dvals, nv, xl, tot, lc, dcnt, dtot, best
     for k in range(K):
         run += xl[tot[k]]
     best_v = 0.0
-    found = False
     nl = 0
     for c in range(nv):
         if dtot[c] == 0:
@@ -221,10 +210,8 @@ def _scan_dense(X, f, y, rows, s, e, K, dvals, nv, xl, tot, lc, dcnt, dtot, best
         if (xl[nl] + xl[nr]) - run <= best + tol:
             score = _exact_score(nl, nr, K, lc, tot, xl)
             if score < best:
-                best = score
-                best_v = dvals[f, c]
-                found = True
-    return best, best_v, found
+                best, best_v = score, dvals[f, c]
+    return best, best_v
 
 
 @njit
@@ -244,16 +231,16 @@ def best_split(X, y, s, e, K, feats, nfeat, dense, dvals, dcount, work, rows, xl
         f = feats[j]
         if K == 2:
             if dense[f]:
-                sc, v, ok = _scan_dense2(X, f, y, rows, s, e, tot[0], tot[1], dvals, dcount[f],
-                                         xl, dcnt, dtot, best)
+                sc, v = _scan_dense2(X, f, y, rows, s, e, tot[0], tot[1], dvals, dcount[f],
+                                     xl, dcnt, dtot, best)
             else:
-                sc, v, ok = _scan_sparse2(X, f, y, work, s, e, tot[0], tot[1], xl, best)
+                sc, v = _scan_sparse2(X, f, y, work, s, e, tot[0], tot[1], xl, best)
         elif dense[f]:
-            sc, v, ok = _scan_dense(X, f, y, rows, s, e, K, dvals, dcount[f], xl, tot, lc, dcnt,
-                                    dtot, best, tol)
+            sc, v = _scan_dense(X, f, y, rows, s, e, K, dvals, dcount[f], xl, tot, lc, dcnt,
+                                dtot, best, tol)
         else:
-            sc, v, ok = _scan_sparse(X, f, y, work, s, e, K, xl, tot, lc, best, tol)
-        if ok:
+            sc, v = _scan_sparse(X, f, y, work, s, e, K, xl, tot, lc, best, tol)
+        if sc < best:  # a scan improves on ``best`` only strictly
             best = sc
             best_f = f
             best_v = v

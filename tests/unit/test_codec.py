@@ -21,7 +21,6 @@ from schemas import (
     FeatureArrival,
     Instance,
     LabelEvent,
-    Prediction,
     Ranking,
     StreamCheckpoint,
     decode,
@@ -81,7 +80,7 @@ def predictions(draw):
     proba = None
     if classes is not None and draw(st.booleans()):
         proba = draw(st.lists(st.floats(0, 1), min_size=len(classes), max_size=len(classes)))
-    return Prediction(
+    return schemas.Prediction(
         stream=draw(names),
         id=draw(labels),
         model=draw(names),
