@@ -167,9 +167,26 @@ def kafka(bootstrap: str | None) -> Iterator[str]:
     broker = LocalBroker(port=port, controller_port=free_port(exclude=[port]))
     broker.fetch()
     try:
-        yield broker.start()
+        bootstrap = broker.start()
+        _LOCAL_BROKERS[bootstrap] = broker
+        yield bootstrap
     finally:
+        _LOCAL_BROKERS.pop(bootstrap, None)
         broker.stop()
+
+
+#: the brokers :func:`kafka` started, by bootstrap address (their log directories are here)
+_LOCAL_BROKERS: dict = {}
+
+
+def stored_bytes(bootstrap: str, topic: str) -> int | None:
+    """Bytes of ``topic``'s log segments on the disk of a broker :func:`kafka` started (as the
+    broker stores the producer's compressed batches); ``None`` for another broker."""
+    broker = _LOCAL_BROKERS.get(bootstrap)
+    if broker is None:
+        return None
+    return sum(f.stat().st_size for d in (broker.data_dir / "kraft").glob(f"{topic}-*")
+               if d.name.rpartition("-")[0] == topic for f in d.glob("*.log"))
 
 
 def tracking_score(series, truth, features=None) -> float:

@@ -186,7 +186,7 @@ def test_a_real_state_is_restored_within_its_bounds_and_four_times_its_size(pred
     p.process(X, y)
     env = StreamCheckpoint(group="g", topics=["t"], partition=0, stream="s", config={},
                            offsets={"t": 1}, state=p.to_state(), ts=0)
-    blob = ckpt.encode_blob(env)
+    blob = ckpt.encode_blob(env, level=1)  # compressed: the inflation bounds apply
     packed = ckpt.inflate(blob)
     assert ckpt.count_values(packed, 10**6) < 1000
     assert len(packed) < 16 * len(blob) and len(packed) < ckpt.Limits().inflated(len(blob))

@@ -115,7 +115,7 @@ def part2(states) -> list[str]:
     lines = []
     limits = ckpt.Limits()
     for label, env, _ in sorted(states, key=lambda s: -s[2])[:12]:
-        blob = ckpt.encode_blob(env)
+        blob = ckpt.encode_blob(env, level=1)  # compressed: what inflating costs
         chunks = ckpt.split(blob, 1024 * 1024 - 4096)
         packed = ckpt.inflate(blob)
 

@@ -11,7 +11,9 @@ default learners) with a state budget (``--budget-mb``), for each ``N`` of ``--s
   end (its metrics);
 * instances/s from the first to the last processed instance, beside the same rows sent as
   one stream through the same worker (``--no-one-stream`` skips it);
-* checkpoint bytes per committed instance (every record of the checkpoints topic);
+* checkpoint bytes per committed instance: as the worker writes them (every record value of
+  the checkpoints topic, as a consumer reads it) and as the broker stores them (the topic's log
+  segments, the producer's lz4 batches; with a local broker only);
 * restore time of each partition by a second worker after the first one stopped (its
   ``partition restored`` log events), with the streams each partition holds.
 
@@ -41,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 
 from schemas.codec import encode_state  # noqa: E402
-from tests.benchmarks.common import kafka, write_results  # noqa: E402
+from tests.benchmarks.common import kafka, stored_bytes, write_results  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
 from worker.tools.dev.broker import free_port  # noqa: E402
 from worker.tools.dev.produce import instance_values, make_producer  # noqa: E402
@@ -225,6 +227,7 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
     first = run_worker(env, port, n, logs / f"{prefix}-a.log", timeout_s=7200)
     m = first["metrics"]
     ckpt = topic_bytes(bootstrap, settings.topics.checkpoints)
+    stored = stored_bytes(bootstrap, settings.topics.checkpoints)
     # a second member restores every partition from the checkpoints the first one wrote
     env_b = dict(env, STREAMFOREST_WORKER__MEMBER_NAME=f"{prefix}-b")
     port_b = free_port()
@@ -253,6 +256,7 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
            "restored_on_demand": m.get("streamforest_streams_restored_total", 0.0),
            "state_mb": m.get("streamforest_state_bytes", 0.0) / 1e6,
            "checkpoint_bytes_per_instance": ckpt / n,
+           "checkpoint_stored_per_instance": None if stored is None else stored / n,
            "restores": restores, "restore_peak_rss_mb": rss_b}
     if one_stream:
         prefix1 = f"bs1-{uuid.uuid4().hex[:6]}"
@@ -285,11 +289,13 @@ def report(sizes: list[dict], runs: list[dict], args, wall: float) -> str:
                   f"rows interleaved stream by stream)", "",
                   "| streams x rows | budget (MB) | instances/s | same rows as one stream (/s) | "
                   "peak RSS (MB) | resident / passivated at the end | passivations | "
-                  "restored on demand | checkpoint bytes / instance | restore per partition "
+                  "restored on demand | checkpoint bytes / instance: written, stored | "
+                  "restore per partition "
                   "(streams, s) | restoring worker's peak RSS (MB) |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in runs:
             one = r.get("one_stream_per_second")
+            kept = r.get("checkpoint_stored_per_instance")
             restores = ", ".join(f"{s + p} ({p} passivated): {sec:.1f}"
                                  for s, p, sec in r["restores"])
             lines.append(
@@ -297,7 +303,8 @@ def report(sizes: list[dict], runs: list[dict], args, wall: float) -> str:
                 f"{r['per_second']:,.0f} | {'-' if one is None else f'{one:,.0f}'} | "
                 f"{r['peak_rss_mb']:,.0f} | {r['resident']:,.0f} / {r['passivated']:,.0f} | "
                 f"{r['passivations']:,.0f} | {r['restored_on_demand']:,.0f} | "
-                f"{r['checkpoint_bytes_per_instance']:,.0f} | {restores} | "
+                f"{r['checkpoint_bytes_per_instance']:,.0f}, "
+                f"{'-' if kept is None else f'{kept:,.0f}'} | {restores} | "
                 f"{r['restore_peak_rss_mb']:,.0f} |")
     return "\n".join(lines) + "\n"
 
