@@ -268,13 +268,13 @@ class PartitionTask:
         ts = int(time.time() * 1000)
         offsets = {self.topic: self.position, self.features: self.fposition}
         topics = [self.topic, self.features]
-        blobs = {
-            s: ckpt.encode_blob(StreamCheckpoint(
+        streams = [s for s in sorted(self.dirty) if s in self.pipelines]
+        blobs = (  # each encoded as it is produced (see CheckpointWriter.write)
+            (s, ckpt.encode_blob(StreamCheckpoint(
                 group=self.group, topics=topics, partition=self.partition, stream=s,
                 config=self.pipelines[s].cfg.as_dict(), offsets=offsets,
-                state=self.pipelines[s].to_state(), ts=ts), level)
-            for s in sorted(self.dirty) if s in self.pipelines
-        }
+                state=self.pipelines[s].to_state(), ts=ts), level))
+            for s in streams)
         base = self.manifest.model_copy(update={"offsets": offsets, "topics": topics, "ts": ts})
         self.manifest, n_bytes, self.manifest_end = writer.write(base, blobs, self.manifest_end)
         self.merge.checkpointed()
@@ -284,7 +284,7 @@ class PartitionTask:
         metrics.ckpt_seconds.observe(time.perf_counter() - t0)
         metrics.ckpt_bytes.labels(partition=self.partition).set(n_bytes)
         event(log, logging.DEBUG, "checkpoint written", partition=self.partition,
-              offset=self.position, streams=len(blobs), bytes=n_bytes)
+              offset=self.position, streams=len(streams), bytes=n_bytes)
         return n_bytes
 
 
