@@ -17,10 +17,16 @@ default learners) with a state budget (``--budget-mb``), for each ``N`` of ``--s
 * restore time of each partition by a second worker after the first one stopped (its
   ``partition restored`` log events), with the streams each partition holds.
 
+``--levels 1,0 --pairs 3`` runs each streams count under each ``checkpoint.compression_level``
+in turn, three rounds, and compares the levels' medians (0, the default, leaves compression to
+the producer's lz4 batches; 1 is zlib in the worker's thread).
+
 Usage::
 
     python tests/benchmarks/service/bench_streams.py                      # 100, 1000, 10000 streams
     python tests/benchmarks/service/bench_streams.py --streams 100 --rows 200 --no-one-stream  # quick
+    python tests/benchmarks/service/bench_streams.py --streams 1000,3000 --no-one-stream \
+        --levels 1,0 --pairs 3 --out tests/benchmarks/service/results/streams_compression.md
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -82,7 +89,9 @@ def state_sizes(rows: int = 2000) -> list[dict]:
 # -- part 2: a worker process on a real broker -------------------------------------------------
 
 def env_for(bootstrap: str, prefix: str, metrics_port: int, budget_mb: float,
-            partitions: int) -> dict:
+            partitions: int, level: int | None = None) -> dict:
+    """A worker's environment: ``level`` sets ``checkpoint.compression_level`` (``None``: the
+    default)."""
     env = dict(os.environ)
     over = {
         "KAFKA__BOOTSTRAP_SERVERS": bootstrap, "KAFKA__GROUP_ID": f"{prefix}-g",
@@ -93,6 +102,8 @@ def env_for(bootstrap: str, prefix: str, metrics_port: int, budget_mb: float,
     for t in ("instances", "features", "predictions", "drift", "rankings", "deadletter",
               "checkpoints", "latest"):
         over[f"TOPICS__{t.upper()}"] = f"{prefix}.{t}"
+    if level is not None:
+        over["CHECKPOINT__COMPRESSION_LEVEL"] = str(level)
     env.update({"STREAMFOREST_" + k: v for k, v in over.items()})
     return env
 
@@ -212,12 +223,12 @@ def restore_times(log: Path) -> list[tuple[int, int, float]]:
 
 
 def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partitions: int,
-            one_stream: bool, logs: Path) -> dict:
+            one_stream: bool, logs: Path, level: int | None = None) -> dict:
     X, y = make_rows(n_streams, rows)
     n = len(y)
     prefix = f"bs{n_streams}-{uuid.uuid4().hex[:6]}"
     port = free_port()
-    env = env_for(bootstrap, prefix, port, budget_mb, partitions)
+    env = env_for(bootstrap, prefix, port, budget_mb, partitions, level)
     settings = load_settings({k: v for k, v in env.items() if k.startswith("STREAMFOREST_")})
     create_topics(settings)
     t0 = time.perf_counter()
@@ -248,6 +259,7 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)
     row = {"streams": n_streams, "rows": rows, "instances": n, "budget_mb": budget_mb,
+           "level": settings.checkpoint.compression_level,
            "per_second": first["per_second"], "seconds": first["seconds"],
            "peak_rss_mb": first["peak_rss_mb"],
            "resident": m.get("streamforest_streams", 0.0),
@@ -261,7 +273,7 @@ def one_run(bootstrap: str, n_streams: int, rows: int, budget_mb: float, partiti
     if one_stream:
         prefix1 = f"bs1-{uuid.uuid4().hex[:6]}"
         port1 = free_port()
-        env1 = env_for(bootstrap, prefix1, port1, budget_mb, partitions)
+        env1 = env_for(bootstrap, prefix1, port1, budget_mb, partitions, level)
         settings1 = load_settings({k: v for k, v in env1.items()
                                    if k.startswith("STREAMFOREST_")})
         create_topics(settings1)
@@ -287,26 +299,55 @@ def report(sizes: list[dict], runs: list[dict], args, wall: float) -> str:
     if runs:
         lines += [f"## Streams through one worker (default learners, {args.partitions} partitions, "
                   f"rows interleaved stream by stream)", "",
-                  "| streams x rows | budget (MB) | instances/s | same rows as one stream (/s) | "
+                  "| streams x rows | checkpoint zlib level | budget (MB) | instances/s | "
+                  "same rows as one stream (/s) | "
                   "peak RSS (MB) | resident / passivated at the end | passivations | "
                   "restored on demand | checkpoint bytes / instance: written, stored | "
                   "restore per partition "
                   "(streams, s) | restoring worker's peak RSS (MB) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in runs:
             one = r.get("one_stream_per_second")
             kept = r.get("checkpoint_stored_per_instance")
             restores = ", ".join(f"{s + p} ({p} passivated): {sec:.1f}"
                                  for s, p, sec in r["restores"])
             lines.append(
-                f"| {r['streams']:,} x {r['rows']} | {r['budget_mb']:g} | "
+                f"| {r['streams']:,} x {r['rows']} | {r['level']} | {r['budget_mb']:g} | "
                 f"{r['per_second']:,.0f} | {'-' if one is None else f'{one:,.0f}'} | "
                 f"{r['peak_rss_mb']:,.0f} | {r['resident']:,.0f} / {r['passivated']:,.0f} | "
                 f"{r['passivations']:,.0f} | {r['restored_on_demand']:,.0f} | "
                 f"{r['checkpoint_bytes_per_instance']:,.0f}, "
                 f"{'-' if kept is None else f'{kept:,.0f}'} | {restores} | "
                 f"{r['restore_peak_rss_mb']:,.0f} |")
+    lines += compared(runs)
     return "\n".join(lines) + "\n"
+
+
+def compared(runs: list[dict]) -> list[str]:
+    """Medians per streams count and checkpoint level when the runs have several levels, and
+    each level's instances/s against the first level's (medians of the runs)."""
+    levels = list(dict.fromkeys(r["level"] for r in runs))
+    if len(levels) < 2:
+        return []
+    lines = ["", "## Checkpoint compression compared (medians of the runs)", "",
+             "| streams | checkpoint zlib level | runs | instances/s | against level "
+             f"{levels[0]} | checkpoint bytes / instance: written, stored | restore per "
+             "partition (s) | peak RSS (MB) |", "|---|---|---|---|---|---|---|---|"]
+    for n in dict.fromkeys(r["streams"] for r in runs):
+        base = None
+        for level in levels:
+            mine = [r for r in runs if r["streams"] == n and r["level"] == level]
+            rate = statistics.median(r["per_second"] for r in mine)
+            base = base or rate
+            kept = [r["checkpoint_stored_per_instance"] for r in mine
+                    if r["checkpoint_stored_per_instance"] is not None]
+            lines.append(
+                f"| {n:,} | {level} | {len(mine)} | {rate:,.0f} | {rate / base:.2f} | "
+                f"{statistics.median(r['checkpoint_bytes_per_instance'] for r in mine):,.0f}, "
+                f"{f'{statistics.median(kept):,.0f}' if kept else '-'} | "
+                f"{statistics.median(s for r in mine for _n, _p, s in r['restores']):.2f} | "
+                f"{statistics.median(r['peak_rss_mb'] for r in mine):,.0f} |")
+    return lines
 
 
 def main() -> None:
@@ -318,8 +359,13 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--no-one-stream", action="store_true")
     ap.add_argument("--no-broker", action="store_true", help="part 1 only")
+    ap.add_argument("--levels", default=None, metavar="L,L",
+                    help="checkpoint.compression_level of the workers, each in turn for every "
+                    "streams count (default: the settings' default alone)")
+    ap.add_argument("--pairs", type=int, default=1, help="rounds of the levels, alternated")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    levels = [int(v) for v in args.levels.split(",")] if args.levels else [None]
     t0 = time.perf_counter()
     sizes = state_sizes()
     for r in sizes:
@@ -331,8 +377,11 @@ def main() -> None:
         logs.mkdir(exist_ok=True)
         with kafka(args.bootstrap) as bootstrap:
             for n_streams in (int(v) for v in args.streams.split(",")):
-                runs.append(one_run(bootstrap, n_streams, args.rows, args.budget_mb,
-                                    args.partitions, not args.no_one_stream, logs))
+                for _ in range(args.pairs):
+                    for level in levels:
+                        runs.append(one_run(bootstrap, n_streams, args.rows, args.budget_mb,
+                                            args.partitions, not args.no_one_stream, logs,
+                                            level))
     text = report(sizes, runs, args, time.perf_counter() - t0)
     write_results(args.out, text)
     write_results(args.out.with_suffix(".json"), {"sizes": sizes, "runs": runs})
