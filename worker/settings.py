@@ -415,7 +415,7 @@ class CheckpointSettings(Section):
     compression_level: int = Field(
         0, ge=0, le=9, description="zlib level of checkpoint states, spent in the worker's "
         "thread (0: none; the producer's compression.type, lz4 unless kafka.extra says "
-        "otherwise, compresses them in librdkafka's threads, 10-25% larger than level 1)"
+        "otherwise, compresses them in librdkafka's threads, up to 25% larger than level 1)"
     )
 
     @model_validator(mode="after")
