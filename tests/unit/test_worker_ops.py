@@ -349,6 +349,39 @@ def test_fault_metrics_are_exported():
         assert line in text
 
 
+def test_a_checkpoint_produces_each_stream_before_the_next_is_encoded():
+    """The writer takes ``(stream, blob)`` pairs as a worker encodes them: a stream's chunks
+    go to the producer before the next stream's blob exists, so a partition's checkpoint is
+    never held whole; the manifest names each stream's first chunk, as with a dict."""
+    events = []
+
+    class Recorder:  # the producer's calls, delivered at once (a unit test: no broker here)
+        def __init__(self):
+            self.offset = 0
+
+        def produce(self, topic, value, key, partition, on_delivery=None):
+            events.append(("produced", key))
+            if on_delivery is not None:
+                msg = type("Msg", (), {"offset": lambda _self, o=self.offset: o})()
+                on_delivery(None, msg)
+            self.offset += 1
+
+        def flush(self, *_args):
+            return 0
+
+    def encoded(streams):
+        for s in streams:
+            events.append(("encoded", s))
+            yield s, ckpt.encode_blob(_envelope(stream=s))
+
+    manifest = ckpt.empty_manifest("g", "t", 1, 0, "f", 0)
+    written = ckpt.CheckpointWriter(Recorder(), "ck", 1 << 20).write(manifest, encoded("abc"))
+    kinds = [kind for kind, _key in events]
+    assert kinds == ["encoded", "produced"] * 3 + ["produced"]  # the manifest last
+    assert {s: first for s, (first, _n, _size) in written.manifest.streams.items()} == {
+        "a": 0, "b": 1, "c": 2}
+
+
 def test_checkpoints_compressed_by_the_worker_and_plain_ones_read_alike():
     import zlib
 
