@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -309,16 +309,15 @@ class CheckpointWriter:
         self.faults = faults
         self.n_chunks_written = 0
 
-    def write(self, manifest: CheckpointManifest,
-              blobs: Mapping[str, bytes] | Iterable[tuple[str, bytes]],
+    def write(self, manifest: CheckpointManifest, blobs: Iterable[tuple[str, bytes]],
               end: int = 0) -> Written:
         """Produce the blobs of changed streams, then the updated manifest.
 
         ``manifest`` carries the new offsets and the previous checkpoint's streams, ``end`` the
-        previous manifest's end (see :class:`Written`). ``blobs`` maps streams to their blobs,
-        or yields ``(stream, blob)`` pairs: a worker encodes each stream's blob as it is
-        produced, so that the partition's checkpoint (thousands of streams: hundreds of MB)
-        is never held whole beside the producer's copy. Chunks are flushed before the
+        previous manifest's end (see :class:`Written`). ``blobs`` yields ``(stream, blob)``
+        pairs (a dict's ``items()``, or a worker's generator that encodes each stream's blob
+        as it is produced, so that the partition's checkpoint (thousands of streams: hundreds of MB)
+        is never held whole beside the producer's copy). Chunks are flushed before the
         manifest is produced, because the manifest names their offsets.
         """
         p = manifest.partition
@@ -337,7 +336,7 @@ class CheckpointWriter:
             last[0] = max(last[0], msg.offset())
 
         sizes: dict[str, tuple[int, int]] = {}
-        for stream, blob in blobs.items() if isinstance(blobs, Mapping) else blobs:
+        for stream, blob in blobs:
             chunks = split(blob, self.chunk_bytes)
             sizes[stream] = (len(chunks), len(blob))
             for i, chunk in enumerate(chunks):

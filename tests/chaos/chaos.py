@@ -228,11 +228,11 @@ def craft(settings, rng: random.Random, n: int) -> str:
         elif kind == "bomb":  # 400 MB of zeros in about 400 KB
             z = zlib.compressobj(9)
             blob = b"".join([z.compress(bytes(1 << 20)) for _ in range(400)] + [z.flush()])
-            writer.write(manifest, {stream: blob})
+            writer.write(manifest, [(stream, blob)])
         else:
             change = {"capacity": {"nodes": 1 << 22}} if kind == "capacity" else {"n_splits": 5000}
-            writer.write(manifest, {stream: ckpt.encode_blob(_tampered(envelopes[stream],
-                                                                       **change))})
+            writer.write(manifest, [(stream, ckpt.encode_blob(_tampered(envelopes[stream],
+                                                                       **change)))])
         producer.commit()
     finally:
         producer.close()

@@ -68,7 +68,7 @@ def test_a_read_right_after_the_commit_sees_the_committed_checkpoint(kafka_boots
             env = _envelope(settings, f"s{k % 7}", k + 1, size=300, seed=k)
             producer.begin()
             manifest, _, end = writer.write(_base(settings, manifest, k + 1),
-                                            {env.stream: ckpt.encode_blob(env)}, end)
+                                            [(env.stream, ckpt.encode_blob(env))], end)
             for part in range(500):
                 producer.produce(outputs, b"output", b"k", partition=part)
             producer.commit()
@@ -137,7 +137,7 @@ def test_chunks_interleaved_with_another_writers_records_are_read(kafka_bootstra
         for envs, offset in ((first, 10), (second, 20)):
             producer.begin()
             manifest, _, _ = writer.write(_base(settings, manifest, offset),
-                                          {s: ckpt.encode_blob(e) for s, e in envs.items()})
+                                          [(s, ckpt.encode_blob(e)) for s, e in envs.items()])
             producer.commit()
             assert all(n > 1 for _, n, _ in manifest.streams.values())  # chunked
         loaded = ckpt.read_usable(reader, t.checkpoints, 0, settings.kafka.group_id,
@@ -207,7 +207,7 @@ def test_crafted_records_are_refused_before_allocating_and_the_older_checkpoint_
         ``streams`` beside it."""
         producer.begin()
         if streams is None:
-            out = writer.write(_base(settings, manifest, 10), blobs).manifest
+            out = writer.write(_base(settings, manifest, 10), blobs.items()).manifest
         else:
             out = manifest.model_copy(update={"streams": {**manifest.streams, **streams}})
             producer.produce(t.checkpoints, encode(out)[0],

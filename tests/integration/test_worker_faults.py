@@ -589,10 +589,10 @@ def test_a_group_restores_chunks_interleaved_with_another_groups(kafka_bootstrap
             ).model_copy(update={"offsets": offsets})
             _write_in_turns(
                 (mine, lambda prod, m=loaded.manifest, b=blobs:
-                 ckpt.CheckpointWriter(prod, ck, 1024).write(m, b)),
+                 ckpt.CheckpointWriter(prod, ck, 1024).write(m, b.items())),
                 (theirs, lambda prod, m=theirs_manifest, e=envs:
                  ckpt.CheckpointWriter(prod, ck, 1024).write(
-                     m, {s: ckpt.encode_blob(v) for s, v in e.items()})))
+                     m, [(s, ckpt.encode_blob(v)) for s, v in e.items()])))
             written[p] = envs
     finally:
         mine.close()
@@ -663,7 +663,7 @@ def test_checkpoints_claiming_more_than_they_hold_are_refused_and_outputs_stay_e
             for bad in ({s: _with_predictor(e, n_splits=5000) for s, e in envelopes.items()},
                         {first: _with_predictor(envelopes[first], capacity={"nodes": 1 << 16})}):
                 producer.begin()
-                writer.write(manifest, {s: ckpt.encode_blob(e) for s, e in bad.items()})
+                writer.write(manifest, [(s, ckpt.encode_blob(e)) for s, e in bad.items()])
                 producer.commit()
             crafted[part] = sorted(envelopes)
     finally:

@@ -308,7 +308,7 @@ def table_big_state(bootstrap: str, target_mb: float = 100.0) -> dict:
                                    settings.checkpoint.max_message_bytes)
     prod.begin()
     blobs = {f"big-{i}": blob_of(f"big-{i}") for i in range(k)}
-    writer.write(ckpt.empty_manifest(group, topic, 0, 0, feats, 0), blobs)
+    writer.write(ckpt.empty_manifest(group, topic, 0, 0, feats, 0), blobs.items())
     prod.commit()
     total = sum(len(b) for b in blobs.values())
     consumer, reader = make_consumer(settings), make_reader(settings)
