@@ -153,6 +153,8 @@ class Worker:
         s = self.settings
         self.server = serve_metrics(self.metrics, s.worker)
         checked = preflight(s, stopping=self._stop.is_set)
+        for warning in checked.warnings:
+            event(log, logging.WARNING, warning)
         self.encoder.set_limits(checked.max_bytes)
         self.txn.open(min(checked.max_bytes.values()) - self.encoder.RECORD_OVERHEAD)
         self.reader = make_reader(s)

@@ -158,6 +158,8 @@ def producer_config(settings, transactional_id: str | None,
         ours["transactional.id"] = transactional_id
     else:
         del ours["transaction.timeout.ms"]
+    if "compression.codec" in conf:  # librdkafka's alias: ours set after it would win
+        del ours["compression.type"]
     for k, v in ours.items():
         conf.setdefault(k, v)
     return without_consumer_keys(conf)

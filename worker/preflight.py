@@ -14,7 +14,9 @@ state later. :func:`preflight` fails fast instead, with a message that says what
 
 It also reads each output topic's ``max.message.bytes``, the largest record the broker will
 take (:attr:`Preflight.max_bytes`): outputs that would exceed it are dead-lettered with reason
-``output_too_large`` instead of failing the transaction forever.
+``output_too_large`` instead of failing the transaction forever. What works but costs the
+operator (checkpoints stored uncompressed: :func:`checkpoint_warnings`) is a warning
+(:attr:`Preflight.warnings`), logged at start.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from .kafka_io import admin_config
+from .kafka_io import admin_config, producer_config
 
 #: the broker's default ``message.max.bytes`` (Kafka 4.x), for topics that do not say
 BROKER_DEFAULT_MAX_BYTES = 1_048_588
@@ -45,6 +47,7 @@ class Preflight:
 
     partitions: int
     max_bytes: dict[str, int]
+    warnings: tuple[str, ...] = ()
 
 
 def metadata(client, settings, stopping=lambda: False):
@@ -131,6 +134,38 @@ def latest_problems(topic: str | None, topics_md, configs: dict[str, dict], hint
     return []
 
 
+def checkpoint_warnings(settings, configs: dict[str, dict]) -> list[str]:
+    """A warning when checkpoints would be stored uncompressed: the worker leaves them to
+    its producer (``checkpoint.compression_level=0``), and the producer does not compress
+    (``compression.type=none`` in ``kafka.extra``) or the checkpoints topic stores records
+    uncompressed (``compression.type=uncompressed``). The states then take three to five
+    times the broker's disk and the restores' reads.
+
+    Examples
+    --------
+    >>> from worker.settings import Settings
+    >>> s = Settings(kafka={"extra": {"compression.type": "none"}})
+    >>> checkpoint_warnings(s, {})[0][:60]
+    'checkpoints are stored uncompressed: checkpoint.compression_'
+    >>> checkpoint_warnings(Settings(), {"sf.checkpoints": {"compression.type": "producer"}})
+    []
+    """
+    if settings.checkpoint.compression_level:
+        return []
+    topic = configs.get(settings.topics.checkpoints, {}).get("compression.type") or "producer"
+    conf = producer_config(settings, None)
+    codec = str(conf.get("compression.codec", conf.get("compression.type", "none"))).lower()
+    if topic == "uncompressed":
+        why = f"topic {settings.topics.checkpoints} has compression.type=uncompressed"
+    elif topic == "producer" and codec == "none":
+        why = "the producer's compression.type is none (kafka.extra)"
+    else:
+        return []
+    return [f"checkpoints are stored uncompressed: checkpoint.compression_level is 0 (the "
+            f"producer compresses them) and {why}; set STREAMFOREST_CHECKPOINT__COMPRESSION_LEVEL"
+            "=1 to compress them in the worker, or let the producer and the topic compress"]
+
+
 def preflight(settings, stopping=lambda: False, admin: AdminClient | None = None) -> Preflight:
     """Run the checks of the module doc; raise :class:`BrokersUnreachable` or :class:`TopicProblem`."""
     t = settings.topics
@@ -146,4 +181,5 @@ def preflight(settings, stopping=lambda: False, admin: AdminClient | None = None
         raise TopicProblem("; ".join(problems))
     max_bytes = {n: int(configs[n].get("max.message.bytes") or BROKER_DEFAULT_MAX_BYTES)
                  for n in outputs}
-    return Preflight(len(md.topics[t.instances].partitions), max_bytes)
+    return Preflight(len(md.topics[t.instances].partitions), max_bytes,
+                     tuple(checkpoint_warnings(settings, configs)))
