@@ -128,7 +128,7 @@ def consumer_config(settings, *, group: bool = True) -> dict:
         for k in ("partition.assignment.strategy", "group.instance.id", "session.timeout.ms"):
             conf.pop(k, None)
         conf["group.id"] = ours["group.id"]
-    return conf
+    return without_producer_keys(conf)
 
 
 def producer_config(settings, transactional_id: str | None,
@@ -165,19 +165,32 @@ def producer_config(settings, transactional_id: str | None,
     return without_consumer_keys(conf)
 
 
-# consumer properties librdkafka warns about (CONFWARN) when a producer is given them
-_CONSUMER_ONLY = ("group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
-                  "partition.assignment.strategy", "isolation.level", "auto.offset.reset",
-                  "max.poll.interval.ms", "enable.auto.commit", "fetch.wait.max.ms")
+# properties of one client role (librdkafka's CONFIGURATION.md, column C or P, aliases
+# included): kafka.extra serves every client, and librdkafka ignores a property of the other
+# role with a CONFWARN line at each client's start, so each client leaves those out
+_CONSUMER_ONLY = frozenset({
+    "group.id", "group.instance.id", "group.protocol", "group.protocol.type",
+    "group.remote.assignor", "partition.assignment.strategy", "session.timeout.ms",
+    "heartbeat.interval.ms", "coordinator.query.interval.ms", "max.poll.interval.ms",
+    "isolation.level", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms",
+    "enable.auto.offset.store", "queued.min.messages", "queued.max.messages.kbytes",
+    "fetch.wait.max.ms", "fetch.queue.backoff.ms", "fetch.message.max.bytes",
+    "max.partition.fetch.bytes", "fetch.max.bytes", "fetch.min.bytes", "fetch.error.backoff.ms",
+    "enable.partition.eof", "check.crcs", "consume.callback.max.messages"})
+_PRODUCER_ONLY = frozenset({
+    "transactional.id", "transaction.timeout.ms", "enable.idempotence",
+    "enable.gapless.guarantee", "queue.buffering.max.messages", "queue.buffering.max.kbytes",
+    "queue.buffering.max.ms", "linger.ms", "message.send.max.retries", "retries",
+    "queue.buffering.backpressure.threshold", "compression.codec", "compression.type",
+    "compression.level", "batch.num.messages", "batch.size", "delivery.report.only.error",
+    "sticky.partitioning.linger.ms", "request.required.acks", "acks", "request.timeout.ms",
+    "message.timeout.ms", "delivery.timeout.ms", "partitioner"})
 
 
 def admin_config(settings) -> dict:
-    """Connection settings for an AdminClient (no consumer-only keys)."""
-    conf = _base(settings)
-    for k in list(conf):
-        if k.startswith(("group.", "session.", "heartbeat.", "partition.assignment")):
-            conf.pop(k)
-    return conf
+    """Connection settings for an AdminClient (a producer's handle in librdkafka: no
+    consumer-only keys)."""
+    return without_consumer_keys(_base(settings))
 
 
 def without_consumer_keys(conf: dict) -> dict:
@@ -189,6 +202,17 @@ def without_consumer_keys(conf: dict) -> dict:
     {'bootstrap.servers': 'b:9092'}
     """
     return {k: v for k, v in conf.items() if k not in _CONSUMER_ONLY}
+
+
+def without_producer_keys(conf: dict) -> dict:
+    """``conf`` without the producer-only properties (a consumer's configuration).
+
+    Examples
+    --------
+    >>> without_producer_keys({"bootstrap.servers": "b:9092", "linger.ms": "5"})
+    {'bootstrap.servers': 'b:9092'}
+    """
+    return {k: v for k, v in conf.items() if k not in _PRODUCER_ONLY}
 
 
 def make_consumer(settings) -> Consumer:
