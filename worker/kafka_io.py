@@ -176,7 +176,7 @@ _CONSUMER_ONLY = frozenset({
     "enable.auto.offset.store", "queued.min.messages", "queued.max.messages.kbytes",
     "fetch.wait.max.ms", "fetch.queue.backoff.ms", "fetch.message.max.bytes",
     "max.partition.fetch.bytes", "fetch.max.bytes", "fetch.min.bytes", "fetch.error.backoff.ms",
-    "enable.partition.eof", "check.crcs", "consume.callback.max.messages"})
+    "enable.partition.eof", "check.crcs", "consume.callback.max.messages", "offset.store.method"})
 _PRODUCER_ONLY = frozenset({
     "transactional.id", "transaction.timeout.ms", "enable.idempotence",
     "enable.gapless.guarantee", "queue.buffering.max.messages", "queue.buffering.max.kbytes",
@@ -184,7 +184,7 @@ _PRODUCER_ONLY = frozenset({
     "queue.buffering.backpressure.threshold", "compression.codec", "compression.type",
     "compression.level", "batch.num.messages", "batch.size", "delivery.report.only.error",
     "sticky.partitioning.linger.ms", "request.required.acks", "acks", "request.timeout.ms",
-    "message.timeout.ms", "delivery.timeout.ms", "partitioner"})
+    "message.timeout.ms", "delivery.timeout.ms", "partitioner", "produce.offset.report"})
 
 
 def admin_config(settings) -> dict:

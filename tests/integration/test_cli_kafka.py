@@ -105,8 +105,10 @@ def _check_topics(bootstrap: str) -> list[str]:
 
 
 def test_run_logs_librdkafka_in_its_json_log(kafka_bootstrap):
-    """A consumer property given to every client makes the producers warn (CONFWARN): the
-    warning is a line of the worker's JSON log, like every other line on stderr."""
+    """A deprecated property makes every client warn (CONFWARN): the warning is a line of
+    the worker's JSON log, like every other line on stderr. A property of one role reaches
+    the clients of that role only (no warning), and a producer that does not compress gets
+    the worker's own warning about uncompressed checkpoints."""
     env = _env(new_prefix("cli-run"), WORKER__LOG_LEVEL="INFO")
     settings = settings_from({k: v for k, v in env.items() if k.startswith("STREAMFOREST_")})
     from worker.tools.topics import create_topics
@@ -114,7 +116,8 @@ def test_run_logs_librdkafka_in_its_json_log(kafka_bootstrap):
     create_topics(settings.model_copy(update={"kafka": settings.kafka.model_copy(
         update={"bootstrap_servers": kafka_bootstrap})}))
     proc = subprocess.Popen([sys.executable, "-m", "worker", "run", "-b", kafka_bootstrap,
-                             "-X", "fetch.min.bytes=1", "-X", f"sasl.password={SECRET}"],
+                             "-X", "socket.blocking.max.ms=100", "-X", "fetch.min.bytes=1",
+                             "-X", "compression.type=none", "-X", f"sasl.password={SECRET}"],
                             cwd=str(REPO), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -133,5 +136,8 @@ def test_run_logs_librdkafka_in_its_json_log(kafka_bootstrap):
     records = [json.loads(x) for x in lines + rest.splitlines() if x.strip()]  # JSON only
     assert proc.returncode == 0, records
     warned = [r for r in records if r["logger"] == "streamforest.librdkafka"]
-    assert any("fetch.min.bytes" in r["msg"] and "CONFWARN" in r["msg"] for r in warned), records
+    assert any("socket.blocking.max.ms" in r["msg"] and "CONFWARN" in r["msg"] for r in warned), records
+    assert not any("property and will be ignored" in r["msg"] for r in warned), warned
+    assert any(r["logger"] == "streamforest.worker" and r["level"] == "warning"
+               and r["msg"].startswith("checkpoints are stored uncompressed") for r in records), records
     assert SECRET not in "".join(lines) + rest

@@ -26,7 +26,8 @@ VALUES = {"transactional.id": "t", "enable.idempotence": "true", "enable.gapless
           "group.remote.assignor": "uniform", "partition.assignment.strategy": "range",
           "isolation.level": "read_committed", "auto.offset.reset": "earliest",
           "enable.auto.commit": "false", "enable.auto.offset.store": "false",
-          "enable.partition.eof": "true", "check.crcs": "false"}
+          "enable.partition.eof": "true", "check.crcs": "false", "offset.store.method": "broker",
+          "produce.offset.report": "false"}
 
 
 class Lines(logging.Handler):
