@@ -5,9 +5,12 @@ The stream is Electricity (45,312 instances) under the worker's defaults (the ad
 forest, the block-forest ranker, ADWIN, 1,000 held instances per stream), produced as the
 ``produce`` command writes it: every instance with its label, or every other instance
 (the first, the third, ...) unlabelled and its LabelEvent right after the instance 1,000 later
-(the last ones at the end), as ``bench_delayed_labels.py`` feeds its pipeline.
-A worker per topic consumes it from the start with exactly-once on, the two in this process
-side by side (a poll of the one behind at a time: both run at the machine's speed of the same
+(the last ones at the end), as ``bench_delayed_labels.py`` feeds its pipeline. A third
+topic holds the same rows fully labelled in the order their labels come in the late one
+(:func:`label_order`): what learning in that order costs by itself, with every record an
+instance, apart from what the held store, the join and the label records add.
+A worker per topic consumes it from the start with exactly-once on, the three in this process
+side by side (a poll of the one behind at a time: all run at the machine's speed of the same
 moments, which drifts by tens of percent between minutes on a shared machine); each on fresh
 topics and a fresh group. Throughput is the instances committed per second of the worker's
 steps after a warm-up of a tenth of the stream (numba compiled before), in wall time and in
@@ -68,6 +71,27 @@ def start_worker(bootstrap: str, values: list, headers: dict) -> Worker:
     return w
 
 
+def label_order(n: int, delay: int, every: int) -> list[int]:
+    """The instances of a stream of ``n`` in the order their labels come when every
+    ``every``-th one's label is ``delay`` instances late (as ``delayed_label_values`` writes
+    it): the others' with their instance, a late one's right after instance ``i + delay``.
+
+    Examples
+    --------
+    >>> label_order(5, 2, 2)
+    [1, 0, 3, 2, 4]
+    """
+    late = [i % every == 0 for i in range(n)]
+    order = []
+    for i in range(n):
+        if not late[i]:
+            order.append(i)
+        if i - delay >= 0 and late[i - delay]:
+            order.append(i - delay)
+    order += [i for i in range(max(0, n - delay), n) if late[i]]
+    return order
+
+
 def committed(w: Worker) -> float:
     """Instances the worker committed so far."""
     return w.metrics.registry.get_sample_value("streamforest_instances_total") or 0
@@ -113,7 +137,7 @@ def run_side_by_side(bootstrap: str, topics: list, n: int) -> list[tuple[float, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bootstrap", default=None)
-    ap.add_argument("--pairs", type=int, default=3, help="runs of the two side by side")
+    ap.add_argument("--pairs", type=int, default=3, help="runs of the three side by side")
     ap.add_argument("--int-labels", action="store_true",
                     help="the classes as integers 0, 1 instead of the dataset's strings")
     args = ap.parse_args()
@@ -124,15 +148,22 @@ def main() -> None:
     n = len(y)
     plain = (instance_values(STREAM, X, y), {})
     late = delayed_label_values(STREAM, X, y, DELAY, every=2)  # as bench_delayed_labels
-    runs = {"plain": [], "late": []}
+    order = label_order(n, DELAY, 2)
+    assert sorted(order) == list(range(n))
+    ordered = (instance_values(STREAM, X[order], [y[i] for i in order]), {})
+    runs = {"plain": [], "late": [], "order": []}
+    topics = [plain, late, ordered]
     with kafka(args.bootstrap) as bootstrap:
-        run_side_by_side(bootstrap, [plain, late], n)  # compile, and the broker's first topics
+        run_side_by_side(bootstrap, topics, n)  # compile, and the broker's first topics
         for _ in range(args.pairs):
-            for name, rates in zip(runs, run_side_by_side(bootstrap, [plain, late], n)):
+            for name, rates in zip(runs, run_side_by_side(bootstrap, topics, n)):
                 runs[name].append(rates)
                 print(name, [f"{v:,.0f}" for v in rates[:2]], flush=True)
-    wall = [b[0] / a[0] for a, b in zip(runs["plain"], runs["late"])]
-    cpu = [b[1] / a[1] for a, b in zip(runs["plain"], runs["late"])]
+
+    def ratios(over: str, under: str, k: int) -> list[float]:
+        return [b[k] / a[k] for a, b in zip(runs[under], runs[over])]
+
+    wall, cpu = ratios("late", "plain", 0), ratios("late", "plain", 1)
 
     def median(name: str, k: int) -> str:
         return f"{statistics.median(r[k] for r in runs[name]):,.0f}"
@@ -147,7 +178,7 @@ def main() -> None:
         f"Every label with its instance ({n:,} records) against every other label "
         f"{DELAY:,} instances late as a LabelEvent ({len(late[0]):,} records); instances "
         f"committed per second of the worker's steps after a warm-up of a tenth of the stream, "
-        f"{args.pairs} runs of the two workers side by side, a poll of the one behind at a "
+        f"{args.pairs} runs of the three workers side by side, a poll of the one behind at a "
         "time (medians; the ratio is the median of the runs' ratios).", "",
         "| | every label with its instance | half the labels 1,000 instances late | ratio "
         "(median) | runs' ratios |", "|---|---|---|---|---|",
@@ -155,6 +186,15 @@ def main() -> None:
         f"{statistics.median(wall):.2f} | {min(wall):.2f}-{max(wall):.2f} |",
         f"| instances per CPU-second of the worker's thread | {median('plain', 1)} | "
         f"{median('late', 1)} | {statistics.median(cpu):.2f} | {min(cpu):.2f}-{max(cpu):.2f} |",
+        "", "What the order of the labels costs by itself: the same rows fully labelled in "
+        "the order their labels come in the late topic (every record an instance), per "
+        "CPU-second of the worker's thread, against the topic of every label with its "
+        "instance (the median of the runs' ratios, and their range).", "",
+        "| | instances per CPU-second | against every label with its instance | the late "
+        "topic against it |", "|---|---|---|---|",
+        f"| every label with its instance, in the order of the late topic's labels | "
+        f"{median('order', 1)} | {_spread(ratios('order', 'plain', 1))} | "
+        f"{_spread(ratios('late', 'order', 1))} |",
         "", f"Where the worker's thread spends it: CPU seconds per {n:,} instances (of the "
         "steps after the warm-up; medians of the runs) in the stream pipeline (learners, held "
         "store, join, planning) and in the rest of the step (consuming, merging, decoding, "
@@ -166,10 +206,18 @@ def main() -> None:
             ("the pipeline", seconds("plain", 3), seconds("late", 3)),
             ("the rest of the step", seconds("plain", 2) - seconds("plain", 3),
              seconds("late", 2) - seconds("late", 3)))],
+        "", "The same for the rows in the order of the late topic's labels: whole step "
+        f"{seconds('order', 2):.3f}, pipeline {seconds('order', 3):.3f}, rest of the step "
+        f"{seconds('order', 2) - seconds('order', 3):.3f}.",
     ]) + "\n"
     print(text)
     name = "late_labels_worker_int.md" if args.int_labels else "late_labels_worker.md"
     write_results(Path(__file__).parent / "results" / name, text)
+
+
+def _spread(values: list[float]) -> str:
+    """``median (min-max)`` of ratios."""
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
 if __name__ == "__main__":
