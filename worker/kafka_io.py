@@ -128,7 +128,7 @@ def consumer_config(settings, *, group: bool = True) -> dict:
         for k in ("partition.assignment.strategy", "group.instance.id", "session.timeout.ms"):
             conf.pop(k, None)
         conf["group.id"] = ours["group.id"]
-    return without_producer_keys(conf)
+    return for_client(conf, "consumer")
 
 
 def producer_config(settings, transactional_id: str | None,
@@ -162,7 +162,7 @@ def producer_config(settings, transactional_id: str | None,
         del ours["compression.type"]
     for k, v in ours.items():
         conf.setdefault(k, v)
-    return without_consumer_keys(conf)
+    return for_client(conf, "producer")
 
 
 # properties of one client role (librdkafka's CONFIGURATION.md, column C or P, aliases
@@ -190,29 +190,24 @@ _PRODUCER_ONLY = frozenset({
 def admin_config(settings) -> dict:
     """Connection settings for an AdminClient (a producer's handle in librdkafka: no
     consumer-only keys)."""
-    return without_consumer_keys(_base(settings))
+    return for_client(_base(settings), "producer")
 
 
-def without_consumer_keys(conf: dict) -> dict:
-    """``conf`` without the consumer-only properties (a producer's configuration).
-
-    Examples
-    --------
-    >>> without_consumer_keys({"bootstrap.servers": "b:9092", "group.id": "g"})
-    {'bootstrap.servers': 'b:9092'}
-    """
-    return {k: v for k, v in conf.items() if k not in _CONSUMER_ONLY}
-
-
-def without_producer_keys(conf: dict) -> dict:
-    """``conf`` without the producer-only properties (a consumer's configuration).
+def for_client(conf: dict, role: str) -> dict:
+    """``conf`` without the properties of the other role: a ``"producer"``'s (an
+    AdminClient is one in librdkafka) without the consumer-only ones, a ``"consumer"``'s
+    without the producer-only ones.
 
     Examples
     --------
-    >>> without_producer_keys({"bootstrap.servers": "b:9092", "linger.ms": "5"})
-    {'bootstrap.servers': 'b:9092'}
+    >>> conf = {"bootstrap.servers": "b:9092", "group.id": "g", "linger.ms": "5"}
+    >>> for_client(conf, "producer")
+    {'bootstrap.servers': 'b:9092', 'linger.ms': '5'}
+    >>> for_client(conf, "consumer")
+    {'bootstrap.servers': 'b:9092', 'group.id': 'g'}
     """
-    return {k: v for k, v in conf.items() if k not in _PRODUCER_ONLY}
+    other = {"producer": _CONSUMER_ONLY, "consumer": _PRODUCER_ONLY}[role]
+    return {k: v for k, v in conf.items() if k not in other}
 
 
 def make_consumer(settings) -> Consumer:

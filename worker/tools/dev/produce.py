@@ -26,7 +26,7 @@ from schemas.messages import TRUTH_HEADER
 
 from ...cli import UsageError
 from ...intake import LABEL_HEADERS
-from ...kafka_io import quiet_client_logs, without_consumer_keys
+from ...kafka_io import for_client, quiet_client_logs
 from ...settings import add_kafka_arguments
 
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -408,7 +408,7 @@ def _cmd_produce(args) -> int:
 def _checked_producer(settings) -> tuple[Producer | None, str]:
     """``(producer, instances topic)``, the producer ``None`` (the reason on stderr) when the
     brokers do not answer or the topic does not exist."""
-    conf = without_consumer_keys(settings.kafka.as_librdkafka_dict())
+    conf = for_client(settings.kafka.as_librdkafka_dict(), "producer")
     conf["logger"] = quiet_client_logs()  # the outcome is one line, not librdkafka's retries
     producer = make_producer(conf)
     topic = settings.topics.instances
