@@ -315,9 +315,9 @@ class CheckpointWriter:
 
         ``manifest`` carries the new offsets and the previous checkpoint's streams, ``end`` the
         previous manifest's end (see :class:`Written`). ``blobs`` yields ``(stream, blob)``
-        pairs (a dict's ``items()``, or a worker's generator that encodes each stream's blob
-        as it is produced, so that the partition's checkpoint (thousands of streams: hundreds of MB)
-        is never held whole beside the producer's copy). Chunks are flushed before the
+        pairs: a dict's ``items()``, or a worker's generator that encodes each stream's blob
+        as it is produced, so that a partition's checkpoint (thousands of streams, hundreds
+        of MB) is never held whole beside the producer's copy. Chunks are flushed before the
         manifest is produced, because the manifest names their offsets.
         """
         p = manifest.partition

@@ -122,13 +122,37 @@ def consumer_config(settings, *, group: bool = True) -> dict:
         ours["fetch.wait.max.ms"] = 5
         ours["fetch.error.backoff.ms"] = 5
         ours["group.id"] = f"{settings.kafka.group_id}.reader"  # never joins nor commits
-    for k, v in ours.items():
-        conf.setdefault(k, v)  # explicit kafka.extra settings win
+    _set_defaults(conf, ours)
     if not group:
         for k in ("partition.assignment.strategy", "group.instance.id", "session.timeout.ms"):
             conf.pop(k, None)
         conf["group.id"] = ours["group.id"]
     return for_client(conf, "consumer")
+
+
+# librdkafka's other names of the properties the worker sets (CONFIGURATION.md): the name
+# given last wins, so a default of ours must yield to a kafka.extra setting under either
+_ALIASES = {
+    "linger.ms": "queue.buffering.max.ms",
+    "compression.type": "compression.codec",
+    "fetch.message.max.bytes": "max.partition.fetch.bytes",
+}
+
+
+def _set_defaults(conf: dict, ours: dict) -> None:
+    """Add ``ours`` to ``conf`` where kafka.extra set neither the property nor its alias
+    (explicit settings win).
+
+    Examples
+    --------
+    >>> conf = {"queue.buffering.max.ms": "5"}
+    >>> _set_defaults(conf, {"linger.ms": 20, "batch.size": 1000})
+    >>> conf
+    {'queue.buffering.max.ms': '5', 'batch.size': 1000}
+    """
+    for k, v in ours.items():
+        if k not in conf and _ALIASES.get(k) not in conf:
+            conf[k] = v
 
 
 def producer_config(settings, transactional_id: str | None,
@@ -158,10 +182,7 @@ def producer_config(settings, transactional_id: str | None,
         ours["transactional.id"] = transactional_id
     else:
         del ours["transaction.timeout.ms"]
-    if "compression.codec" in conf:  # librdkafka's alias: ours set after it would win
-        del ours["compression.type"]
-    for k, v in ours.items():
-        conf.setdefault(k, v)
+    _set_defaults(conf, ours)
     return for_client(conf, "producer")
 
 

@@ -88,3 +88,30 @@ def test_a_worker_client_takes_its_own_role_of_kafka_extra_and_warns_of_none():
                        (AdminClient, admin)):
         conf = {k: v for k, v in conf.items() if k != "logger"}
         assert _role_warnings(make, conf, logger) == [], make.__name__
+
+
+@pytest.mark.parametrize("name, alias", sorted(kafka_io._ALIASES.items()))
+def test_each_alias_is_librdkafkas_other_name_of_the_property(name, alias):
+    """librdkafka reports a property by one name whichever name set it: the two are one."""
+    make = Consumer if name in kafka_io._PRODUCER_ONLY else Producer
+    logger = logging.getLogger(f"test.roles.alias.{name}")
+    logger.propagate = False
+    said = []
+    for key in (name, alias):
+        conf = {"bootstrap.servers": "127.0.0.1:1", key: VALUES.get(key, "1000")}
+        if make is Consumer:
+            conf["group.id"] = "g"
+        [line] = [m for m in _role_warnings(make, conf, logger) if "property" in m]
+        said.append(line.split("Configuration property ")[1].split()[0])
+    assert said[0] == said[1] and said[0] in (name, alias)
+
+
+def test_a_kafka_extra_setting_under_an_alias_wins_over_the_workers_default():
+    extra = {"queue.buffering.max.ms": "5", "compression.codec": "zstd",
+             "max.partition.fetch.bytes": "2000000"}
+    s = load_settings({"STREAMFOREST_KAFKA__EXTRA": json.dumps(extra)})
+    producer, consumer = producer_config(s, "t"), consumer_config(s)
+    assert producer["queue.buffering.max.ms"] == "5" and "linger.ms" not in producer
+    assert producer["compression.codec"] == "zstd" and "compression.type" not in producer
+    assert consumer["max.partition.fetch.bytes"] == "2000000"
+    assert "fetch.message.max.bytes" not in consumer
