@@ -79,20 +79,20 @@ def xlogx_table(n):
     return out
 
 
+#: a tree's integer state before its first batch (every column but ``N_FEAT``, its own):
+#: no row retained, leaves at depth 1, one node handed out (the root), the cold start's
+#: first round (:mod:`models.forgetful._retain`)
+FRESH_TREE = np.array([{MAX_HEIGHT: 1, LAST_T: 1, LAST_ALL: 2, FORGET_RATE: COLD_START_RATE,
+                        ROUND_NO: COLD_START_ROUND, N_USED: 1}.get(c, 0)
+                       for c in range(N_TREE_INT)], dtype=np.int64)
+
+
 @njit
 def init_tree_state(ti, irate, irate0):
     """Reset one tree's adaptation state and node store (before its first batch)."""
-    ti[N_ROWS] = 0
-    ti[RETAIN] = 0
-    ti[MAX_HEIGHT] = 1
-    ti[LAST_T] = 1
-    ti[LAST_ALL] = 2
-    ti[FORGET_RATE] = COLD_START_RATE
-    ti[ROUND_NO] = COLD_START_ROUND
-    ti[N_USED] = 1
-    ti[N_FREE] = 0
-    ti[COLLAPSED] = 0
-    ti[N_FITS] = 0
+    n_feat = ti[N_FEAT]
+    ti[:] = FRESH_TREE
+    ti[N_FEAT] = n_feat
     irate[0] = irate0
 
 

@@ -430,7 +430,7 @@ def test_a_stream_of_late_labels_is_served_at_once_as_row_by_row(monkeypatch):
                         lambda self, *a: served.append(take_many(self, *a)) or served[-1])
     at_once = run()
     joined = sum(len(poll[1]) for poll in served)
-    assert joined > 400 and sum(len(poll[0]) for poll in served) > 50  # both kinds of join
+    assert joined > 400 and sum(len(poll[0].at) for poll in served) > 50  # both kinds of join
     monkeypatch.setattr(HeldInstances, "orderless", lambda self, *poll: False)
     assert run() == at_once
 
@@ -510,6 +510,51 @@ def test_a_poll_served_at_once_takes_refuses_and_remembers_as_row_by_row(cap, be
     assert list(held.rows) == list(by_row.rows) and held.dropped == by_row.dropped
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 6), st.lists(st.integers(0, 12), max_size=10, unique=True),
+       st.lists(st.integers(0, 12), max_size=12))
+# a store restored with more labelled ids than its bound keeps as many as it had
+@example(2, [0, 1, 2, 3], [7, 8])
+@example(2, [0, 1, 2, 3], [1, 8])
+def test_ids_labelled_at_once_are_remembered_as_one_at_a_time(limit, before, idents):
+    """The labelled ids of a poll taken at once are those remembered one at a time: each
+    moves to the newest, each beyond the bound lets the oldest go (a store restored under
+    a smaller bound than it was written with included)."""
+    held = HeldInstances(1, max_rows=limit, max_age_ms=0)
+    held.labelled = OrderedDict.fromkeys(before)
+    one_at_a_time = OrderedDict.fromkeys(before)
+    for ident in idents:
+        one_at_a_time.pop(ident, None)
+        one_at_a_time[ident] = None
+        if len(one_at_a_time) > limit:
+            one_at_a_time.popitem(last=False)
+    held._remember_many(idents)
+    assert list(held.labelled) == list(one_at_a_time)
+
+
+def test_the_rows_of_a_store_live_in_reused_slots_and_restore_exactly():
+    """Rows taken free their slots for the next ones; the state lists the held rows in
+    arrival order whatever their slots, and a state naming an id twice is refused."""
+    held = HeldInstances(2, max_rows=3, max_age_ms=0)
+    for i in range(3):
+        held.put(i, np.full(2, float(i)), f"p{i}", ts=10 * i)
+    held.take(1, ts=30)
+    held.put_many([7], np.array([[7.0, 7.0]]), ["p7"], [70])
+    assert held.rows[7] == 1  # the slot 1 left
+    held.put(8, np.full(2, 8.0), "p8", ts=80)
+    assert held._X.shape[0] == 16 and held.dropped == 1  # 0 fell out when 8 came
+    state = held.to_state()
+    assert state["ids"] == [2, 7, 8] and state["served"] == ["p2", "p7", "p8"]
+    assert state["X"].tolist() == [[2.0, 2.0], [7.0, 7.0], [8.0, 8.0]]
+    assert state["ts"].tolist() == [20, 70, 80]
+    again = HeldInstances.from_state(decode_state(encode_state(state)), 2, 3, 0)
+    assert {k: np.asarray(v).tolist() for k, v in again.to_state().items()} == \
+        {k: np.asarray(v).tolist() for k, v in state.items()}
+    assert again.take(7, ts=90)[0].tolist() == [7.0, 7.0]
+    with pytest.raises(ValueError, match="held twice"):
+        HeldInstances.from_state({**state, "ids": [2, 7, 7]}, 2, 3, 0)
+
+
 def test_the_store_serves_a_poll_at_once_only_when_its_order_cannot_matter():
     held = HeldInstances(1, max_rows=4, max_age_ms=0)
     held.put(1, np.zeros(1), "a", ts=0)
@@ -526,7 +571,7 @@ def test_the_store_serves_a_poll_at_once_only_when_its_order_cannot_matter():
     assert not HeldInstances(1, max_rows=4, max_age_ms=10).orderless([3], [0], [], [])
     put_at = {5: 1, 6: 4}  # instances 5 and 6 held in this poll, at positions 1 and 4
     taken, joined, refused = held.take_many([2, 2, 6, 8, 5], [0, 2, 3, 5, 6], put_at)
-    assert [(pos, pred) for pos, _row, pred in taken] == [(0, "a")]
+    assert (taken.at, taken.served, taken.X.tolist()) == ([0], ["a"], [[0.0]])
     assert [(pos, e.code) for pos, e in refused] == [(2, DUPLICATE_LABEL), (3, UNKNOWN_ID),
                                                      (5, UNKNOWN_ID)]  # 6: before it
     assert joined == [(6, 1)] and put_at == {6: 4}  # 5 joins its instance, held in the poll

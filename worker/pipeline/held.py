@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +40,10 @@ ENTRY_BYTES = 200
 
 class HeldInstances:
     """Rows served without a label, by id, in arrival order (see the module doc).
+
+    The rows live in one matrix, a slot per held instance (slots are reused as instances
+    leave), their served predictions and times beside it: a poll's holds and takes then copy
+    its rows in one array operation each, not a row at a time.
 
     Parameters
     ----------
@@ -73,10 +78,16 @@ class HeldInstances:
         # drop their oldest entry in constant time, where a dict emptied from the front scans
         # the holes left there to find its first entry. Ids are integers or strings (the
         # contracts refuse anything else), so ``7`` and ``"7"`` are two keys
-        self.rows: OrderedDict = OrderedDict()  # id -> (row, served prediction, ts)
+        self.rows: OrderedDict = OrderedDict()  # id -> its slot
         self.expired: OrderedDict = OrderedDict()  # ids that fell out, newest last
         self.labelled: OrderedDict = OrderedDict()  # ids labelled, newest last
         self.dropped = 0  # rows that fell out, ever
+        # the slots: a held row, its served prediction and event time; grown on demand up to
+        # one more than the bound (a put holds its row before the oldest falls out)
+        self._X = np.zeros((0, self.n_features))
+        self._served: list = []
+        self._ts = np.zeros(0, dtype=np.int64)
+        self._free: list[int] = []  # slots no row holds
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -91,10 +102,11 @@ class HeldInstances:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the rows and a rough cost per entry and remembered id."""
-        n = len(self.rows)
-        return n * (8 * self.n_features + ENTRY_BYTES) + ENTRY_BYTES // 4 * (
-            len(self.expired) + len(self.labelled))
+        """Bytes held: the slots (a row, a time and a prediction's reference each, whether a
+        row holds them or not: the slots stay once grown) and a rough cost per entry and
+        remembered id."""
+        return self._X.shape[0] * (8 * self.n_features + 16) + len(self.rows) * ENTRY_BYTES \
+            + ENTRY_BYTES // 4 * (len(self.expired) + len(self.labelled))
 
     def put(self, ident, row: np.ndarray, served, ts: int) -> None:
         """Hold the row of instance ``ident`` served ``served`` at event time ``ts``; a row
@@ -102,25 +114,31 @@ class HeldInstances:
         if self.max_rows <= 0:
             return
         rows = self.rows
-        if rows.pop(ident, None) is not None:
+        slot = rows.pop(ident, None)
+        if slot is not None:
+            self._free.append(slot)
             self._fall_out(ident)
         self.labelled.pop(ident, None)  # a new instance under an id labelled before
-        rows[ident] = (row.copy(), served, int(ts))  # the caller's row may be reused
+        slot = self._slots(1)[0]
+        self._X[slot] = row
+        self._served[slot] = served
+        self._ts[slot] = ts
+        rows[ident] = slot
         if self.max_age_ms > 0:
             self._age_out(int(ts))
         if len(rows) > self.max_rows:
-            self._fall_out(rows.popitem(last=False)[0])
+            self._drop_oldest()
 
     def settle(self, pending: list, predictions: list) -> None:
         """The predictions of rows held within the kernel call that predicts them, known after
         it: ``pending`` holds ``(id, placeholder row)`` pairs, ``predictions[row]`` the
         prediction of that call's row. A row no longer held, or held since under a new
         placeholder, keeps what it has."""
-        rows = self.rows
+        rows, served = self.rows, self._served
         for ident, k in pending:
-            entry = rows.get(ident)
-            if entry is not None and getattr(entry[1], "row", None) == k:
-                rows[ident] = (entry[0], predictions[k], entry[2])
+            slot = rows.get(ident)
+            if slot is not None and getattr(served[slot], "row", None) == k:
+                served[slot] = predictions[k]
 
     def take(self, ident, ts: int) -> tuple[np.ndarray, object]:
         """``(row, served prediction)`` of instance ``ident``, no longer held; a
@@ -128,11 +146,12 @@ class HeldInstances:
         :data:`DUPLICATE_LABEL` when it is not held."""
         if self.max_age_ms > 0:
             self._age_out(int(ts))
-        entry = self.rows.pop(ident, None)
-        if entry is None:
+        slot = self.rows.pop(ident, None)
+        if slot is None:
             raise self._refusal(ident)
         _remember(self.labelled, ident, self.max_rows)
-        return entry[0], entry[1]
+        self._free.append(slot)
+        return self._X[slot].copy(), self._served[slot]
 
     def orderless(self, put_ids: list, put_at: list, take_ids: list, take_at: list) -> bool:
         """Whether a poll that holds ``put_ids`` and takes ``take_ids`` (at poll positions
@@ -155,44 +174,104 @@ class HeldInstances:
         first take of an id held (before the poll or earlier in it) removes one. The size
         after the ``k``-th hold is the rows held before, ``k + 1`` holds, less the takes
         that removed a row before it."""
-        rows, puts, gone = self.rows, dict(zip(put_ids, put_at)), set()
-        removed = []  # positions of the takes that remove a row, ascending
-        for ident, pos in zip(take_ids, take_at):
-            if ident not in gone and (ident in rows or puts.get(ident, pos) < pos):
-                gone.add(ident)
-                removed.append(pos)
+        rows, puts = self.rows, dict(zip(put_ids, put_at))
+        if len(set(take_ids)) == len(take_ids):  # the common case: each id taken once
+            removed = [pos for ident, pos in zip(take_ids, take_at)
+                       if ident in rows or puts.get(ident, pos) < pos]
+        else:
+            gone, removed = set(), []  # positions of the takes that remove a row, ascending
+            for ident, pos in zip(take_ids, take_at):
+                if ident not in gone and (ident in rows or puts.get(ident, pos) < pos):
+                    gone.add(ident)
+                    removed.append(pos)
         sizes = len(rows) + np.arange(1, len(put_at) + 1) - np.searchsorted(removed, put_at)
         return bool(sizes.max(initial=0) <= self.max_rows)
 
-    def take_many(self, ids: list, at: list, put_at: dict) -> tuple[list, list, list]:
+    def take_many(self, ids: list, at: list, put_at: dict) -> tuple[Taken, list, list]:
         """:meth:`take` of each of ``ids`` (at poll positions ``at``, ascending) in order,
         in a poll :meth:`orderless` allowed, whose instances to hold are ``put_at`` (id ->
         position; held after the takes by :meth:`put_many`). Returns ``(taken, joined,
-        refused)``: ``(position, row, served prediction)`` of each id held before the poll;
-        ``(position, position of its instance)`` of each held earlier in the same poll (it is
-        then no longer to be held); ``(position, PipelineError)`` of each refused."""
-        pop, labelled, limit = self.rows.pop, self.labelled, self.max_rows
-        taken, joined, refused = [], [], []
-        for ident, pos in zip(ids, at):
-            entry = pop(ident, None)
-            if entry is not None:
-                taken.append((pos, entry[0], entry[1]))
-            else:
-                put = put_at.get(ident)
-                if put is None or put > pos:  # not held, or held only after its label
-                    refused.append((pos, self._refusal(ident)))
-                    continue
+        refused)``: the ids held before the poll (:class:`Taken`: their positions, rows and
+        served predictions); ``(position, position of its instance)`` of each held earlier
+        in the same poll (it is then no longer to be held); ``(position, PipelineError)`` of
+        each refused."""
+        pop = self.rows.pop
+        # an id named twice: its first take pops it, the second misses, as in order
+        slots = [pop(ident, None) for ident in ids]
+        joined, refused = [], []
+        misses = [k for k, slot in enumerate(slots) if slot is None]
+        accepted = None  # every id but the refused ones is labelled, in order
+        for k in misses:
+            ident, pos = ids[k], at[k]
+            put = put_at.get(ident)
+            if put is not None and put <= pos:  # its instance is held earlier in the poll
                 del put_at[ident]
                 joined.append((pos, put))
-            _remember(labelled, ident, limit)
+                continue
+            if accepted is None:
+                accepted, done = [True] * len(ids), 0
+            # the reason as row by row: the ids labelled before this one are remembered first
+            self._remember_many([ids[q] for q in range(done, k) if accepted[q]])
+            accepted[k], done = False, k + 1
+            refused.append((pos, self._refusal(ident)))
+        if accepted is None:
+            self._remember_many(ids)
+        else:
+            self._remember_many([ids[q] for q in range(done, len(ids)) if accepted[q]])
+        if misses:
+            held = [k for k, slot in enumerate(slots) if slot is not None]
+            slots = [slots[k] for k in held]
+            at = [at[k] for k in held]
+        served = self._served
+        taken = Taken(list(at), self._X[slots], [served[s] for s in slots])
+        self._free.extend(slots)
         return taken, joined, refused
 
     def put_many(self, ids: list, X: np.ndarray, served: list, ts: list) -> None:
         """:meth:`put` of each of ``ids`` (rows of ``X``, predictions ``served``, integer
         times ``ts``) in order, once :meth:`take_many` served the poll: nothing falls out."""
-        rows = self.rows
-        for ident, row, pred, t in zip(ids, X, served, ts):
-            rows[ident] = (row.copy(), pred, t)  # its own copy: a view would keep X alive
+        if not ids:
+            return
+        slots = self._slots(len(ids))
+        self._X[slots] = X
+        self._ts[slots] = ts
+        mine = self._served
+        for slot, pred in zip(slots, served):
+            mine[slot] = pred
+        self.rows.update(zip(ids, slots))
+
+    def _slots(self, k: int) -> list[int]:
+        """``k`` free slots, the store grown when fewer are free (up to the bound and one)."""
+        free = self._free
+        if len(free) < k:
+            self._grow(len(self.rows) + k)
+        taken = free[len(free) - k:]
+        del free[len(free) - k:]
+        return taken
+
+    def _grow(self, need: int) -> None:
+        """At least ``need`` slots (twice as many as before, up to the bound and one)."""
+        have = self._X.shape[0]
+        size = max(need, min(2 * have, self.max_rows + 1), 16)
+        X = np.zeros((size, self.n_features))
+        X[:have] = self._X
+        ts = np.zeros(size, dtype=np.int64)
+        ts[:have] = self._ts
+        self._X, self._ts = X, ts
+        self._served.extend([None] * (size - have))
+        self._free.extend(range(size - 1, have - 1, -1))  # the lowest slots first
+
+    def _remember_many(self, idents: list) -> None:
+        """:func:`_remember` of each of ``idents`` in labelled, in order."""
+        labelled = self.labelled
+        if len(set(idents)) != len(idents) or not labelled.keys().isdisjoint(idents):
+            for ident in idents:  # ids labelled before move to the end: one at a time
+                _remember(labelled, ident, self.max_rows)
+            return
+        labelled.update(dict.fromkeys(idents))
+        # as one at a time: each new id lets the oldest go when there are more than the bound
+        for _ in range(min(len(idents), len(labelled) - self.max_rows)):
+            labelled.popitem(last=False)
 
     def _refusal(self, ident) -> PipelineError:
         if ident in self.labelled:
@@ -209,13 +288,14 @@ class HeldInstances:
     def _age_out(self, now: int) -> None:
         """Drop the rows older than ``max_age_ms`` before event time ``now`` (in arrival
         order: event times that go back leave later rows to a later call)."""
-        rows = self.rows
-        while rows:
-            oldest = next(iter(rows))
-            if now - rows[oldest][2] <= self.max_age_ms:
-                return
-            del rows[oldest]
-            self._fall_out(oldest)
+        rows, ts = self.rows, self._ts
+        while rows and now - int(ts[next(iter(rows.values()))]) > self.max_age_ms:
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        ident, slot = self.rows.popitem(last=False)
+        self._free.append(slot)
+        self._fall_out(ident)
 
     def _fall_out(self, ident) -> None:
         self.dropped += 1
@@ -225,11 +305,10 @@ class HeldInstances:
 
     def to_state(self) -> dict:
         """The store as plain values and one matrix (restores exactly)."""
-        rows = list(self.rows.items())
-        X = (np.stack([r[0] for _k, r in rows]) if rows else np.zeros((0, self.n_features)))
-        return {"ids": [k for k, _r in rows], "X": X,
-                "served": [r[1] for _k, r in rows],
-                "ts": np.array([r[2] for _k, r in rows], dtype=np.int64),
+        slots = list(self.rows.values())
+        served = self._served
+        return {"ids": list(self.rows), "X": self._X[slots],
+                "served": [served[s] for s in slots], "ts": self._ts[slots],
                 "expired": list(self.expired),
                 "labelled": list(self.labelled), "dropped": self.dropped}
 
@@ -251,11 +330,18 @@ class HeldInstances:
         if len(ids) > max(max_rows, 0) or not np.all(np.abs(X) <= MAX_MAGNITUDE):
             raise ValueError("held instances: more rows than the bound, or a value that is not "
                              "finite within +-1e100")
-        for k, ident in enumerate(ids):
-            pred = _checked_served(served[k])
+        rows = OrderedDict((_checked_id(ident), k) for k, ident in enumerate(ids))
+        if len(rows) != len(ids):
+            raise ValueError("held instances: an id is held twice")
+        for pred in served:
+            pred = _checked_served(pred)
             if check_served is not None:
                 check_served(pred)
-            held.rows[_checked_id(ident)] = (np.array(X[k]), pred, int(ts[k]))
+        slots = held._slots(len(ids))
+        held._X[slots], held._ts[slots] = X, ts
+        for slot, pred in zip(slots, served):
+            held._served[slot] = pred
+        held.rows = OrderedDict(zip(rows, slots))
         for ident in state["expired"]:
             held.expired[_checked_id(ident)] = None
         for ident in state["labelled"]:
@@ -286,3 +372,13 @@ def _remember(ids: OrderedDict, ident, limit: int) -> None:
     ids[ident] = None
     if len(ids) > limit:
         ids.popitem(last=False)
+
+
+class Taken(NamedTuple):
+    """The label events of a poll whose instances were held before it
+    (:meth:`HeldInstances.take_many`): their poll positions, their instances' rows (a
+    matrix) and the predictions served for them."""
+
+    at: list
+    X: np.ndarray
+    served: list

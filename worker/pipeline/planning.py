@@ -176,12 +176,11 @@ class SegmentPlanning:
         put_at = dict(zip(put_ids, puts))  # the instances still to hold, by id
         taken, joined, refused = held.take_many(take_ids, takes, put_at)
         # label event -> the prediction its instance was served
-        served: dict[int, object] = {r: pred for r, _row, pred in taken}
+        served: dict[int, object] = dict(zip(taken.at, taken.served))
         for r, exc in refused:
             refuse_label(rows, i, r, lab, out, exc)
-        if taken:  # the rows held before, in one copy (np.stack checks each row first)
-            Xs[[r for r, _row, _pred in taken]] = np.concatenate(
-                [row for _r, row, _pred in taken]).reshape(len(taken), Xs.shape[1])
+        if taken.at:  # the rows held before
+            Xs[taken.at] = taken.X
         if joined:  # instances held in this poll: their rows are this poll's
             Xs[[r for r, _p in joined]] = Xs[[p for _r, p in joined]]
         gone = {r for r, _exc in refused}
