@@ -21,7 +21,6 @@ import pytest
 #: runs from before the stamp: the last commit before their date, said so in the file
 BEFORE_STAMPS = frozenset({
     *(f"rankings/rankings_drift{s}.md" for s in (
-        "_regression_windows_s4-10",
         "_windows_s11-20",
         "_windows_slowest_s41-100"))})
 BEFORE = re.compile(r"^Commit: `[0-9a-f]{12}`, the last commit before the run's date \(this "
