@@ -174,16 +174,12 @@ class HeldInstances:
         first take of an id held (before the poll or earlier in it) removes one. The size
         after the ``k``-th hold is the rows held before, ``k + 1`` holds, less the takes
         that removed a row before it."""
-        rows, puts = self.rows, dict(zip(put_ids, put_at))
-        if len(set(take_ids)) == len(take_ids):  # the common case: each id taken once
-            removed = [pos for ident, pos in zip(take_ids, take_at)
-                       if ident in rows or puts.get(ident, pos) < pos]
-        else:
-            gone, removed = set(), []  # positions of the takes that remove a row, ascending
-            for ident, pos in zip(take_ids, take_at):
-                if ident not in gone and (ident in rows or puts.get(ident, pos) < pos):
-                    gone.add(ident)
-                    removed.append(pos)
+        rows, puts, gone = self.rows, dict(zip(put_ids, put_at)), set()
+        removed = []  # positions of the takes that remove a row, ascending
+        for ident, pos in zip(take_ids, take_at):
+            if ident not in gone and (ident in rows or puts.get(ident, pos) < pos):
+                gone.add(ident)
+                removed.append(pos)
         sizes = len(rows) + np.arange(1, len(put_at) + 1) - np.searchsorted(removed, put_at)
         return bool(sizes.max(initial=0) <= self.max_rows)
 
@@ -333,8 +329,7 @@ class HeldInstances:
         rows = OrderedDict((_checked_id(ident), k) for k, ident in enumerate(ids))
         if len(rows) != len(ids):
             raise ValueError("held instances: an id is held twice")
-        for pred in served:
-            pred = _checked_served(pred)
+        for pred in map(_checked_served, served):
             if check_served is not None:
                 check_served(pred)
         slots = held._slots(len(ids))

@@ -37,6 +37,8 @@ import time
 import uuid
 from pathlib import Path
 
+import msgpack
+
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
 
@@ -71,25 +73,18 @@ def start_worker(bootstrap: str, values: list, headers: dict) -> Worker:
     return w
 
 
-def label_order(n: int, delay: int, every: int) -> list[int]:
-    """The instances of a stream of ``n`` in the order their labels come when every
-    ``every``-th one's label is ``delay`` instances late (as ``delayed_label_values`` writes
-    it): the others' with their instance, a late one's right after instance ``i + delay``.
+def label_order(values: list) -> list[int]:
+    """The instance ids in the order their labels come among a topic's records ``values``
+    (msgpack): a labelled instance's with it, a LabelEvent's where the event stands.
 
     Examples
     --------
-    >>> label_order(5, 2, 2)
+    >>> import numpy as np
+    >>> late, _headers = delayed_label_values("s", np.zeros((5, 1)), [0] * 5, 2, every=2)
+    >>> label_order(late)
     [1, 0, 3, 2, 4]
     """
-    late = [i % every == 0 for i in range(n)]
-    order = []
-    for i in range(n):
-        if not late[i]:
-            order.append(i)
-        if i - delay >= 0 and late[i - delay]:
-            order.append(i - delay)
-    order += [i for i in range(max(0, n - delay), n) if late[i]]
-    return order
+    return [r["id"] for r in map(msgpack.unpackb, values) if r.get("y") is not None]
 
 
 def committed(w: Worker) -> float:
@@ -148,7 +143,7 @@ def main() -> None:
     n = len(y)
     plain = (instance_values(STREAM, X, y), {})
     late = delayed_label_values(STREAM, X, y, DELAY, every=2)  # as bench_delayed_labels
-    order = label_order(n, DELAY, 2)
+    order = label_order(late[0])
     assert sorted(order) == list(range(n))
     ordered = (instance_values(STREAM, X[order], [y[i] for i in order]), {})
     runs = {"plain": [], "late": [], "order": []}
