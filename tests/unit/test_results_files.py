@@ -19,10 +19,7 @@ from pathlib import Path
 import pytest
 
 #: runs from before the stamp: the last commit before their date, said so in the file
-BEFORE_STAMPS = frozenset({
-    *(f"rankings/rankings_drift{s}.md" for s in (
-        "_windows_s11-20",
-        "_windows_slowest_s41-100"))})
+BEFORE_STAMPS = frozenset({"rankings/rankings_drift_windows_s11-20.md"})
 BEFORE = re.compile(r"^Commit: `[0-9a-f]{12}`, the last commit before the run's date \(this "
                     r"run predates the script's stamp", re.M)
 RESULTS = sorted(Path(__file__).resolve().parents[1].glob("benchmarks/*/results/*"))
