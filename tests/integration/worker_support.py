@@ -141,6 +141,13 @@ class WorkerProc:
         self.proc.wait(30)
 
     def terminate(self, timeout: float = 60.0) -> int:
+        """SIGTERM, once the worker has started, and its exit status. A SIGTERM that comes
+        while the interpreter still imports the learners (seconds on a busy machine), before
+        ``run`` installs its handler, ends the process with -15 instead of a graceful stop: a
+        test whose outputs are all in before a new member got that far must wait for it."""
+        deadline = time.monotonic() + timeout
+        while self.alive() and not self.events("worker started") and time.monotonic() < deadline:
+            time.sleep(0.1)
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout)
