@@ -1,11 +1,13 @@
-"""The processes of the feature-set test, started early so their compilation overlaps the suite.
+"""The processes of the feature-set test, started early so that they overlap the suite.
 
-The sets other than the machine's own compile numba's kernels for their own targets (about a
-minute and a half on two cores). :class:`FeatureSetRuns` starts them as soon as pytest has
+Every set computes its digests in a process of its own (numpy, glibc and numba choose their
+code paths when a process starts), the machine's own included; the sets other than the
+machine's own first compile numba's kernels for their own targets (about a minute and a half
+on two cores). Once all three are done, each set restores another's states and continues, and
+the emulated CPU runs. :class:`FeatureSetRuns` starts the whole chain as soon as pytest has
 collected the feature-set test (``tests/determinism/conftest.py``), and that test runs last:
-the compilation then overlaps the rest of the suite, whose integration tests mostly wait on
-the broker. :meth:`FeatureSetRuns.finish` computes the machine's own digests in this process,
-collects the others, and runs the restores across sets.
+the compilation and the runs then overlap the rest of the suite, whose integration tests
+mostly wait on the broker, and :meth:`FeatureSetRuns.finish` only collects what they wrote.
 
 Under pytest-xdist the test runs in one of the workers, which cannot know at collection
 whether it will be the one: the controller starts the runs once (``tests/conftest.py``), in a
@@ -24,17 +26,16 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.determinism import run
 from tests.determinism.feature_sets import emulator, environments
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 1200
 OTHERS = ("no_avx512", "x86_64_v2")
+FIRST = ("native", *OTHERS)  # the runs started at collection
 ALL_BUT_RESTORES = "functions,pipelines,wire,learners,states"
 
 
@@ -50,21 +51,52 @@ class FeatureSetRuns:
         self.work = Path(tempfile.mkdtemp(prefix="streamforest-digests-")) if work is None \
             else Path(work)
         self.procs: dict[str, subprocess.Popen] = {}
+        self._lock = threading.Lock()  # the procs started, against close()
+        self._closed = False
 
     def _cmd(self, name: str, *args: str) -> list[str]:
         return [sys.executable, "-m", "tests.determinism.run", "--out",
                 str(self.work / f"{name}.json"), *args]
 
     def start(self) -> FeatureSetRuns:
-        """Start the other sets' digests (each writes its states at the cut)."""
+        """Start every set's digests (each writes its states at the cut), then, once they
+        are all in, the restores across sets (:meth:`_start_restores`)."""
+        for name in FIRST:
+            self._spawn(name, self.envs[name], "--parts", ALL_BUT_RESTORES, "--states-out",
+                        str(self.work / name))
+        threading.Thread(target=self._start_restores, daemon=True).start()
+        return self
+
+    def _start_restores(self) -> None:
+        """Each set continues another's states: the others the machine's own, the machine the
+        states x86_64_v2 wrote; the emulated CPU runs the kernels x86_64_v2 compiled
+        (compiling under emulation would take many minutes) on the pipelines, the messages and
+        the machine's states, which cover every learner family."""
+        for name in FIRST:
+            if self.procs[name].wait() != 0:
+                return  # :meth:`finish` reports it
+        native = str(self.work / "native")
         for name in OTHERS:
-            cmd = self._cmd(name, "--parts", ALL_BUT_RESTORES, "--states-out", str(self.work / name))
+            self._spawn(f"{name}-restored", self.envs[name], "--parts", "restored",
+                        "--states-in", native)
+        self._spawn("native-restored", self.envs["native"], "--parts", "restored",
+                    "--states-in", str(self.work / "x86_64_v2"))
+        if self.emulated is not None:
+            self._spawn("nehalem", self.emulated[1], "--parts",
+                        "functions,pipelines,wire,restored", "--states-in", native,
+                        prefix=tuple(self.emulated[0]))
+
+    def _spawn(self, name: str, env: dict, *args: str, prefix: tuple = ()) -> None:
+        """Start run ``name``: it writes ``name.json``, its standard error and, once it has
+        exited, its exit status."""
+        with self._lock:
+            if self._closed:
+                return
             with open(self.work / f"{name}.err", "w") as err:
-                proc = subprocess.Popen(cmd, cwd=ROOT, env=self.envs[name],
+                proc = subprocess.Popen([*prefix, *self._cmd(name, *args)], cwd=ROOT, env=env,
                                         stdout=subprocess.DEVNULL, stderr=err)
             self.procs[name] = proc
-            threading.Thread(target=self._record_exit, args=(name, proc), daemon=True).start()
-        return self
+        threading.Thread(target=self._record_exit, args=(name, proc), daemon=True).start()
 
     def _record_exit(self, name: str, proc: subprocess.Popen) -> None:
         rc = proc.wait()
@@ -76,7 +108,7 @@ class FeatureSetRuns:
             pass
 
     def _collect(self, name: str) -> dict:
-        """The digests of a started set, once its process has exited."""
+        """The digests of a started run, once its process has exited."""
         status = self.work / f"{name}.rc"
         deadline = time.monotonic() + TIMEOUT_S
         while not status.exists():
@@ -89,42 +121,14 @@ class FeatureSetRuns:
                                  f"{status.read_text().strip()}):\n{err[-3000:]}")
         return json.loads((self.work / f"{name}.json").read_text())
 
-    def _wait(self, name: str, proc: subprocess.Popen, cmd: list[str]) -> dict:
-        _, err = proc.communicate(timeout=TIMEOUT_S)
-        if proc.returncode != 0:
-            raise AssertionError(f"{' '.join(cmd)} failed:\n{err[-3000:]}")
-        return json.loads((self.work / f"{name}.json").read_text())
-
-    def _run(self, name: str, env: dict, *args: str, prefix: tuple = ()) -> dict:
-        cmd = [*prefix, *self._cmd(name, *args)]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        return self._wait(name, proc, cmd)
-
     def finish(self) -> dict[str, dict]:
         """Per set: its digests and ``restored``, the digests of another set's states
         continued under it."""
-        native = self.work / "native"
-        out = {"native": run.compute(ALL_BUT_RESTORES.split(","), states_out=native)}
-        for name in OTHERS:
-            out[name] = self._collect(name)
-        with ThreadPoolExecutor(3) as pool:
-            # the others continue the native states; the emulated CPU runs the kernels
-            # x86_64_v2 compiled (compiling under emulation would take many minutes): the
-            # pipelines, the messages and the restores, which cover every learner family
-            restores = {name: pool.submit(self._run, f"{name}-restored", self.envs[name],
-                                          "--parts", "restored", "--states-in", str(native))
-                        for name in OTHERS}
-            nehalem = pool.submit(self._run, "nehalem", self.emulated[1], "--parts",
-                                  "functions,pipelines,wire,restored", "--states-in", str(native),
-                                  prefix=tuple(self.emulated[0])) if self.emulated else None
-            # and the native set continues the states x86_64_v2 wrote
-            out["native"]["restored"] = run.compute(
-                ("restored",), states_in=self.work / "x86_64_v2")["restored"]
-            for name, future in restores.items():
-                out[name]["restored"] = future.result()["restored"]
-            if nehalem is not None:
-                out["nehalem_emulated"] = nehalem.result()
+        out = {name: self._collect(name) for name in FIRST}
+        for name in FIRST:
+            out[name]["restored"] = self._collect(f"{name}-restored")["restored"]
+        if self.emulated is not None:
+            out["nehalem_emulated"] = self._collect("nehalem")
         return out
 
     def close(self) -> None:
@@ -132,6 +136,8 @@ class FeatureSetRuns:
         another process are that process's to close)."""
         if not self.own:
             return
+        with self._lock:
+            self._closed = True
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.kill()

@@ -5,17 +5,17 @@ One machine emulates three CPUs (:mod:`tests.determinism.feature_sets`): itself;
 without AVX-512; and without AVX2 or FMA either (x86-64-v2). Each computes every digest of
 :mod:`tests.determinism.cases` (the golden pipelines, the wire messages, every learner family
 with the parameters a user gets, the states of pipelines and learners checkpointed halfway and
-what they answer after the cut): the machine as it is in this process, the others each in a
-process of their own (:mod:`tests.determinism.run`). Each also restores the states another
+what they answer after the cut), each in a process of its own (:mod:`tests.determinism.run`;
+the machine's own in the environment it was given, less the feature settings). Each also restores the states another
 set wrote and continues, as a partition moved to a node with another CPU does. A fourth CPU,
 an Intel Nehalem emulated by QEMU (``.ci/run`` installs it; under CI the test fails without
 it), computes the pipelines and the messages and continues the native states.
 
 The feature sets other than the machine's own compile numba's kernels for their own targets,
 into caches of their own (pytest's cache directory, so a second run reuses them): about a
-minute and a half on a first run, on two cores, started at collection so that it overlaps the
-rest of the suite (this test runs last; ``conftest.py``, ``runs.py``); the emulated CPU then
-takes about 40 s.
+minute and a half on a first run, on two cores. Every run, the restores across sets and the
+emulated CPU's (about 40 s) included, starts at collection so that it overlaps the rest of the
+suite; this test runs last and collects them (``conftest.py``, ``runs.py``).
 """
 
 from __future__ import annotations

@@ -181,8 +181,12 @@ def read_topic(bootstrap: str, topic: str, *, expected: int | None = None,
                timeout_s: float = 120.0, idle_s: float = 3.0, committed: bool = True):
     """All messages of a topic (every partition), ``read_committed`` by default.
 
-    Stops when ``expected`` messages were read (then waits ``idle_s`` more to catch
-    extras) or, without ``expected``, after ``idle_s`` seconds without a message.
+    Stops once ``expected`` messages were read (any number when ``None``) and every
+    partition's position has reached its end offset as the broker gives it then: what the
+    topic holds, including the records of a transaction still open, which the reader waits
+    for until it ends. Or after ``idle_s`` seconds without a message once ``expected`` were
+    read (a transaction left open by a killed producer holds a ``read_committed`` reader back
+    until the broker aborts it).
     """
     c = Consumer({
         "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:8]}",
@@ -190,7 +194,8 @@ def read_topic(bootstrap: str, topic: str, *, expected: int | None = None,
         "isolation.level": "read_committed" if committed else "read_uncommitted",
     })
     md = c.list_topics(topic, timeout=30).topics[topic]
-    c.assign([TopicPartition(topic, p, 0) for p in md.partitions])
+    tps = [TopicPartition(topic, p, 0) for p in md.partitions]
+    c.assign(tps)
     out = []
     deadline = time.monotonic() + timeout_s
     last = time.monotonic()
@@ -201,13 +206,22 @@ def read_topic(bootstrap: str, topic: str, *, expected: int | None = None,
                 out.append(m)
         if msgs:
             last = time.monotonic()
-        if expected is not None and len(out) >= expected:
-            if time.monotonic() - last > idle_s:
-                break
-        elif expected is None and time.monotonic() - last > idle_s:
+        if expected is not None and len(out) < expected:
+            continue
+        if time.monotonic() - last > idle_s or _at_end(c, tps):
             break
     c.close()
     return out
+
+
+def _at_end(c: Consumer, tps: list) -> bool:
+    """Whether the reader's position in every partition of ``tps`` is at its end offset
+    (past the last transaction marker: the consumer's position skips them)."""
+    for tp, pos in zip(tps, c.position(tps)):
+        low, high = c.get_watermark_offsets(tp, timeout=10, cached=False)
+        if high > low and pos.offset < high:  # an unread partition's position is negative
+            return False
+    return True
 
 
 def read_partition_to_end(bootstrap: str, topic: str, isolation: str = "read_committed",
