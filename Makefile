@@ -39,12 +39,13 @@ IMAGE ?= localhost/streamforest
 DEPLOY_ARGS ?=
 
 # stamps: reinstall only when pyproject.toml changes, fetch the jars again only when the pom changes,
-# run the warm-up again only when a source of the core or the worker changes (it then compiles the
-# kernels whose sources or imported modules changed: models/core/_jit.py stamps each cached kernel so)
+# run the warm-up again only when a source of the core, the contracts or the worker changes (it then
+# compiles the kernels whose sources or imported modules changed: models/core/_jit.py stamps each cached
+# kernel so)
 INSTALLED := $(VENV)/.installed
 FETCHED := $(VENV)/.kafka-fetched
 WARMED := $(VENV)/.warmed
-WARMUP_SOURCES := $(wildcard models/*.py models/*/*.py worker/*.py worker/*/*.py)
+WARMUP_SOURCES := $(wildcard models/*.py models/*/*.py schemas/*.py worker/*.py worker/*/*.py)
 
 .PHONY: setup test test-fast demo broker-start broker-stop bench helm helm-template image deploy-test
 
@@ -78,8 +79,12 @@ helm:
 helm-template: helm
 	"$$(deploy/helm/get-helm.sh)" template streamforest deploy/helm/streamforest $(if $(HELM_VALUES),--values $(HELM_VALUES))
 
-# a fresh install then serves its first prediction without waiting for numba compilation
+# a fresh install then serves its first prediction without waiting for numba compilation, and every
+# command starts without compiling the project's modules first: under PYTHONDONTWRITEBYTECODE (which
+# containers and CI runners often set) Python writes no bytecode of its own, and each process would
+# compile them again (a third of a second of each command's start)
 $(WARMED): $(WARMUP_SOURCES) $(INSTALLED)
+	$(BIN)/python -m compileall -q worker models schemas
 	$(BIN)/streamforest warmup
 	touch $@
 
