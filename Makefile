@@ -6,7 +6,7 @@
 #                       installed, minutes once, then cached); make test and test-fast build it, demo does not
 #   make test           lint (ruff) and the whole test suite, docstring examples included, on two pytest-xdist
 #                       workers (integration tests start a local Kafka broker per worker on free ports); about
-#                       12-16 minutes of pytest on two cores, from an empty numba cache (setup compiles it first)
+#                       13-15 minutes of pytest on two cores from a fresh clone (setup compiles the kernels first)
 #   make test-fast      lint and the tests that need no broker and are not marked slow (no Kafka, no long
 #                       accuracy runs), on two workers: under 3 minutes once setup has compiled the kernels
 #   make demo           the demo
