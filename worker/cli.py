@@ -15,6 +15,9 @@ so no command ends with a traceback):
 * 2: a usage error (a bad argument, an unknown name, a missing file, invalid settings), said
   on stderr;
 * 130: interrupted (Ctrl-C);
+* 143: stopped by SIGTERM before the command installed its own handler (``run`` does, and
+  then ends with 0 after the stop); a command that ends quietly on Ctrl-C (``tail -f``) ends
+  quietly on SIGTERM too;
 * other codes are a command's own (``broker status``: 3 when the broker does not answer).
 """
 
@@ -24,13 +27,25 @@ import argparse
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 
 from . import __version__
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: the command ends as on Ctrl-C (its ``finally`` blocks close what it
+    opened, ``tail -f`` ends quietly), with exit code 143 where nothing handles it."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated
 
 
 class UsageError(Exception):
@@ -76,12 +91,34 @@ def _name_commands(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the command; the exit code of the module doc."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
-    return run_command(args)
+    previous = _handle_sigterm()
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
+        return run_command(args)
+    except Terminated:
+        return EXIT_TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _handle_sigterm():
+    """Turn SIGTERM into :class:`Terminated` from here on; the handler it replaced.
+
+    Installed before the commands' imports (a second or two with numpy and numba): the
+    default action would end the process as well, except where it is PID 1, in a container,
+    where the kernel drops a signal that has no handler: a ``podman stop`` or a pod's
+    deletion in a worker's first second was lost, and the member went on to join the group
+    until the SIGKILL came. ``None`` outside the main thread, where Python cannot install
+    handlers.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -95,6 +132,8 @@ def run_command(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return 0
+    except Terminated:
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except UsageError as exc:

@@ -26,9 +26,7 @@ def run(settings, faults: Faults | None = None) -> int:
     fix); 1 when the brokers cannot be reached at start or the worker failed (the open
     transaction was aborted and no checkpoint written: a restart resumes exactly).
     """
-    worker = Worker(settings, faults)
-    signal.signal(signal.SIGTERM, worker.request_stop)
-    signal.signal(signal.SIGINT, worker.request_stop)
+    worker = _stoppable_worker(settings, faults)
     try:
         worker.run()
     except TopicProblem as exc:
@@ -45,6 +43,20 @@ def run(settings, faults: Faults | None = None) -> int:
     return 0
 
 
+def _stoppable_worker(settings, faults: Faults | None) -> Worker:
+    """A new worker that SIGTERM and SIGINT stop; one that arrived while it was being made
+    (its clients, its metrics server) stops it before it consumes anything."""
+    early: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda s, _frame: early.append(s))
+    worker = Worker(settings, faults)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, worker.request_stop)
+    if early:
+        worker.request_stop()
+    return worker
+
+
 def add_parser(subparsers) -> None:
     """Register ``streamforest run``."""
     from .settings import add_kafka_arguments
@@ -58,7 +70,8 @@ def add_parser(subparsers) -> None:
         "shows them) and -b/-X; logs are JSON lines on "
         "stderr, librdkafka's own included. Exit code 0 after a requested stop, 1 when the "
         "brokers cannot be reached or the worker failed (restart it: it resumes from its last "
-        "checkpoint), 2 for invalid settings or missing topics.")
+        "checkpoint), 2 for invalid settings or missing topics, 143 for a SIGTERM before "
+        "the worker was made (during the imports: nothing had started).")
     # test-only fault injection (tests/integration): not part of the command's interface
     p.add_argument("--test-fault", default=None, help=argparse.SUPPRESS)
     add_kafka_arguments(p)

@@ -143,7 +143,7 @@ class WorkerProc:
     def terminate(self, timeout: float = 60.0) -> int:
         """SIGTERM, once the worker has started, and its exit status. A SIGTERM that comes
         while the interpreter still imports the learners (seconds on a busy machine), before
-        ``run`` installs its handler, ends the process with -15 instead of a graceful stop: a
+        ``run`` makes its worker, ends the process with 143 instead of a graceful stop: a
         test whose outputs are all in before a new member got that far must wait for it."""
         deadline = time.monotonic() + timeout
         while self.alive() and not self.events("worker started") and time.monotonic() < deadline:

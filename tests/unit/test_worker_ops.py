@@ -200,19 +200,131 @@ def _worker_without_brokers(startup_timeout_s: float):
     return proc, port
 
 
+def _has_kafka_clients(pid: int) -> bool:
+    """Whether process ``pid`` runs librdkafka's threads (named ``rdk:...``)."""
+    from pathlib import Path
+
+    names = []
+    for comm in Path(f"/proc/{pid}/task").glob("*/comm"):
+        try:
+            names.append(comm.read_text())
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return any(name.startswith("rdk:") for name in names)
+
+
 def test_unreachable_brokers_are_said_plainly_and_sigterm_ends_the_wait():
     import signal
     import time
 
     proc, port = _worker_without_brokers(120)
-    time.sleep(5.0)  # well inside the startup bound: the worker is waiting for the brokers
-    assert proc.poll() is None
+    deadline = time.monotonic() + 60
+    while not _has_kafka_clients(proc.pid):  # the worker exists; it now waits for the brokers
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.05)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     out = proc.communicate(timeout=30)[0].decode()
     assert time.monotonic() - t0 < 10, "SIGTERM took too long while waiting for the brokers"
     assert proc.returncode == 1, out
     assert f"cannot reach the Kafka brokers at 127.0.0.1:{port} (stopped while waiting" in out
+
+
+def _can_be_pid_1() -> bool:
+    import subprocess
+
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "true"],
+                              capture_output=True).returncode == 0
+    except FileNotFoundError:
+        return False
+
+
+def _handles(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (its SigCgt mask)."""
+    with open(f"/proc/{pid}/status") as f:
+        caught = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    return bool(caught >> (signum - 1) & 1)
+
+
+@pytest.mark.skipif(not _can_be_pid_1(), reason="needs a PID namespace (unshare --pid)")
+def test_a_stop_while_a_pid_1_worker_starts_ends_it():
+    """In a container the worker is PID 1, and the kernel drops a signal PID 1 has no handler
+    for: a stop during the first second of imports was lost, and the member went on to join
+    the group until the SIGKILL. The command line catches SIGTERM before those imports."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMFOREST_")}
+    env.update({"STREAMFOREST_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{_closed_port()}",
+                "STREAMFOREST_WORKER__STARTUP_TIMEOUT_S": "120",
+                "STREAMFOREST_WORKER__METRICS_PORT": "0"})
+    proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", sys.executable,
+                             "-m", "worker", "run"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        pid = None
+        while pid is None or not _handles(pid, signal.SIGTERM):
+            assert time.monotonic() < deadline and proc.poll() is None, "the worker never began"
+            if pid is None:
+                children = open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()
+                pid = int(children[0]) if children else None
+            time.sleep(0.002)
+        os.kill(pid, signal.SIGTERM)  # from outside its namespace, as podman and kubelet send it
+        out = proc.communicate(timeout=30)[0].decode()
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, out  # ended during the imports, before the worker existed
+    assert "cannot reach the Kafka brokers" not in out
+
+
+def test_sigterm_during_a_commands_imports_ends_it_with_143(monkeypatch):
+    import os
+    import signal
+
+    from worker import cli
+
+    real = cli.build_parser
+
+    def terminated_while_importing():
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real()
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(cli, "build_parser", terminated_while_importing)
+    assert cli.main(["schemas", "--list"]) == cli.EXIT_TERMINATED == 143
+    assert signal.getsignal(signal.SIGTERM) is before  # the caller's handler is back
+
+
+def test_sigterm_while_the_worker_is_made_stops_it_before_it_consumes(monkeypatch):
+    import os
+    import signal
+
+    from worker import run_command
+
+    class Made:
+        """Stands in for the worker's construction (its clients, its metrics server)."""
+
+        def __init__(self, settings, faults):
+            os.kill(os.getpid(), signal.SIGTERM)
+            self.stops = 0
+
+        def request_stop(self, *_args):
+            self.stops += 1
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    monkeypatch.setattr(run_command, "Worker", Made)
+    try:
+        made = run_command._stoppable_worker(None, None)
+        assert made.stops == 1
+        assert signal.getsignal(signal.SIGTERM) == made.request_stop
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
 
 
 def test_unreachable_brokers_end_the_start_within_its_bound():
