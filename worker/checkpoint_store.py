@@ -56,7 +56,7 @@ _MAX_STATE_BYTES = 1 << 31  # an envelope never inflates past this, whatever the
 _CHUNK_SLACK = 4096  # room for key, headers and record overhead under the size limit
 _MIN_CHUNK = 1024  # every chunk but an envelope's last has at least this many bytes
 # the pipelines' states compress 1.2-38x at level 1 (every learner family, 1 to 5,000 rows, of
-# random features and of small integers, tests/benchmarks/bench_restore_bounds.py): an
+# random features and of small integers, tests/benchmarks/service/bench_restore_bounds.py): an
 # envelope inflating past 64x is not one of them unless it fits the state budget
 _INFLATE_RATIO = 64
 _INFLATE_FLOOR = 1 << 20  # small envelopes are never refused for their ratio
@@ -268,7 +268,7 @@ def decode_blob(blob: bytes, limits: Limits | None = None) -> StreamCheckpoint:
     Peak memory: restoring a stream (this, then its pipeline rebuilt from the envelope,
     :func:`worker.recovery.stream_pipeline`) holds at most 4 times the inflated msgpack at
     its peak (2.1-3.6 measured on the largest states of every learner family,
-    ``tests/benchmarks/bench_restore_bounds.py``): the inflated bytes, the arrays decoded
+    ``tests/benchmarks/service/bench_restore_bounds.py``): the inflated bytes, the arrays decoded
     from them, the learners' copies and their restored capacity. The inflated size is at
     most ``limits.inflated(len(blob))`` and the values decoded at most ``limits.max_objects``
     (about 100 bytes each at worst), both known before anything is decoded; a refused blob
