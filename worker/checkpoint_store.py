@@ -267,7 +267,7 @@ def decode_blob(blob: bytes, limits: Limits | None = None) -> StreamCheckpoint:
 
     Peak memory: restoring a stream (this, then its pipeline rebuilt from the envelope,
     :func:`worker.recovery.stream_pipeline`) holds at most 4 times the inflated msgpack at
-    its peak (2.1-3.6 measured on the largest states of every learner family,
+    its peak (2.1-3.3 measured on the largest states of every learner family,
     ``tests/benchmarks/service/bench_restore_bounds.py``): the inflated bytes, the arrays decoded
     from them, the learners' copies and their restored capacity. The inflated size is at
     most ``limits.inflated(len(blob))`` and the values decoded at most ``limits.max_objects``
